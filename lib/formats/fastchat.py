@@ -1,0 +1,305 @@
+"""The FastChat family of MT-Bench files (lm-sys FastChat, the JA MT-Bench harness, Stability's jp-stable).
+
+Layout (a "data root"; any folder level of it can be given):
+
+    judge_prompts.jsonl, judge_ja_prompts.jsonl
+    <bench>/question.jsonl
+    <bench>/reference_answer/<judge>.jsonl
+    <bench>/model_answer/<model>.jsonl              ('/' in a model name is '__' in the file name)
+    <bench>/model_judgment/<judge>_single.jsonl     and  <judge>_pair.jsonl
+    <bench>/model_judgment/<judge>_single/<model>__<N>turn.jsonl   (per-model layout of some forks)
+
+See ``shared/docs/fastchat-format.md`` for the semantics these converters follow.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import FormatError
+from .jsonl import as_id, as_number, as_optional_number, as_text, as_turn, need
+
+HARNESS = "fastchat"
+
+KINDS = ("judge_prompts", "questions", "reference_answers", "answers", "single_judgments", "pair_judgments")
+
+# Single judgment parse status, from the stored score and text.
+ERROR_TEXT = "$ERROR$"
+SCORE_MIN, SCORE_MAX = 1.0, 10.0
+
+WINNERS = {"model_1", "model_2", "tie", "error"}
+# Older files and some forks spell winners differently; map them onto FastChat's words.
+WINNER_ALIASES = {"a": "model_1", "b": "model_2", "model_a": "model_1", "model_b": "model_2", "c": "tie",
+                  "tie (bothbad)": "tie", "inconsistent": "tie"}
+
+
+@dataclass(frozen=True)
+class FastChatFile:
+    path: Path
+    kind: str
+    bench: str | None
+    judge: str | None = None  # reference answers: the judge name its file stem gives
+
+
+def model_from_file_name(stem: str) -> str:
+    """`shisa-ai__shisa-v2-llama3.1-8b` -> `shisa-ai/shisa-v2-llama3.1-8b` (the JA harness's rule)."""
+    return stem.replace("__", "/")
+
+
+def classify(path: Path) -> FastChatFile | None:
+    """Say what a FastChat-layout file is from where it sits, or None if it is not one."""
+    name = path.name
+    parent = path.parent.name
+    if path.suffix != ".jsonl":
+        return None
+    if re.fullmatch(r"judge(_\w+)?_prompts\.jsonl", name):
+        return FastChatFile(path, "judge_prompts", None)
+    if name.startswith("question") and parent != "model_answer":
+        return FastChatFile(path, "questions", parent)
+    if parent == "reference_answer":
+        return FastChatFile(path, "reference_answers", path.parent.parent.name, judge=path.stem)
+    if parent == "model_answer":
+        return FastChatFile(path, "answers", path.parent.parent.name)
+    if parent == "model_judgment":
+        bench = path.parent.parent.name
+        if name.endswith("_single.jsonl"):
+            return FastChatFile(path, "single_judgments", bench)
+        if name.endswith("_pair.jsonl"):
+            return FastChatFile(path, "pair_judgments", bench)
+    if path.parent.parent.name == "model_judgment":  # per-model layout: <judge>_single/<model>__<N>turn.jsonl
+        bench = path.parent.parent.parent.name
+        if parent.endswith("_single"):
+            return FastChatFile(path, "single_judgments", bench)
+        if parent.endswith("_pair"):
+            return FastChatFile(path, "pair_judgments", bench)
+    return None
+
+
+def sniff(path: Path, bench: str | None) -> FastChatFile:
+    """Classify a loose .jsonl file by the keys of its first record."""
+    keys: set[str] = set()
+    with open(path, "rb") as fh:
+        for raw in fh:
+            raw = raw.strip().removeprefix(b"\xef\xbb\xbf")
+            if raw:
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    raise FormatError(
+                        f"{path}: the first record is not valid JSON, so JudgeLens cannot tell what kind "
+                        "of FastChat file this is. Put it in the FastChat folder layout "
+                        "(<bench>/model_judgment/<judge>_single.jsonl, …) to get line-by-line errors."
+                    ) from None
+                keys = set(obj) if isinstance(obj, dict) else set()
+                break
+    if not keys:
+        raise FormatError(
+            f"{path}: the file is empty and its name does not say what it holds. Put it in the FastChat "
+            "folder layout (question.jsonl, model_answer/, model_judgment/<judge>_single.jsonl, …)."
+        )
+    bench = bench or "unknown_bench"
+    if {"g1_winner", "model_1"} <= keys or {"winner", "model_1"} <= keys:
+        return FastChatFile(path, "pair_judgments", bench)
+    if {"judge", "score"} <= keys:
+        return FastChatFile(path, "single_judgments", bench)
+    if "choices" in keys:
+        return FastChatFile(path, "answers", bench)
+    if {"category", "turns"} <= keys:
+        return FastChatFile(path, "questions", bench)
+    if {"prompt_template", "name"} <= keys:
+        return FastChatFile(path, "judge_prompts", None)
+    raise FormatError(
+        f"{path}: not a FastChat MT-Bench file JudgeLens knows (first record has keys "
+        f"{', '.join(sorted(keys)[:8])}). Expected questions, answers, or *_single / *_pair judgments."
+    )
+
+
+# --- converters: one JSON object -> rows for one table. Raise ValueError(reason) on bad input. ---
+
+def question_rows(obj: dict, bench: str) -> list[tuple]:
+    turns = need(obj, "turns")
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
+        raise ValueError('"turns" must be a non-empty list of strings')
+    category = as_text(obj.get("category"), "category", required=False)
+    return [(bench, as_id(need(obj, "question_id")), category, turns)]
+
+
+def _choices(obj: dict) -> list[tuple[int, list[str]]]:
+    choices = need(obj, "choices")
+    if not isinstance(choices, list) or not choices:
+        raise ValueError('"choices" must be a non-empty list')
+    out = []
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict) or not isinstance(choice.get("turns"), list):
+            raise ValueError(f'"choices[{i}]" must be an object with a "turns" list')
+        turns = choice["turns"]
+        if not all(isinstance(t, str) for t in turns):
+            raise ValueError(f'"choices[{i}].turns" must hold strings')
+        index = choice.get("index", i)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValueError(f'"choices[{i}].index" must be an integer')
+        out.append((index, turns))
+    return out
+
+
+def reference_rows(obj: dict, bench: str, judge: str) -> list[tuple]:
+    qid = as_id(need(obj, "question_id"))
+    model_id = as_text(obj.get("model_id"), "model_id", required=False)
+    _, turns = _choices(obj)[0]  # the judge only ever reads choices[0]
+    return [(bench, judge, model_id, qid, t + 1, text) for t, text in enumerate(turns)]
+
+
+def answer_rows(obj: dict, bench: str, file_model: str) -> list[tuple]:
+    qid = as_id(need(obj, "question_id"))
+    model_id = as_text(obj.get("model_id"), "model_id", required=False)
+    model = model_id or file_model
+    return [
+        (HARNESS, bench, model, model_id, file_model, qid, index, t + 1, text, None, None, None)
+        for index, turns in _choices(obj)
+        for t, text in enumerate(turns)
+    ]
+
+
+def _judge(obj: dict) -> tuple[str, str | None]:
+    judge = need(obj, "judge")
+    if isinstance(judge, str) and judge:
+        return judge, None
+    if isinstance(judge, list) and judge and all(isinstance(j, str) for j in judge):
+        return judge[0], (judge[1] if len(judge) > 1 else None)
+    raise ValueError('"judge" must be a list [judge_model, prompt_name] (or a judge model name)')
+
+
+def infer_turn(prompt_name: str | None) -> int:
+    return 2 if prompt_name and "multi-turn" in prompt_name else 1
+
+
+def parse_status(raw_score: float, judgment: str | None) -> str:
+    if judgment is not None and judgment.strip() == ERROR_TEXT:
+        return "api_error"
+    if raw_score == -1:
+        return "not_parsed"
+    if not SCORE_MIN <= raw_score <= SCORE_MAX:
+        return "out_of_range"
+    return "ok"
+
+
+def single_judgment_rows(obj: dict, bench: str) -> list[tuple]:
+    qid = as_id(need(obj, "question_id"))
+    model = as_id(need(obj, "model"), "model")
+    judge, prompt_name = _judge(obj)
+    raw = as_number(need(obj, "score"), "score")
+    judgment = as_text(obj.get("judgment"), "judgment", required=False)
+    user_prompt = as_text(obj.get("user_prompt"), "user_prompt", required=False)
+    turn = as_turn(obj["turn"]) if obj.get("turn") is not None else infer_turn(prompt_name)
+    status = parse_status(raw, judgment)
+    score = raw if status == "ok" else None
+    return [(HARNESS, bench, judge, prompt_name, model, qid, turn, 0, raw, score, status, judgment, user_prompt,
+             as_optional_number(obj.get("tstamp"), "tstamp"))]
+
+
+def _winner(obj: dict, key: str) -> str:
+    value = as_text(need(obj, key), key)
+    norm = WINNER_ALIASES.get(value.strip().lower(), value.strip().lower())
+    if norm not in WINNERS:
+        raise ValueError(f'"{key}" must be one of model_1, model_2, tie, error; got {json.dumps(value)[:40]}')
+    return norm
+
+
+def pair_judgment_rows(obj: dict, bench: str) -> list[tuple]:
+    qid = as_id(need(obj, "question_id"))
+    model_1 = as_id(need(obj, "model_1"), "model_1")
+    model_2 = as_id(need(obj, "model_2"), "model_2")
+    judge, prompt_name = _judge(obj)
+    if "g1_winner" in obj or "g2_winner" in obj:
+        g1, g2 = _winner(obj, "g1_winner"), _winner(obj, "g2_winner")
+    else:  # older lm-sys files: one "winner" for both games
+        g1 = g2 = _winner(obj, "winner")
+    turn = as_turn(obj["turn"]) if obj.get("turn") is not None else infer_turn(prompt_name)
+    texts = [as_text(obj.get(k), k, required=False)
+             for k in ("g1_judgment", "g2_judgment", "g1_user_prompt", "g2_user_prompt")]
+    return [(HARNESS, bench, judge, prompt_name, model_1, model_2, qid, turn, g1, g2, *texts,
+             as_optional_number(obj.get("m1_score"), "m1_score"),
+             as_optional_number(obj.get("m2_score"), "m2_score"),
+             as_optional_number(obj.get("tstamp"), "tstamp"))]
+
+
+JUDGE_PROMPT_FIELDS = ("type", "system_prompt", "prompt_template", "description", "category", "output_format")
+
+
+def judge_prompt_rows(obj: dict) -> list[tuple]:
+    name = as_text(need(obj, "name"), "name")
+    values = []
+    for key in JUDGE_PROMPT_FIELDS:
+        value = obj.get(key)
+        values.append(value if isinstance(value, str) or value is None else json.dumps(value, ensure_ascii=False))
+    as_text(need(obj, "prompt_template"), "prompt_template")
+    return [(HARNESS, name, *values, json.dumps(obj, ensure_ascii=False))]
+
+
+# --- the fast path for big single-judgment files: DuckDB reads the JSON, SQL checks every rule above ---
+
+SINGLE_COLUMNS = (
+    "{question_id: 'JSON', model: 'JSON', judge: 'JSON', score: 'JSON', turn: 'JSON', "
+    "judgment: 'JSON', user_prompt: 'JSON', tstamp: 'JSON'}"
+)
+
+
+def single_judgments_select(max_object_size: int) -> str:
+    """SELECT producing single_judgments rows from read_ndjson(?), or a row flagged ``bad``.
+
+    Mirrors ``single_judgment_rows``: any row it would refuse gets bad = true, and the caller then
+    re-reads the file with the line-by-line reader to tell the user which line and why.
+    """
+    return f"""
+    WITH raw AS (
+        SELECT * FROM read_ndjson(?, columns={SINGLE_COLUMNS}, maximum_object_size={max_object_size},
+                                  format='newline_delimited')
+    ), typed AS (
+        SELECT
+            json_type(question_id) AS t_qid, json_type(model) AS t_model, json_type(judge) AS t_judge,
+            json_type(score) AS t_score, json_type(turn) AS t_turn, json_type(judgment) AS t_judgment,
+            json_type(user_prompt) AS t_prompt, json_type(tstamp) AS t_tstamp,
+            trim(json_extract_string(question_id, '$')) AS qid,
+            trim(json_extract_string(model, '$')) AS model_s,
+            CASE WHEN json_type(judge) = 'ARRAY' THEN json_extract_string(judge, '$[0]')
+                 ELSE json_extract_string(judge, '$') END AS judge_s,
+            CASE WHEN json_type(judge) = 'ARRAY' THEN json_extract_string(judge, '$[1]') END AS prompt_s,
+            TRY_CAST(trim(json_extract_string(score, '$')) AS DOUBLE) AS raw_score,
+            TRY_CAST(json_extract_string(turn, '$') AS DOUBLE) AS turn_d,
+            json_extract_string(judgment, '$') AS judgment_s,
+            json_extract_string(user_prompt, '$') AS prompt_text,
+            TRY_CAST(json_extract_string(tstamp, '$') AS DOUBLE) AS tstamp_d,
+            judge
+        FROM raw
+    )
+    SELECT
+        '{HARNESS}' AS harness, ?::VARCHAR AS bench, judge_s AS judge, prompt_s AS prompt_name,
+        model_s AS model, qid AS question_id,
+        CAST(coalesce(turn_d, CASE WHEN prompt_s LIKE '%multi-turn%' THEN 2 ELSE 1 END) AS INTEGER) AS turn,
+        0 AS sample, raw_score,
+        CASE WHEN trim(coalesce(judgment_s, '')) = '{ERROR_TEXT}' OR raw_score = -1
+                  OR raw_score NOT BETWEEN {SCORE_MIN} AND {SCORE_MAX} THEN NULL ELSE raw_score END AS score,
+        CASE WHEN trim(coalesce(judgment_s, '')) = '{ERROR_TEXT}' THEN 'api_error'
+             WHEN raw_score = -1 THEN 'not_parsed'
+             WHEN raw_score NOT BETWEEN {SCORE_MIN} AND {SCORE_MAX} THEN 'out_of_range'
+             ELSE 'ok' END AS parse_status,
+        judgment_s AS rationale, prompt_text AS judge_prompt, tstamp_d AS tstamp,
+        (   t_qid IS NULL OR t_qid NOT IN ('BIGINT', 'UBIGINT', 'VARCHAR') OR coalesce(qid, '') = ''
+         OR t_model IS NULL OR t_model NOT IN ('BIGINT', 'UBIGINT', 'VARCHAR') OR coalesce(model_s, '') = ''
+         OR t_judge IS NULL OR t_judge = 'NULL'
+         OR (t_judge = 'VARCHAR' AND coalesce(judge_s, '') = '')
+         OR (t_judge = 'ARRAY' AND (json_array_length(judge) = 0
+             OR list_filter(CAST(judge AS JSON[]), lambda x: json_type(x) <> 'VARCHAR') <> []))
+         OR t_judge NOT IN ('VARCHAR', 'ARRAY')
+         OR t_score IS NULL OR t_score NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'VARCHAR') OR raw_score IS NULL
+         OR isnan(raw_score) OR isinf(raw_score)
+         OR (t_turn IS NOT NULL AND t_turn <> 'NULL' AND (turn_d IS NULL OR turn_d < 1 OR turn_d <> floor(turn_d)
+             OR t_turn = 'BOOLEAN'))
+         OR (t_judgment IS NOT NULL AND t_judgment NOT IN ('VARCHAR', 'NULL'))
+         OR (t_prompt IS NOT NULL AND t_prompt NOT IN ('VARCHAR', 'NULL'))
+         OR (t_tstamp IS NOT NULL AND t_tstamp NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'VARCHAR', 'NULL'))
+        ) AS bad
+    FROM typed
+    """

@@ -1,0 +1,432 @@
+"""Import harness outputs into the store.
+
+``ingest(store, paths)`` finds every file it knows under the given paths, reads and checks all of
+them, then writes them in ONE transaction: if any line of any file is bad, nothing is written and
+the error lists every bad line as ``FILE:LINE: reason``. With ``skip_bad_lines=True`` the valid
+lines are imported and the skipped ones are recorded in the source's report.
+
+Each file becomes a source identified by the sha256 of its bytes; importing the same bytes again
+changes nothing and says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .errors import FormatError, IngestError, LineProblem
+from .formats import fastchat, swallow
+from .formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
+from .store import Store
+
+Progress = Callable[[float, str], None]
+
+# Column order of the rows the readers produce, per table (source_id is added on insert).
+TABLE_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "questions": [("bench", "str"), ("question_id", "str"), ("category", "str"), ("turns", "list")],
+    "reference_answers": [("bench", "str"), ("judge", "str"), ("model_id", "str"), ("question_id", "str"),
+                          ("turn", "int"), ("text", "str")],
+    "answers": [("harness", "str"), ("bench", "str"), ("model", "str"), ("model_id", "str"),
+                ("file_model", "str"), ("question_id", "str"), ("sample", "int"), ("turn", "int"),
+                ("text", "str"), ("temperature", "float"), ("system_prompt", "str"), ("max_chars", "int")],
+    "single_judgments": [("harness", "str"), ("bench", "str"), ("judge", "str"), ("prompt_name", "str"),
+                         ("model", "str"), ("question_id", "str"), ("turn", "int"), ("sample", "int"),
+                         ("raw_score", "float"), ("score", "float"), ("parse_status", "str"),
+                         ("rationale", "str"), ("judge_prompt", "str"), ("tstamp", "float")],
+    "pair_judgments": [("harness", "str"), ("bench", "str"), ("judge", "str"), ("prompt_name", "str"),
+                       ("model_1", "str"), ("model_2", "str"), ("question_id", "str"), ("turn", "int"),
+                       ("g1_winner", "str"), ("g2_winner", "str"), ("g1_judgment", "str"),
+                       ("g2_judgment", "str"), ("g1_user_prompt", "str"), ("g2_user_prompt", "str"),
+                       ("m1_score", "float"), ("m2_score", "float"), ("tstamp", "float")],
+    "judge_prompts": [("harness", "str"), ("name", "str"), ("type", "str"), ("system_prompt", "str"),
+                      ("prompt_template", "str"), ("description", "str"), ("category", "str"),
+                      ("output_format", "str"), ("record", "str")],
+    "reported_metrics": [("harness", "str"), ("bench", "str"), ("model", "str"), ("run_id", "str"),
+                         ("task", "str"), ("metric", "str"), ("value", "float"), ("stderr", "float")],
+}
+DATA_TABLES = list(TABLE_COLUMNS)
+
+
+@dataclass
+class ImportFile:
+    """One file this import will read, and what became of it."""
+
+    path: Path
+    display: str
+    harness: str
+    kind: str
+    bench: str | None
+    meta: object  # the format module's description of the file
+    sha256: str = ""
+    size: int = 0
+    status: str = "pending"  # imported | unchanged | refused
+    source_id: int | None = None
+    existing_source: int | None = None
+    rows: int = 0
+    skipped: list[LineProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    tables: dict[str, ParsedFile] = field(default_factory=dict)
+    fast: bool = False
+
+    def line(self) -> str:
+        bench = f" [{self.bench}]" if self.bench else ""
+        if self.status == "unchanged":
+            return f"unchanged  {self.display}{bench}: already imported as source {self.existing_source}"
+        if self.status == "refused":
+            return f"refused    {self.display}{bench}: {'; '.join(self.warnings)}"
+        text = f"imported   {self.display}{bench}: {self.kind}, {self.rows} record(s) -> source {self.source_id}"
+        if self.skipped:
+            text += f", {len(self.skipped)} bad line(s) skipped"
+        for w in self.warnings:
+            text += f"\n             note: {w}"
+        return text
+
+
+@dataclass
+class IngestReport:
+    files: list[ImportFile]
+
+    @property
+    def imported(self) -> list[ImportFile]:
+        return [f for f in self.files if f.status == "imported"]
+
+    @property
+    def unchanged(self) -> list[ImportFile]:
+        return [f for f in self.files if f.status == "unchanged"]
+
+    @property
+    def refused(self) -> list[ImportFile]:
+        return [f for f in self.files if f.status == "refused"]
+
+    def summary(self) -> str:
+        head = (f"{len(self.imported)} file(s) imported, {len(self.unchanged)} unchanged (already imported)"
+                + (f", {len(self.refused)} refused" if self.refused else ""))
+        if not self.imported and self.unchanged and not self.refused:
+            head += ": nothing changed"
+        return "\n".join([head, *(f.line() for f in self.files)])
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding files
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(path.relative_to(root.parent))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | None:
+    display = _display(path, root)
+    sw = swallow.classify(path)
+    if sw is not None:
+        bench = None
+        if sw.kind == "swallow_details":
+            bench = swallow.bench_of_task(swallow.details_task(sw))
+        return ImportFile(path, display, "swallow", sw.kind, bench, sw)
+    fc = fastchat.classify(path)
+    if fc is None and explicit and path.suffix == ".jsonl":
+        fc = fastchat.sniff(path, path.parent.parent.name if path.parent.name else None)
+    if fc is None:
+        if explicit:
+            raise FormatError(
+                f"{display}: JudgeLens does not know this file. It reads FastChat-style .jsonl files "
+                "(question.jsonl, reference_answer/, model_answer/, model_judgment/*_single.jsonl and "
+                "*_pair.jsonl, judge_prompts.jsonl) and Swallow/lighteval results_*.json and details_*.parquet."
+            )
+        return None
+    return ImportFile(path, display, "fastchat", fc.kind, fc.bench, fc)
+
+
+def discover(paths: Iterable[str | Path]) -> list[ImportFile]:
+    """Every importable file under the given files and folders, in a stable order."""
+    found: list[ImportFile] = []
+    seen: set[Path] = set()
+    for given in paths:
+        root = Path(given).expanduser()
+        if not root.exists():
+            raise FormatError(f"{given}: no such file or folder", title="Nothing to import")
+        if root.is_file():
+            candidates, explicit, base = [root], True, None
+        else:
+            candidates = sorted(p for p in root.rglob("*") if p.is_file()
+                                and not any(part.startswith(".") for part in p.relative_to(root).parts))
+            explicit, base = False, root
+        for path in candidates:
+            resolved = path.resolve()
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            item = _classify(path, base, explicit)
+            if item is not None:
+                found.append(item)
+    if not found:
+        raise FormatError(
+            "Found no harness files in " + ", ".join(str(p) for p in paths) + ". Point JudgeLens at a FastChat "
+            "data folder (with <bench>/question.jsonl, model_answer/, model_judgment/) or a lighteval output "
+            "folder (results/…/results_*.json, details/…/details_*.parquet).",
+            title="Nothing to import",
+        )
+    order = {k: i for i, k in enumerate(["judge_prompts", "questions", "reference_answers", "answers",
+                                          "single_judgments", "pair_judgments", "swallow_results",
+                                          "swallow_details"])}
+    return sorted(found, key=lambda f: (order[f.kind], f.display))
+
+
+def sha256_of(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(4 * 1024 * 1024):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading
+
+def _read_fastchat(item: ImportFile) -> None:
+    meta: fastchat.FastChatFile = item.meta  # type: ignore[assignment]
+    bench = item.bench or "unknown_bench"
+    kind = item.kind
+    if kind == "questions":
+        convert, table = (lambda o: fastchat.question_rows(o, bench)), "questions"
+    elif kind == "reference_answers":
+        convert, table = (lambda o: fastchat.reference_rows(o, bench, meta.judge or item.path.stem)), kind
+    elif kind == "answers":
+        file_model = fastchat.model_from_file_name(item.path.stem)
+        convert, table = (lambda o: fastchat.answer_rows(o, bench, file_model)), "answers"
+    elif kind == "single_judgments":
+        convert, table = (lambda o: fastchat.single_judgment_rows(o, bench)), kind
+    elif kind == "pair_judgments":
+        convert, table = (lambda o: fastchat.pair_judgment_rows(o, bench)), kind
+    else:
+        convert, table = fastchat.judge_prompt_rows, "judge_prompts"
+    parsed = parse_file(item.path, item.display, convert)
+    item.tables = {table: parsed}
+    item.warnings.extend(parsed.warnings)
+    if parsed.lines_read == 0:
+        item.warnings.append("empty file: no records")
+    if kind == "answers":
+        ids = {r[3] for r in parsed.rows if r[3]}
+        file_model = fastchat.model_from_file_name(item.path.stem)
+        other = sorted(i for i in ids if fastchat.model_from_file_name(i) != file_model)
+        if other:
+            item.warnings.append(
+                f"model_id {other[0]!r} differs from the file name ({item.path.stem}); judgments may use "
+                "either name and JudgeLens matches both")
+
+
+def _resolve_swallow_model(item: ImportFile, batch: list[ImportFile], store: Store) -> str:
+    meta: swallow.SwallowFile = item.meta  # type: ignore[assignment]
+    if meta.model:
+        return meta.model
+    for other in batch:
+        om = other.meta
+        if other.kind == "swallow_results" and isinstance(om, swallow.SwallowFile) and om.run_id == meta.run_id:
+            model, *_ = swallow.read_results(om, other.display)
+            return model
+    with store.read() as cur:
+        row = cur.execute("SELECT any_value(model) FROM reported_metrics WHERE run_id = ?", [meta.run_id]).fetchone()
+    if row and row[0]:
+        return row[0]
+    raise FormatError(
+        f"{item.display}: cannot tell which model this details file is for. Keep lighteval's folder layout "
+        "(details/<model>/<date_id>/details_….parquet) or import the results_<date_id>.json of the same run "
+        "with it.")
+
+
+def _read(item: ImportFile, batch: list[ImportFile], store: Store) -> None:
+    if item.harness == "fastchat":
+        _read_fastchat(item)
+        return
+    meta: swallow.SwallowFile = item.meta  # type: ignore[assignment]
+    if item.kind == "swallow_results":
+        model, _, rows, warnings = swallow.read_results(meta, item.display)
+        parsed = ParsedFile(item.display, rows=rows, lines_read=1)
+        item.tables = {"reported_metrics": parsed}
+        item.warnings.extend(warnings)
+        if rows:
+            item.bench = rows[0][1]
+        return
+    model = _resolve_swallow_model(item, batch, store)
+    item.tables = swallow.read_details(meta, item.display, model)
+
+
+def _problems(item: ImportFile) -> list[LineProblem]:
+    return [p for parsed in item.tables.values() for p in parsed.problems]
+
+
+def _use_fast_path(item: ImportFile) -> bool:
+    """Big single-judgment files are read by DuckDB itself (see fastchat.single_judgments_select)."""
+    if item.kind != "single_judgments" or item.harness != "fastchat" or item.size == 0:
+        return False
+    with open(item.path, "rb") as fh:
+        return not fh.read(3).startswith(BOM)
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+
+def _arrow_table(table: str, rows: list[tuple]):
+    import pyarrow as pa
+
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "list": pa.list_(pa.string())}
+    cols = TABLE_COLUMNS[table]
+    arrays = [pa.array([r[i] for r in rows], type=types[t]) for i, (_, t) in enumerate(cols)]
+    return pa.Table.from_arrays(arrays, names=[c for c, _ in cols])
+
+
+def _insert_rows(cur, table: str, source_id: int, rows: list[tuple]) -> None:
+    if not rows:
+        return
+    arrow = _arrow_table(table, rows)
+    names = ", ".join(c for c, _ in TABLE_COLUMNS[table])
+    cur.register("_incoming", arrow)
+    try:
+        cur.execute(f"INSERT INTO {table} (source_id, {names}) SELECT $sid, {names} FROM _incoming", {"sid": source_id})
+    finally:
+        cur.unregister("_incoming")
+
+
+class _FastPathRefused(Exception):
+    def __init__(self, item: ImportFile, reason: str):
+        super().__init__(reason)
+        self.item = item
+
+
+def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
+    names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
+    select = fastchat.single_judgments_select(MAX_LINE_BYTES + 1024)
+    sql = (f"INSERT INTO single_judgments (source_id, {names}) "
+           f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')} "
+           f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
+    import duckdb
+
+    try:
+        cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": str(item.path)})
+    except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
+        raise _FastPathRefused(item, str(exc)) from exc
+    return cur.execute("SELECT count(*) FROM single_judgments WHERE source_id = ?", [source_id]).fetchone()[0]
+
+
+def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress) -> None:
+    todo = [i for i in items if i.status == "pending"]
+    with store.write() as cur:
+        for n, item in enumerate(todo):
+            progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
+            skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
+            source_id = cur.execute(
+                "INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
+                "rows_skipped, warnings, skipped_lines) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING source_id",
+                [item.sha256, str(item.path), item.path.name, item.harness, item.kind, item.bench, item.size,
+                 len(item.skipped), [], json.dumps(skipped) if skipped else None],
+            ).fetchone()[0]
+            if item.fast:
+                rows = _insert_fast(cur, item, source_id)
+            else:
+                for table, parsed in item.tables.items():
+                    _insert_rows(cur, table, source_id, parsed.rows)
+                main = next(iter(item.tables.values()), None)
+                rows = main.lines_read - len(item.skipped) if main else 0
+            if item.kind in ("single_judgments", "swallow_details"):
+                item.warnings.extend(_judgment_notes(cur, source_id))
+            cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
+                        [rows, item.warnings, source_id])
+            item.rows, item.source_id, item.status = rows, source_id, "imported"
+
+
+def _judgment_notes(cur, source_id: int) -> list[str]:
+    """Facts about a judgment file a user should see: duplicates and parse failures."""
+    dup, failed = cur.execute(
+        """SELECT (SELECT count(*) FROM (SELECT 1 FROM single_judgments WHERE source_id = $s AND harness = 'fastchat'
+                   GROUP BY bench, judge, model, question_id, turn HAVING count(*) > 1)),
+                  (SELECT count(*) FROM single_judgments WHERE source_id = $s AND parse_status <> 'ok')""",
+        {"s": source_id}).fetchone()
+    notes = []
+    if dup:
+        notes.append(f"{dup} item(s) are judged more than once: all rows are kept and means average them per item")
+    if failed:
+        notes.append(f"{failed} judgment(s) have no usable score (rating not parsed, API error or out of range); "
+                     "they are kept and left out of means")
+    return notes
+
+
+def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = False,
+           progress: Progress | None = None) -> IngestReport:
+    """Import files and folders. Raises IngestError (nothing written) on any bad line unless skipping."""
+    progress = progress or (lambda f, m: None)
+    items = discover(list(paths))
+    with store.read() as cur:
+        known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
+    problems: list[LineProblem] = []
+    for n, item in enumerate(items):
+        progress(0.5 * n / len(items), f"reading {item.display}")
+        item.sha256, item.size = sha256_of(item.path)
+        try:
+            if item.harness == "swallow" and item.kind == "swallow_results":
+                _read(item, items, store)  # sets the bench from the file's task names
+            existing = known.get((item.sha256, item.bench, item.kind))
+            if existing is not None:
+                item.status, item.existing_source = "unchanged", existing
+                continue
+            if _use_fast_path(item):
+                item.fast = True
+                continue
+            if not item.tables:
+                _read(item, items, store)
+        except FormatError as exc:
+            if not skip_bad_lines:
+                problems.append(LineProblem(item.display, 0, exc.message.removeprefix(f"{item.display}: ")))
+            else:
+                item.status = "refused"
+                item.warnings.append(exc.message.removeprefix(f"{item.display}: "))
+            continue
+        file_problems = _problems(item)
+        if file_problems:
+            if skip_bad_lines:
+                item.skipped = file_problems
+            else:
+                problems.extend(file_problems)
+    if problems:
+        raise IngestError(problems)
+    while True:
+        try:
+            _write(store, items, skip_bad_lines, progress)
+            break
+        except _FastPathRefused as refused:
+            item = refused.item  # the transaction rolled back: read this file line by line and try again
+            item.fast = False
+            for other in items:
+                if other.status == "imported":
+                    other.status, other.source_id, other.rows = "pending", None, 0
+                    other.warnings = [w for w in other.warnings if not _is_judgment_note(w)]
+            _read(item, items, store)
+            file_problems = _problems(item)
+            if not file_problems:
+                continue  # the line-by-line reader accepts it: import its rows instead
+            if not skip_bad_lines:
+                raise IngestError(file_problems)
+            item.skipped = file_problems
+    progress(1.0, "done")
+    return IngestReport(items)
+
+
+def _is_judgment_note(text: str) -> bool:
+    return "judged more than once" in text or "no usable score" in text
+
+
+def remove_source(store: Store, source_id: int) -> bool:
+    """Delete one source and everything imported from it. Returns False if there is no such source."""
+    with store.write() as cur:
+        if not cur.execute("SELECT 1 FROM sources WHERE source_id = ?", [source_id]).fetchone():
+            return False
+        for table in DATA_TABLES:
+            cur.execute(f"DELETE FROM {table} WHERE source_id = ?", [source_id])
+        cur.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
+    return True

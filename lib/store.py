@@ -1,0 +1,250 @@
+"""The canonical JudgeLens store: one DuckDB file that every page and the CLI read.
+
+Tables (one row per thing, every row tagged with the ``source_id`` of the file it came from):
+
+- ``sources``            one imported file: path, sha256, harness, kind, bench, counts, warnings, skipped lines
+- ``questions``          bench, question_id, category, turns
+- ``reference_answers``  the reference a judge saw: bench, judge (file stem), question_id, turn, text
+- ``answers``            a model's answer: bench, model, question_id, sample, turn, text
+- ``single_judgments``   one judge rating of one answer turn: raw score, 1–10 score, parse status,
+                         rationale, rendered judge prompt, judge model, prompt name
+- ``pair_judgments``     one pairwise comparison (two games: A/B and swapped)
+- ``judge_prompts``      judge prompt templates shipped with a harness (judge_prompts.jsonl)
+- ``reported_metrics``   numbers a harness reported about itself (Swallow results_*.json, 0–1 scale)
+
+Views: ``current_questions`` (newest source wins per bench/question), ``item_scores`` (one row per
+judged item: duplicates and Swallow samples averaged, parse failures left out) and
+``answers_view`` (adds ``text_no_think``).
+
+Identifiers are text: ``question_id`` is stored as VARCHAR so "7" and 7 are the same id and a
+fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected.
+
+Concurrency: one process holds the file read-write. Inside it, every reader takes its own
+``cursor()`` and every writer takes ``Store.write()`` (a lock plus one transaction).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+from .errors import DatabaseBusyError
+
+DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "judgelens.duckdb"
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE SEQUENCE IF NOT EXISTS source_ids START 1;
+CREATE TABLE IF NOT EXISTS sources (
+    source_id     INTEGER PRIMARY KEY DEFAULT nextval('source_ids'),
+    sha256        VARCHAR NOT NULL,
+    path          VARCHAR NOT NULL,
+    file_name     VARCHAR NOT NULL,
+    harness       VARCHAR NOT NULL,            -- 'fastchat' | 'swallow'
+    kind          VARCHAR NOT NULL,            -- questions | reference_answers | answers | single_judgments
+                                               -- | pair_judgments | judge_prompts | swallow_details | swallow_results
+    bench         VARCHAR,
+    imported_at   TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    bytes         BIGINT NOT NULL,
+    rows_imported BIGINT NOT NULL,
+    rows_skipped  BIGINT NOT NULL DEFAULT 0,
+    warnings      VARCHAR[] NOT NULL DEFAULT [],
+    skipped_lines JSON,                        -- [{"line": n, "reason": "..."}] when --skip-bad-lines dropped lines
+    UNIQUE (sha256, bench, kind)
+);
+CREATE TABLE IF NOT EXISTS questions (
+    source_id   INTEGER NOT NULL,
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    category    VARCHAR,
+    turns       VARCHAR[] NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reference_answers (
+    source_id   INTEGER NOT NULL,
+    bench       VARCHAR NOT NULL,
+    judge       VARCHAR NOT NULL,              -- FastChat: file stem (the judge name that looks it up); Swallow: the run's judge
+    model_id    VARCHAR,                       -- what the file says made it (ignored by the harness)
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    text        VARCHAR
+);
+CREATE TABLE IF NOT EXISTS answers (
+    source_id   INTEGER NOT NULL,
+    harness     VARCHAR NOT NULL,
+    bench       VARCHAR NOT NULL,
+    model       VARCHAR NOT NULL,              -- the name judgments use for it (see lib.formats.fastchat.answer_model_name)
+    model_id    VARCHAR,                       -- model_id written inside the file
+    file_model  VARCHAR,                       -- model named by the file name ('__' read as '/')
+    question_id VARCHAR NOT NULL,
+    sample      INTEGER NOT NULL,              -- FastChat choices[i]; Swallow sample 0-4
+    turn        INTEGER NOT NULL,
+    text        VARCHAR,
+    temperature DOUBLE,
+    system_prompt VARCHAR,
+    max_chars   INTEGER                        -- Swallow: the truncation limit the harness applied
+);
+CREATE TABLE IF NOT EXISTS single_judgments (
+    source_id    INTEGER NOT NULL,
+    harness      VARCHAR NOT NULL,
+    bench        VARCHAR NOT NULL,
+    judge        VARCHAR NOT NULL,             -- judge model, e.g. 'gpt-4o'
+    prompt_name  VARCHAR,                      -- e.g. 'single-math-v1-multi-turn'
+    model        VARCHAR NOT NULL,             -- answering model
+    question_id  VARCHAR NOT NULL,
+    turn         INTEGER NOT NULL,
+    sample       INTEGER NOT NULL DEFAULT 0,   -- Swallow judges each of 5 samples; FastChat: 0
+    raw_score    DOUBLE,                       -- as the harness stored it (-1 = rating not parsed)
+    score        DOUBLE,                       -- on the common 1-10 scale; NULL unless parse_status = 'ok'
+    parse_status VARCHAR NOT NULL,             -- ok | not_parsed | api_error | out_of_range
+    rationale    VARCHAR,                      -- the judge's full output
+    judge_prompt VARCHAR,                      -- the rendered prompt the judge saw (Swallow: JSON messages)
+    tstamp       DOUBLE
+);
+CREATE TABLE IF NOT EXISTS pair_judgments (
+    source_id      INTEGER NOT NULL,
+    harness        VARCHAR NOT NULL,
+    bench          VARCHAR NOT NULL,
+    judge          VARCHAR NOT NULL,
+    prompt_name    VARCHAR,
+    model_1        VARCHAR NOT NULL,
+    model_2        VARCHAR NOT NULL,
+    question_id    VARCHAR NOT NULL,
+    turn           INTEGER NOT NULL,
+    g1_winner      VARCHAR NOT NULL,           -- model_1 | model_2 | tie | error (game 1: model_1 shown as A)
+    g2_winner      VARCHAR NOT NULL,           -- same, for game 2 (positions swapped), mapped back
+    g1_judgment    VARCHAR,
+    g2_judgment    VARCHAR,
+    g1_user_prompt VARCHAR,
+    g2_user_prompt VARCHAR,
+    m1_score       DOUBLE,
+    m2_score       DOUBLE,
+    tstamp         DOUBLE
+);
+CREATE TABLE IF NOT EXISTS judge_prompts (
+    source_id       INTEGER NOT NULL,
+    harness         VARCHAR NOT NULL,
+    name            VARCHAR NOT NULL,
+    type            VARCHAR,
+    system_prompt   VARCHAR,
+    prompt_template VARCHAR,
+    description     VARCHAR,
+    category        VARCHAR,
+    output_format   VARCHAR,
+    record          JSON NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reported_metrics (
+    source_id INTEGER NOT NULL,
+    harness   VARCHAR NOT NULL,
+    bench     VARCHAR NOT NULL,
+    model     VARCHAR NOT NULL,
+    run_id    VARCHAR,                         -- Swallow date id, shared by results and details of one run
+    task      VARCHAR NOT NULL,
+    metric    VARCHAR NOT NULL,
+    value     DOUBLE,
+    stderr    DOUBLE
+);
+
+CREATE OR REPLACE VIEW current_questions AS
+SELECT * EXCLUDE (rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY bench, question_id ORDER BY source_id DESC) AS rn
+    FROM questions) WHERE rn = 1;
+
+CREATE OR REPLACE VIEW answers_view AS
+SELECT *, regexp_replace(text, '(?s)<think>.*?</think>\\s*', '', 'g') AS text_no_think,
+       contains(coalesce(text, ''), '<think>') AS has_think
+FROM answers;
+
+-- One row per judged item (harness, bench, judge, model, question, turn). Repeated judgments of
+-- the same item (FastChat re-runs, Swallow's 5 samples) are averaged; parse failures are left out
+-- of the mean but counted.
+CREATE OR REPLACE VIEW item_scores AS
+SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category,
+       avg(j.score)                      AS score,
+       count(*)                          AS n_rows,
+       count(j.score)                    AS n_valid,
+       stddev_samp(j.score)              AS score_std,
+       count(*) FILTER (j.parse_status <> 'ok') AS n_failed
+FROM single_judgments j
+LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id
+GROUP BY ALL;
+"""
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def default_db_path() -> Path:
+    """The store the app and CLI use unless told otherwise (``JUDGELENS_DB`` overrides)."""
+    return Path(os.environ.get("JUDGELENS_DB") or DEFAULT_DB)
+
+
+class Store:
+    """One open DuckDB file. Thread-safe: readers use ``cursor()``, writers use ``write()``."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = duckdb.connect(str(self.path))
+        except duckdb.IOException as exc:  # another process holds the file
+            raise busy_error(self.path, exc) from exc
+        self._write_lock = threading.Lock()
+        with self._write_lock:
+            self._con.execute(SCHEMA)
+            self._con.execute(
+                "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION]
+            )
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection of this thread's own. Close it (or use ``with``) when done."""
+        return self._con.cursor()
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cur = self._con.cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
+
+    @contextmanager
+    def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One writer at a time, one transaction: everything or nothing."""
+        with self._write_lock:
+            cur = self._con.cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                cur.close()
+                raise
+            cur.execute("COMMIT")
+            cur.close()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def busy_error(path: Path, exc: Exception) -> DatabaseBusyError:
+    text = str(exc)
+    pid = _LOCK_PID.search(text)
+    who = f" (process {pid.group(1)})" if pid else ""
+    if "lock" not in text.lower():
+        return DatabaseBusyError(f"Could not open the database {path}: {text}", title="Could not open the database")
+    return DatabaseBusyError(
+        f"The database {path} is open in another JudgeLens app or CLI{who}. DuckDB lets only one "
+        "process use a database file at a time. Close the other process and try again, or use "
+        "another file (--db FILE, or the JUDGELENS_DB environment variable)."
+    )
