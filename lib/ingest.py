@@ -320,6 +320,12 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
     with store.write() as cur:
         for n, item in enumerate(todo):
             progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
+            existing = cur.execute(  # checked again under the write lock: another session may have won
+                "SELECT source_id FROM sources WHERE sha256 = ? AND bench IS NOT DISTINCT FROM ? AND kind = ?",
+                [item.sha256, item.bench, item.kind]).fetchone()
+            if existing:
+                item.status, item.existing_source = "unchanged", existing[0]
+                continue
             skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
             source_id = cur.execute(
                 "INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "

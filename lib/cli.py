@@ -1,0 +1,116 @@
+"""Command line: ``python -m lib.cli {ingest,scores,sources,remove} …``.
+
+Exit codes: 0 success, 1 bad input (nothing imported), 2 usage or unknown format,
+3 the database is in use by another process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import queries
+from .errors import DatabaseBusyError, FormatError, IngestError, JudgeLensError
+from .ingest import ingest, remove_source
+from .store import Store, default_db_path
+
+
+def _frame_out(df, fmt: str, note: str | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=1)
+    if fmt == "csv":
+        return df.to_csv(index=False).rstrip("\n")
+    if df.empty:
+        return "(nothing)"
+    text = df.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    return f"{text}\n\n{note}" if note else text
+
+
+def cmd_ingest(args) -> int:
+    store = Store(args.db)
+    report = ingest(store, args.paths, skip_bad_lines=args.skip_bad_lines)
+    print(report.summary())
+    return 0
+
+
+def cmd_scores(args) -> int:
+    store = Store(args.db)
+    by = queries.parse_group_keys(args.by)
+    where = {k: v for k, v in (("bench", args.bench), ("harness", args.harness)) if v}
+    df = queries.scores(store, by, where)
+    print(_frame_out(df, args.format, queries.MEAN_RULE))
+    if args.format != "table":
+        print(queries.MEAN_RULE, file=sys.stderr)
+    return 0
+
+
+def cmd_sources(args) -> int:
+    store = Store(args.db)
+    df = queries.sources(store)
+    if args.format == "table":
+        df = df[["source_id", "harness", "kind", "bench", "file_name", "rows_imported", "rows_skipped", "warnings"]]
+    print(_frame_out(df, args.format))
+    return 0
+
+
+def cmd_remove(args) -> int:
+    store = Store(args.db)
+    if not remove_source(store, args.source_id):
+        print(f"No source {args.source_id}. See `python -m lib.cli sources`.", file=sys.stderr)
+        return 2
+    print(f"Removed source {args.source_id} and everything imported from it.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lib.cli", description="JudgeLens: MT-Bench judge outputs in DuckDB.")
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", type=Path, default=None,
+                    help=f"DuckDB file (default: $JUDGELENS_DB or {default_db_path()})")
+    fmt = argparse.ArgumentParser(add_help=False)
+    fmt.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", parents=[db], help="import FastChat / Swallow files or folders")
+    p.add_argument("paths", nargs="+", help="files or folders (a FastChat data root, a bench folder, lighteval outputs)")
+    p.add_argument("--skip-bad-lines", action="store_true",
+                   help="import the valid lines and record the bad ones in the source's report")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("scores", parents=[db, fmt], help="mean score and n per group")
+    p.add_argument("--by", default="judge,model,turn", help=f"comma-separated: {','.join(queries.GROUP_KEYS)}")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--harness", choices=("fastchat", "swallow"), help="only this harness")
+    p.set_defaults(func=cmd_scores)
+
+    p = sub.add_parser("sources", parents=[db, fmt], help="list imported files")
+    p.set_defaults(func=cmd_sources)
+
+    p = sub.add_parser("remove", parents=[db], help="remove one source and all its rows")
+    p.add_argument("source_id", type=int)
+    p.set_defaults(func=cmd_remove)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except IngestError as exc:
+        print("\n".join(str(p) for p in exc.problems), file=sys.stderr)
+        print(f"Nothing was imported. {exc.hint}", file=sys.stderr)
+        return 1
+    except DatabaseBusyError as exc:
+        print(exc.message, file=sys.stderr)
+        return 3
+    except (FormatError, ValueError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except JudgeLensError as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

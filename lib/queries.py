@@ -1,0 +1,146 @@
+"""Read-only questions the pages and the CLI ask of the store. Aggregates are computed in SQL.
+
+Every mean here follows one rule, stated wherever it is shown (``MEAN_RULE``): a judged item is
+(harness, bench, judge, model, question, turn); repeated judgments of an item and Swallow's 5
+samples are averaged into one item score first; judgments with no usable score are left out.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .store import Store
+
+MEAN_RULE = ("n = judged items (question x turn). Repeated judgments of one item (re-runs, Swallow's 5 samples) "
+             "are averaged per item first; judgments with no usable score (-1, $ERROR$, out of range) are left out.")
+
+GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
+
+
+def _df(store: Store, sql: str, params: list | dict | None = None) -> pd.DataFrame:
+    with store.read() as cur:
+        return cur.execute(sql, params or []).df()
+
+
+def has_data(store: Store) -> bool:
+    with store.read() as cur:
+        return cur.execute("SELECT count(*) FROM sources").fetchone()[0] > 0
+
+
+def parse_group_keys(text: str) -> list[str]:
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in GROUP_KEYS]
+    if unknown:
+        raise ValueError(f"unknown group key(s) {', '.join(unknown)}; choose from {', '.join(GROUP_KEYS)}")
+    return keys
+
+
+def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "turn"),
+           where: dict[str, object] | None = None) -> pd.DataFrame:
+    """Mean score and n per group, the way FastChat's show_result reports it (see MEAN_RULE)."""
+    by = list(by)
+    for key in by:
+        if key not in GROUP_KEYS:
+            raise ValueError(f"unknown group key {key!r}")
+    conditions, params = ["score IS NOT NULL"], {}
+    for i, (key, value) in enumerate((where or {}).items()):
+        if key not in GROUP_KEYS:
+            raise ValueError(f"unknown filter {key!r}")
+        conditions.append(f"{key} = $p{i}")
+        params[f"p{i}"] = value
+    keys = ", ".join(by)
+    select = f"{keys}, " if by else ""
+    group = f"GROUP BY {keys} ORDER BY {keys}" if by else ""
+    return _df(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
+                      f"WHERE {' AND '.join(conditions)} {group}", params)
+
+
+def overview_counts(store: Store) -> dict[str, int]:
+    sql = """
+    SELECT (SELECT count(*) FROM sources) AS sources,
+           (SELECT count(DISTINCT harness) FROM sources) AS harnesses,
+           (SELECT count(DISTINCT bench) FROM current_questions) AS benches,
+           (SELECT count(DISTINCT model) FROM single_judgments) AS models,
+           (SELECT count(DISTINCT judge) FROM single_judgments) AS judges,
+           (SELECT count(*) FROM single_judgments) AS single_judgments,
+           (SELECT count(*) FROM pair_judgments) AS pair_judgments,
+           (SELECT count(*) FROM item_scores) AS judged_items,
+           (SELECT count(*) FROM single_judgments WHERE parse_status <> 'ok') AS no_score,
+           (SELECT count(*) FROM item_scores WHERE harness = 'fastchat' AND n_rows > 1) AS duplicated_items
+    """
+    with store.read() as cur:
+        row = cur.execute(sql).fetchone()
+        names = [d[0] for d in cur.description]
+    return dict(zip(names, row))
+
+
+def judges_by_harness(store: Store) -> pd.DataFrame:
+    """What was judged by whom: one row per harness, bench, judge, model with counts and failures."""
+    return _df(store, """
+        SELECT harness, bench, judge, model,
+               count(*) AS judgments,
+               count(DISTINCT (question_id, turn)) AS items,
+               count(*) FILTER (parse_status = 'not_parsed') AS not_parsed,
+               count(*) FILTER (parse_status = 'api_error') AS api_errors,
+               count(*) FILTER (parse_status = 'out_of_range') AS out_of_range
+        FROM single_judgments GROUP BY ALL ORDER BY harness, bench, judge, model""")
+
+
+def duplicate_items(store: Store) -> pd.DataFrame:
+    """Items judged more than once by the same judge (FastChat re-runs append; Swallow samples excluded)."""
+    return _df(store, """
+        SELECT harness, bench, judge, model, count(*) AS items, sum(n_rows) AS judgments
+        FROM item_scores WHERE harness = 'fastchat' AND n_rows > 1 GROUP BY ALL ORDER BY ALL""")
+
+
+SWALLOW_TURN_METRICS = {1: "judge_score_overall_turn_1_avg", 2: "judge_score_overall_turn_2_avg",
+                        0: "judge_score_overall_avg"}
+
+
+def leaderboard(store: Store) -> pd.DataFrame:
+    """Per harness x bench x judge x model: JudgeLens's T1, T2 and overall next to the harness's own number.
+
+    ``*_harness`` columns: for FastChat, what show_result.py prints (mean of rows, -1 dropped, duplicates
+    counted as extra rows); for Swallow, the results JSON metric x 10 (it averages -1 into samples).
+    """
+    return _df(store, f"""
+        WITH items AS (SELECT * FROM item_scores WHERE score IS NOT NULL),
+        ours AS (
+            SELECT harness, bench, judge, model,
+                   avg(score) FILTER (turn = 1) AS t1, avg(score) FILTER (turn = 2) AS t2,
+                   avg(score) AS overall, count(*) AS n_items
+            FROM items GROUP BY ALL),
+        fastchat_rule AS (
+            SELECT harness, bench, judge, model,
+                   avg(raw_score) FILTER (turn = 1 AND raw_score <> -1) AS t1_harness,
+                   avg(raw_score) FILTER (turn = 2 AND raw_score <> -1) AS t2_harness,
+                   avg(raw_score) FILTER (raw_score <> -1) AS overall_harness
+            FROM single_judgments WHERE harness = 'fastchat' GROUP BY ALL),
+        swallow_reported AS (
+            SELECT 'swallow' AS harness, bench, model,
+                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[1]}') AS t1_harness,
+                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[2]}') AS t2_harness,
+                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[0]}') AS overall_harness
+            FROM reported_metrics WHERE harness = 'swallow' GROUP BY ALL)
+        SELECT o.harness, o.bench, o.judge, o.model, o.t1, o.t2, o.overall, o.n_items,
+               coalesce(f.t1_harness, s.t1_harness) AS t1_harness,
+               coalesce(f.t2_harness, s.t2_harness) AS t2_harness,
+               coalesce(f.overall_harness, s.overall_harness) AS overall_harness
+        FROM ours o
+        LEFT JOIN fastchat_rule f USING (harness, bench, judge, model)
+        LEFT JOIN swallow_reported s ON s.harness = o.harness AND s.bench = o.bench AND s.model = o.model
+        ORDER BY o.harness, o.bench, o.judge, o.overall DESC""")
+
+
+def sources(store: Store) -> pd.DataFrame:
+    return _df(store, """
+        SELECT source_id, harness, kind, bench, file_name, rows_imported, rows_skipped,
+               array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path
+        FROM sources ORDER BY source_id""")
+
+
+def skipped_lines(store: Store, source_id: int) -> list[dict]:
+    import json
+
+    with store.read() as cur:
+        row = cur.execute("SELECT skipped_lines FROM sources WHERE source_id = ?", [source_id]).fetchone()
+    return json.loads(row[0]) if row and row[0] else []

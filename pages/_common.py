@@ -1,0 +1,47 @@
+"""Streamlit glue shared by the pages: the cached store handle, cached queries, safe text display.
+
+Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or computes statistics.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from lib import queries
+from lib.errors import JudgeLensError
+from lib.store import Store, default_db_path
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(path: str) -> Store:
+    return Store(path)
+
+
+def get_store() -> Store:
+    """The one store of this server process. On failure, say why and stop the page."""
+    try:
+        return _open_store(str(default_db_path()))
+    except JudgeLensError as exc:
+        show_error(exc)
+        st.stop()
+
+
+def data_version(store: Store) -> tuple:
+    """Changes whenever a source is added or removed: the cache key for query results."""
+    with store.read() as cur:
+        return tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0) FROM sources").fetchone())
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_query(name: str, version: tuple, **kwargs):
+    """Run ``lib.queries.<name>(store, **kwargs)``, cached until the data changes."""
+    return getattr(queries, name)(get_store(), **kwargs)
+
+
+def show_error(exc: JudgeLensError) -> None:
+    st.error(f"**{exc.title}**")
+    st.code(exc.message, language=None, wrap_lines=True)
+
+
+def empty_state() -> None:
+    st.info("No data loaded yet. Go to **Import** to upload harness outputs or load a server folder, "
+            "or run `python -m lib.cli ingest PATH` in a terminal.", icon=":material/upload:")

@@ -1,0 +1,110 @@
+"""Import: upload files or a zip, or read a folder on the server; see and remove sources."""
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from lib import queries
+from lib.errors import IngestError, JudgeLensError
+from lib.ingest import ingest, remove_source
+from lib.sample import SAMPLE_DIR, load_sample
+from lib.uploads import allowed_import_roots, check_import_path, stage_uploads
+from pages._common import cached_query, data_version, get_store, show_error
+
+st.title("Import")
+store = get_store()
+
+
+def run_import(paths: list[Path], skip_bad_lines: bool) -> None:
+    """Import and leave the outcome in session state (it survives the rerun that follows)."""
+    bar = st.progress(0.0, text="Starting…")
+    try:
+        report = ingest(store, paths, skip_bad_lines=skip_bad_lines,
+                        progress=lambda f, msg: bar.progress(min(f, 1.0), text=msg[-100:]))
+        st.session_state["import_outcome"] = ("ok", report.summary(), None)
+    except IngestError as exc:
+        rows = [{"file": p.path, "line": p.line or None, "problem": p.reason} for p in exc.problems]
+        st.session_state["import_outcome"] = ("bad_lines", exc.hint, rows)
+        st.session_state["import_retry"] = [str(p) for p in paths]
+    except JudgeLensError as exc:
+        st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
+    finally:
+        bar.empty()
+
+
+upload_tab, folder_tab, sources_tab = st.tabs(["Upload files", "Server folder", "Sources"])
+
+with upload_tab:
+    st.write("FastChat-style `.jsonl` files (questions, reference answers, model answers, `*_single` / `*_pair` "
+             "judgments, `judge_prompts.jsonl`), Swallow `results_*.json` and `details_*.parquet`, or a `.zip` "
+             "of a harness folder (it keeps its layout).")
+    files = st.file_uploader("Files", type=["jsonl", "json", "parquet", "zip"], accept_multiple_files=True,
+                             key="import_files")
+    bench = st.text_input("Bench name for loose FastChat files", value="ja_mt_bench",
+                          help="A zip or folder says its bench itself (<bench>/model_judgment/…). Loose files "
+                               "need one: question ids are only comparable within one bench.")
+    skip_upload = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_upload")
+    if st.button("Import uploaded files", type="primary", disabled=not files, icon=":material/upload:"):
+        staging = Path(tempfile.mkdtemp(prefix="judgelens-upload-")) / "upload"
+        paths = stage_uploads([(f.name, f.getvalue()) for f in files], staging, bench.strip() or "unknown_bench")
+        run_import(paths, skip_upload)
+
+with folder_tab:
+    roots = allowed_import_roots()
+    st.write("Read files that are already on this server (no size limit). Allowed folders: "
+             + ", ".join(f"`{r}`" for r in roots) + ". Whoever runs JudgeLens can change them with "
+             "`JUDGELENS_IMPORT_ROOTS`.")
+    folder = st.text_input("Folder or file on the server", value=str(roots[0]), key="import_folder")
+    skip_folder = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_folder")
+    c1, c2 = st.columns(2)
+    if c1.button("Import from server", type="primary", icon=":material/folder_open:"):
+        try:
+            run_import([check_import_path(folder)], skip_folder)
+        except JudgeLensError as exc:
+            st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
+    if c2.button("Load the bundled sample", icon=":material/dataset:", help=str(SAMPLE_DIR)):
+        report = load_sample(store)
+        st.session_state["import_outcome"] = ("ok", report.summary(), None)
+
+outcome = st.session_state.get("import_outcome")
+if outcome:
+    status, text, rows = outcome
+    if status == "ok":
+        st.success(text.splitlines()[0], icon=":material/check_circle:")
+        st.code(text, language=None, wrap_lines=True)
+    elif status == "bad_lines":
+        st.error(f"**Import refused: nothing was imported.** {len(rows)} problem(s):", icon=":material/error:")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption(text)
+        if st.button("Import again, skipping the bad lines", icon=":material/playlist_remove:"):
+            run_import([Path(p) for p in st.session_state.get("import_retry", [])], True)
+            st.rerun()
+    else:
+        title, _, message = text.partition("\n\n")
+        st.error(f"**{title}**", icon=":material/error:")
+        st.code(message, language=None, wrap_lines=True)
+
+with sources_tab:
+    version = data_version(store)
+    table = cached_query("sources", version)
+    if table.empty:
+        st.info("No sources yet: import something above, or load the bundled sample.")
+    else:
+        st.dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
+                     column_config={"bytes": st.column_config.NumberColumn(format="%d")})
+        st.download_button("Download sources (CSV)", table.to_csv(index=False).encode(), "judgelens_sources.csv",
+                           "text/csv", icon=":material/download:")
+        labels = {int(r.source_id): f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench or '-'})"
+                  for r in table.itertuples()}
+        with_skips = [sid for sid, n in zip(table["source_id"], table["rows_skipped"]) if n]
+        if with_skips:
+            sid = st.selectbox("Skipped lines of", with_skips, format_func=lambda s: labels[int(s)])
+            st.dataframe(pd.DataFrame(queries.skipped_lines(store, int(sid))), hide_index=True)
+        chosen = st.multiselect("Remove sources", list(labels), format_func=labels.get, key="remove_sources")
+        confirm = st.checkbox("Yes, remove them and every row imported from them", key="remove_confirm")
+        if st.button("Remove", disabled=not (chosen and confirm), icon=":material/delete:"):
+            for sid in chosen:
+                remove_source(store, sid)
+            st.session_state["import_outcome"] = ("ok", f"Removed {len(chosen)} source(s).", None)
+            st.rerun()

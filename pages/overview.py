@@ -1,0 +1,69 @@
+"""Overview: what is loaded, and a leaderboard with JudgeLens's means beside each harness's own."""
+import plotly.express as px
+import streamlit as st
+
+from lib import queries
+from pages._common import cached_query, data_version, empty_state, get_store
+
+st.title("Overview")
+store = get_store()
+version = data_version(store)
+if version[0] == 0:
+    empty_state()
+    st.stop()
+
+counts = cached_query("overview_counts", version)
+cols = st.columns(7)
+for col, (label, key, helptext) in zip(cols, [
+    ("Sources", "sources", "Imported files"),
+    ("Models", "models", "Answering models with judgments"),
+    ("Judges", "judges", "Judge models"),
+    ("Judged items", "judged_items", "harness x bench x judge x model x question x turn"),
+    ("Judgments", "single_judgments", "Single-answer judgment rows (Swallow: 5 samples per item)"),
+    ("No usable score", "no_score", "Rating not parsed (-1), $ERROR$ or out of 1-10; kept, left out of means"),
+    ("Duplicated items", "duplicated_items", "FastChat items judged more than once; averaged per item"),
+]):
+    col.metric(label, f"{counts[key]:,}", help=helptext)
+
+board = cached_query("leaderboard", version)
+st.subheader("Leaderboard")
+benches = sorted(board["bench"].unique())
+left, right = st.columns([1, 3])
+bench = left.selectbox("Bench", ["All benches", *benches], key="overview_bench")
+shown = board if bench == "All benches" else board[board["bench"] == bench]
+st.caption(
+    "**T1 / T2 / Overall**: JudgeLens's means on the 1-10 scale. " + queries.MEAN_RULE +
+    " **… (harness)**: the harness's own number. FastChat: what `show_result.py` prints (mean over rows, -1 "
+    "dropped, duplicates counted again). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
+    "question's 5-sample mean). Where they differ, the difference is how failures and duplicates are treated.")
+st.dataframe(
+    shown, hide_index=True, width="stretch",
+    column_config={
+        "t1": st.column_config.NumberColumn("T1", format="%.3f"),
+        "t2": st.column_config.NumberColumn("T2", format="%.3f"),
+        "overall": st.column_config.NumberColumn("Overall", format="%.3f"),
+        "n_items": st.column_config.NumberColumn("n items"),
+        "t1_harness": st.column_config.NumberColumn("T1 (harness)", format="%.3f"),
+        "t2_harness": st.column_config.NumberColumn("T2 (harness)", format="%.3f"),
+        "overall_harness": st.column_config.NumberColumn("Overall (harness)", format="%.3f"),
+    },
+)
+st.download_button("Download leaderboard (CSV)", shown.to_csv(index=False).encode(), "judgelens_leaderboard.csv",
+                   "text/csv", icon=":material/download:")
+
+long = shown.melt(id_vars=["harness", "bench", "judge", "model"], value_vars=["t1", "t2"],
+                  var_name="turn", value_name="mean").dropna()
+long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
+fig = px.bar(long, x="mean", y="model", color="judge", barmode="group", facet_col="turn",
+             orientation="h", range_x=[0, 10], height=140 + 40 * len(shown),
+             labels={"mean": "mean score (1-10)", "model": ""})
+fig.update_layout(legend_title_text="judge", margin=dict(l=0, r=0, t=30, b=0))
+st.plotly_chart(fig, width="stretch")
+
+st.subheader("What is loaded")
+st.dataframe(cached_query("judges_by_harness", version), hide_index=True, width="stretch")
+dups = cached_query("duplicate_items", version)
+if not dups.empty:
+    st.warning(f"{int(dups['items'].sum())} item(s) are judged more than once by the same judge. All rows are "
+               "kept; every mean here averages them per item first.", icon=":material/content_copy:")
+    st.dataframe(dups, hide_index=True)
