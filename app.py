@@ -21,6 +21,7 @@ if not st.session_state.get("_sample_checked"):
 
 page = st.navigation([
     st.Page("pages/overview.py", title="Overview", icon=":material/leaderboard:", default=True),
+    st.Page("pages/item_view.py", title="Item view", icon=":material/compare:"),
     st.Page("pages/import_data.py", title="Import", icon=":material/upload:"),
 ])
 page.run()

@@ -47,3 +47,46 @@ def sample_store(_sample_db, tmp_path) -> Store:
     s = Store(path)
     yield s
     s.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# Real-browser fixtures (see tests/browser_support.py). One app server and one Chromium per test module.
+
+@pytest.fixture(scope="module")
+def app_env() -> dict[str, str]:
+    """Extra environment for the module's app server; override in a test module to change it."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory, app_env) -> str:
+    """Base URL of ``streamlit run app.py`` on a free port, with a fresh database (empty: first start
+    loads the bundled sample). Shared by the tests of one module, so they see each other's imports."""
+    from browser_support import running_app
+
+    db = tmp_path_factory.mktemp("browser-db") / "judgelens.duckdb"
+    with running_app(db, env=app_env) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Debian Chromium driven by Playwright's sync API."""
+    from playwright.sync_api import sync_playwright
+
+    from browser_support import launch_chromium
+
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    """A fresh browser tab (own context: no cookies or session shared between tests)."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    context.set_default_timeout(30_000)
+    tab = context.new_page()
+    yield tab
+    context.close()

@@ -1,0 +1,159 @@
+"""Everything about one judged item: the question, the references, the answers and every verdict.
+
+An item is (bench, question_id, turn, model); Swallow items also have samples 0-4. These queries
+fetch text for one item only, so they stay fast however big the store is.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .store import Store
+
+# Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
+MODEL_KEY = "lower(replace({}, '__', '/'))"
+THINK = re.compile(r"(?s)<think>(.*?)(?:</think>|$)\s*")
+REFERENCE_CATEGORIES = {"math", "reasoning", "coding"}
+
+
+@dataclass(frozen=True)
+class ItemKey:
+    bench: str
+    question_id: str
+    turn: int
+    model: str
+    sample: int = 0
+
+
+def benches(store: Store) -> list[str]:
+    with store.read() as cur:
+        rows = cur.execute("SELECT DISTINCT bench FROM single_judgments ORDER BY bench").fetchall()
+    return [r[0] for r in rows]
+
+
+def questions(store: Store, bench: str) -> pd.DataFrame:
+    """question_id, category, turn-1 text, in the harness's id order."""
+    with store.read() as cur:
+        return cur.execute(
+            """SELECT question_id, category, turns[1] AS first_turn, len(turns) AS n_turns FROM current_questions
+               WHERE bench = ? ORDER BY TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id""",
+            [bench]).df()
+
+
+def models(store: Store, bench: str) -> list[str]:
+    with store.read() as cur:
+        rows = cur.execute("SELECT DISTINCT model FROM single_judgments WHERE bench = ? ORDER BY model",
+                           [bench]).fetchall()
+    return [r[0] for r in rows]
+
+
+def samples(store: Store, key: ItemKey) -> list[int]:
+    with store.read() as cur:
+        rows = cur.execute(
+            "SELECT DISTINCT sample FROM single_judgments WHERE bench = ? AND question_id = ? AND turn = ? "
+            "AND model = ? ORDER BY sample", [key.bench, key.question_id, key.turn, key.model]).fetchall()
+    return [r[0] for r in rows] or [0]
+
+
+def question(store: Store, bench: str, question_id: str) -> dict | None:
+    with store.read() as cur:
+        row = cur.execute("SELECT category, turns FROM current_questions WHERE bench = ? AND question_id = ?",
+                          [bench, question_id]).fetchone()
+    return {"category": row[0], "turns": list(row[1])} if row else None
+
+
+def references(store: Store, bench: str, question_id: str, turn: int) -> pd.DataFrame:
+    """The reference text each judge's lookup finds; judges sharing identical text are grouped."""
+    with store.read() as cur:
+        return cur.execute(
+            """SELECT text, list(DISTINCT judge ORDER BY judge) AS judges FROM reference_answers
+               WHERE bench = ? AND question_id = ? AND turn = ? GROUP BY text ORDER BY judges""",
+            [bench, question_id, turn]).df()
+
+
+def answer(store: Store, key: ItemKey) -> dict | None:
+    """The answer the judges saw for this item, with its <think> part separated."""
+    mk = MODEL_KEY.format("?")
+    with store.read() as cur:
+        row = cur.execute(
+            f"""SELECT text, model, max_chars, system_prompt, temperature FROM answers
+                WHERE bench = ? AND question_id = ? AND turn = ? AND sample = ?
+                  AND {mk} IN ({MODEL_KEY.format('model')}, {MODEL_KEY.format("coalesce(model_id, '')")},
+                               {MODEL_KEY.format("coalesce(file_model, '')")})
+                ORDER BY source_id DESC LIMIT 1""",
+            [key.bench, key.question_id, key.turn, key.sample, key.model]).fetchone()
+    if not row:
+        return None
+    text = row[0] or ""
+    think, visible = split_think(text)
+    return {"text": text, "visible": visible, "think": think,
+            "truncated": bool(row[2]) and len(text) >= row[2], "max_chars": row[2],
+            "system_prompt": row[3], "temperature": row[4], "length": len(text)}
+
+
+def verdicts(store: Store, key: ItemKey) -> pd.DataFrame:
+    """Every single judgment of this item (all judges, repeats and, for Swallow, the chosen sample).
+
+    ``column_id`` names a verdict stably for links: harness:judge, plus #n for the n-th repeat.
+    """
+    with store.read() as cur:
+        df = cur.execute(
+            """SELECT harness, judge, prompt_name, sample, raw_score, score, parse_status, rationale, judge_prompt,
+                      source_id, tstamp
+               FROM single_judgments
+               WHERE bench = ? AND question_id = ? AND turn = ? AND model = ?
+                 AND (harness <> 'swallow' OR sample = ?)
+               ORDER BY harness, judge, source_id, tstamp NULLS LAST""",
+            [key.bench, key.question_id, key.turn, key.model, key.sample]).df()
+    if df.empty:
+        df["column_id"] = []
+        return df
+    rank = df.groupby(["harness", "judge"]).cumcount() + 1
+    df["column_id"] = [f"{h}:{j}" + (f"#{r}" if r > 1 else "") for h, j, r in zip(df["harness"], df["judge"], rank)]
+    return df
+
+
+def item_order(store: Store, bench: str, model: str) -> list[tuple[str, int]]:
+    """(question_id, turn) pairs of this bench and model in reading order, for previous/next."""
+    with store.read() as cur:
+        rows = cur.execute(
+            """SELECT DISTINCT question_id, turn FROM single_judgments WHERE bench = ? AND model = ?
+               ORDER BY TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id, turn""", [bench, model]).fetchall()
+    return [(r[0], int(r[1])) for r in rows]
+
+
+def step(order: list[tuple[str, int]], current: tuple[str, int], delta: int) -> tuple[str, int]:
+    if not order:
+        return current
+    try:
+        i = order.index(current)
+    except ValueError:
+        return order[0]
+    return order[(i + delta) % len(order)]
+
+
+def split_think(text: str) -> tuple[str, str]:
+    """(reasoning inside <think> blocks, the rest). An unclosed <think> runs to the end of the text."""
+    return "\n\n".join(THINK.findall(text or "")), THINK.sub("", text or "")
+
+
+def next_disagreement(store: Store, bench: str, question_id: str, turn: int, model: str,
+                      limit: int = 1000) -> tuple[str, int, str] | None:
+    """The item after this one in the ranking of judge disagreement (largest spread first), wrapping around."""
+    from .agreement import disagreements
+
+    with store.read() as cur:
+        judges = [r[0] for r in cur.execute(
+            "SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND score IS NOT NULL ORDER BY judge",
+            [bench]).fetchall()]
+    if len(judges) < 2:
+        return None
+    ranked = disagreements(store, judges, bench=bench, limit=limit)
+    if ranked.empty:
+        return None
+    keys = list(zip(ranked["question_id"], ranked["turn"].astype(int), ranked["model"]))
+    current = (question_id, int(turn), model)
+    i = keys.index(current) + 1 if current in keys else 0
+    return keys[i % len(keys)]

@@ -1,0 +1,185 @@
+"""Item view: one question, turn and model. The answer, the references and every judge side by side.
+
+Every choice on this page lives in the URL (st.query_params), so the address bar is a deep link.
+All model, judge and file text is shown as text (st.code / st.text), never as Markdown or HTML.
+"""
+import streamlit as st
+
+from lib import item_view as iv
+from lib.safe_text import md_escape
+from lib.textdiff import char_diff, diff_html, diff_stats
+from pages._common import empty_state, get_store
+
+store = get_store()
+st.title("Item view")
+benches = iv.benches(store)
+if not benches:
+    empty_state()
+    st.stop()
+
+# --- state: seeded once from the URL, then owned by the widgets ------------------------------------
+URL_KEYS = {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model": "iv_model", "sample": "iv_sample",
+            "cols": "iv_cols", "a": "iv_a", "b": "iv_b"}
+if st.session_state.get("_iv_seeded") != dict(st.query_params):
+    for param, key in URL_KEYS.items():
+        if param in st.query_params:
+            value = st.query_params[param]
+            if key in ("iv_turn", "iv_sample"):
+                value = int(value) if value.isdigit() else None
+            elif key == "iv_cols":
+                value = [c for c in value.split(",") if c]
+            if value is not None:
+                st.session_state[key] = value
+
+
+def keep_valid(key: str, options: list, default=None):
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default is not None else (options[0] if options else None)
+
+
+keep_valid("iv_bench", benches)
+bench = st.session_state["iv_bench"]
+qs = iv.questions(store, bench)
+models = iv.models(store, bench)
+if qs.empty or not models:
+    st.info(f"The bench {bench} has judgments but no questions yet: import its question.jsonl on the Import page.")
+    st.stop()
+qids = qs["question_id"].tolist()
+keep_valid("iv_q", qids)
+keep_valid("iv_model", models)
+keep_valid("iv_turn", [1, 2], 1)
+
+# --- navigation callbacks (run before widgets are drawn) ------------------------------------------
+def go(delta: int) -> None:
+    order = iv.item_order(store, st.session_state["iv_bench"], st.session_state["iv_model"])
+    st.session_state["iv_q"], st.session_state["iv_turn"] = iv.step(
+        order, (st.session_state["iv_q"], st.session_state["iv_turn"]), delta)
+
+
+def go_disagreement() -> None:
+    found = iv.next_disagreement(store, st.session_state["iv_bench"], st.session_state["iv_q"],
+                              st.session_state["iv_turn"], st.session_state["iv_model"])
+    if found:
+        st.session_state["iv_q"], st.session_state["iv_turn"], st.session_state["iv_model"] = found
+    else:
+        st.session_state["iv_notice"] = "No item here has scores from two or more judges to compare."
+
+
+labels = {r.question_id: f"{r.question_id} · {r.category} · {(r.first_turn or '')[:50]}" for r in qs.itertuples()}
+c1, c2, c3, c4 = st.columns([1.2, 3, 0.8, 2.2])
+c1.selectbox("Bench", benches, key="iv_bench")
+c2.selectbox("Question", qids, key="iv_q", format_func=lambda q: labels.get(q, q))
+c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
+c4.selectbox("Model", models, key="iv_model")
+key = iv.ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
+sample_options = iv.samples(store, key)
+if len(sample_options) > 1:
+    keep_valid("iv_sample", sample_options, 0)
+    st.segmented_control("Sample (Swallow judges 5 samples per item)", sample_options, key="iv_sample")
+    key = iv.ItemKey(key.bench, key.question_id, key.turn, key.model, int(st.session_state["iv_sample"] or 0))
+
+b1, b2, b3, _ = st.columns([1, 1, 2, 4])
+b1.button("Previous", on_click=go, args=(-1,), icon=":material/arrow_back:", width="stretch")
+b2.button("Next", on_click=go, args=(1,), icon=":material/arrow_forward:", width="stretch")
+b3.button("Next biggest disagreement", on_click=go_disagreement, icon=":material/bolt:", width="stretch",
+          help="Jump to the item (any model) where the judges' scores are furthest apart, after this one")
+if notice := st.session_state.pop("iv_notice", None):
+    st.info(notice)
+
+# --- the item ---------------------------------------------------------------------------------------
+q = iv.question(store, bench, key.question_id)
+left, right = st.columns(2)
+with left:
+    st.subheader("Question")
+    if q is None:
+        st.warning("This question is not in the store (import the bench's question.jsonl).")
+    else:
+        st.caption(f"category: {md_escape(q['category'])} · question {md_escape(key.question_id)}")
+        for i, text in enumerate(q["turns"], 1):
+            st.markdown(f"**Turn {i}**" + (" (judged now)" if i == key.turn else ""))
+            st.text(text)
+    refs = iv.references(store, bench, key.question_id, key.turn)
+    uses_ref = q is not None and q["category"] in iv.REFERENCE_CATEGORIES
+    with st.expander(f"Reference answer ({'shown to the judge' if uses_ref else 'not used by the judge in this category'})",
+                     expanded=uses_ref):
+        if refs.empty:
+            st.caption("No reference answer for this question and turn.")
+        for ref in refs.itertuples():
+            st.caption("looked up by judge(s): " + md_escape(", ".join(ref.judges)))
+            st.code(ref.text or "", language=None, wrap_lines=True)
+with right:
+    st.subheader("Answer")
+    ans = iv.answer(store, key)
+    if ans is None:
+        st.warning("No answer text for this model and question (import its model_answer file).")
+    else:
+        facts = [f"{ans['length']:,} characters"]
+        if ans["truncated"]:
+            facts.append(f"cut at {ans['max_chars']:,} characters by the harness")
+        if ans["temperature"] is not None:
+            facts.append(f"temperature {ans['temperature']}")
+        st.caption(" · ".join(facts))
+        if ans["think"]:
+            with st.expander(f"Reasoning in <think> ({len(ans['think']):,} characters; the judge saw it)"):
+                st.code(ans["think"], language=None, wrap_lines=True)
+        st.code(ans["visible"], language=None, wrap_lines=True, height=420)
+
+# --- verdicts, one column each ----------------------------------------------------------------------
+st.subheader("Verdicts")
+verdicts = iv.verdicts(store, key)
+if verdicts.empty:
+    st.info("No judge has scored this item.")
+    st.stop()
+all_cols = verdicts["column_id"].tolist()
+st.session_state["iv_cols"] = [c for c in st.session_state.get("iv_cols", all_cols) if c in all_cols] or all_cols
+chosen = st.multiselect("Columns (in this order)", all_cols, key="iv_cols",
+                        help="Pick and order the judges to compare; the order you pick is the order shown.")
+by_id = verdicts.set_index("column_id")
+for start in range(0, len(chosen), 3):
+    for col, cid in zip(st.columns(3), chosen[start:start + 3]):
+        v = by_id.loc[cid]
+        with col.container(border=True):
+            st.markdown(f"**{md_escape(v.judge)}**")
+            st.caption(f"{md_escape(v.harness)} · {md_escape(v.prompt_name or 'prompt not recorded')} · source {v.source_id}")
+            if v.parse_status == "ok":
+                st.metric("score", f"{v.score:g}")
+            else:
+                st.metric("score", "none", help=f"stored as {v.raw_score:g}")
+                st.warning({"not_parsed": "Rating not parsed (-1): no [[N]] in the judgment.",
+                            "api_error": "API error ($ERROR$): the judge call failed.",
+                            "out_of_range": f"Rating {v.raw_score:g} is outside 1-10."}.get(v.parse_status, v.parse_status))
+            st.code(v.rationale or "", language=None, wrap_lines=True, height=360)
+            with st.expander("Rendered judge prompt"):
+                st.code(v.judge_prompt or "(not recorded)", language=None, wrap_lines=True)
+
+# --- diff -----------------------------------------------------------------------------------------------
+st.subheader("Character diff")
+texts: dict[str, tuple[str, str]] = {}
+for v in verdicts.itertuples():
+    texts[f"rationale:{v.column_id}"] = (f"Rationale · {v.column_id}", v.rationale or "")
+    texts[f"prompt:{v.column_id}"] = (f"Judge prompt · {v.column_id}", v.judge_prompt or "")
+for m in models:
+    other = iv.answer(store, iv.ItemKey(key.bench, key.question_id, key.turn, m, key.sample))
+    if other:
+        texts[f"answer:{m}"] = (f"Answer · {m}", other["text"])
+ids = list(texts)
+rationales = [i for i in ids if i.startswith("rationale:")]
+keep_valid("iv_a", ids, rationales[0])
+keep_valid("iv_b", ids, rationales[1] if len(rationales) > 1 else ids[-1])
+d1, d2 = st.columns(2)
+d1.selectbox("Left (struck through where it differs)", ids, key="iv_a", format_func=lambda i: texts[i][0])
+d2.selectbox("Right (highlighted where it differs)", ids, key="iv_b", format_func=lambda i: texts[i][0])
+ops = char_diff(texts[st.session_state["iv_a"]][1], texts[st.session_state["iv_b"]][1])
+stats = diff_stats(ops)
+st.caption(f"{stats['similarity']:.0%} similar · {stats['deleted']:,} characters only left · "
+           f"{stats['inserted']:,} only right")
+st.html(diff_html(ops))
+
+# --- deep link --------------------------------------------------------------------------------------------
+params = {"bench": bench, "q": key.question_id, "turn": str(key.turn), "model": key.model,
+          "cols": ",".join(chosen), "a": st.session_state["iv_a"], "b": st.session_state["iv_b"]}
+if len(sample_options) > 1:
+    params["sample"] = str(key.sample)
+st.query_params.from_dict(params)
+st.session_state["_iv_seeded"] = dict(st.query_params)
+st.caption("The address bar links to exactly this view: item, columns and diff.")
