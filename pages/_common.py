@@ -5,10 +5,18 @@ Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or 
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from lib import queries
 from lib.errors import JudgeLensError
 from lib.store import Store, default_db_path
+
+
+if PagesManager.uses_pages_directory:
+    # The server's very first request was a deep link (e.g. /item_view?...). Streamlit then falls back to
+    # its legacy pages/ mode and runs the page without app.py. Switch to app.py's st.navigation and rerun.
+    PagesManager.uses_pages_directory = False
+    st.rerun()
 
 
 @st.cache_resource(show_spinner=False)
@@ -31,10 +39,15 @@ def data_version(store: Store) -> tuple:
         return tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0) FROM sources").fetchone())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def cached_query(name: str, version: tuple, **kwargs):
     """Run ``lib.queries.<name>(store, **kwargs)``, cached until the data changes."""
-    return getattr(queries, name)(get_store(), **kwargs)
+    return _cached_query(name, str(default_db_path()), version, **kwargs)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _cached_query(name: str, db: str, version: tuple, **kwargs):
+    # ``db`` is part of the key: two database files can have the same version tuple.
+    return getattr(queries, name)(_open_store(db), **kwargs)
 
 
 def show_error(exc: JudgeLensError) -> None:

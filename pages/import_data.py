@@ -95,7 +95,7 @@ with sources_tab:
                      column_config={"bytes": st.column_config.NumberColumn(format="%d")})
         st.download_button("Download sources (CSV)", table.to_csv(index=False).encode(), "judgelens_sources.csv",
                            "text/csv", icon=":material/download:")
-        labels = {int(r.source_id): f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench or '-'})"
+        labels = {int(r.source_id): f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench if pd.notna(r.bench) else '-'})"
                   for r in table.itertuples()}
         with_skips = [sid for sid, n in zip(table["source_id"], table["rows_skipped"]) if n]
         if with_skips:
@@ -107,4 +107,6 @@ with sources_tab:
             for sid in chosen:
                 remove_source(store, sid)
             st.session_state["import_outcome"] = ("ok", f"Removed {len(chosen)} source(s).", None)
+            for key in ("remove_sources", "remove_confirm"):  # the next removal asks again
+                del st.session_state[key]
             st.rerun()

@@ -20,7 +20,7 @@ for col, (label, key, helptext) in zip(cols, [
     ("Judges", "judges", "Judge models"),
     ("Judged items", "judged_items", "harness x bench x judge x model x question x turn"),
     ("Judgments", "single_judgments", "Single-answer judgment rows (Swallow: 5 samples per item)"),
-    ("No usable score", "no_score", "Rating not parsed (-1), $ERROR$ or out of 1-10; kept, left out of means"),
+    ("No usable score", "no_score", "Rating not parsed (-1), \\$ERROR\\$ or out of 1-10; kept, left out of means"),
     ("Duplicated items", "duplicated_items", "FastChat items judged more than once; averaged per item"),
 ]):
     col.metric(label, f"{counts[key]:,}", help=helptext)
@@ -32,7 +32,7 @@ left, right = st.columns([1, 3])
 bench = left.selectbox("Bench", ["All benches", *benches], key="overview_bench")
 shown = board if bench == "All benches" else board[board["bench"] == bench]
 st.caption(
-    "**T1 / T2 / Overall**: JudgeLens's means on the 1-10 scale. " + queries.MEAN_RULE +
+    "**T1 / T2 / Overall**: JudgeLens's means on the 1-10 scale. " + queries.MEAN_RULE.replace("$", "\\$") +
     " **… (harness)**: the harness's own number. FastChat: what `show_result.py` prints (mean over rows, -1 "
     "dropped, duplicates counted again). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
     "question's 5-sample mean). Where they differ, the difference is how failures and duplicates are treated.")

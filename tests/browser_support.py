@@ -1,0 +1,105 @@
+"""Helpers for real-browser tests: run the app in a subprocess, drive it with Playwright + Debian Chromium.
+
+Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
+
+- ``free_port()``: a TCP port nothing listens on right now.
+- ``running_app(db_path)``: context manager; starts ``streamlit run app.py`` on a free port with
+  ``JUDGELENS_DB=db_path``, waits for ``/_stcore/health`` to say ``ok``, yields the base URL, and stops
+  the server (terminate, then kill) on exit. If the server dies or never gets healthy, the error
+  carries its stdout and stderr.
+- ``launch_chromium(playwright)``: Playwright's sync-API Chromium, using the Debian build at
+  ``/usr/bin/chromium`` (``playwright install`` downloads are blocked here).
+- ``wait_for_app(page)``: wait until Streamlit has finished running the script (no "running" widget).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+START_TIMEOUT = 60.0  # seconds until /_stcore/health answers ok
+
+
+def free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _output(log) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read().decode("utf-8", "replace")[-8000:]
+
+
+def _wait_until_healthy(proc: subprocess.Popen, url: str, out, err, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode} before it was healthy.\n"
+                               f"--- stdout ---\n{_output(out)}\n--- stderr ---\n{_output(err)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                body = resp.read().decode().strip()
+                if resp.status == 200 and body == "ok":
+                    return
+                last = f"HTTP {resp.status}: {body[:200]}"
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not answer ok on {url} within {timeout:.0f} s ({last}).\n"
+                       f"--- stdout ---\n{_output(out)}\n--- stderr ---\n{_output(err)}")
+
+
+@contextmanager
+def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
+                timeout: float = START_TIMEOUT) -> Iterator[str]:
+    """Run ``app.py`` on a free loopback port against ``db_path``; yield ``http://127.0.0.1:PORT``."""
+    port = free_port()
+    child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1"}, **(env or {}))
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    # Temp files, not pipes: a chatty server can never block on a full pipe buffer.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            _wait_until_healthy(proc, f"http://127.0.0.1:{port}/_stcore/health", out, err, timeout)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def launch_chromium(playwright, **kwargs):
+    """Headless Debian Chromium through Playwright's sync API (extra kwargs go to ``launch``)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, **kwargs)
+
+
+def wait_for_app(page, timeout: float = 60_000) -> None:
+    """Wait until the app is mounted and Streamlit's script run has finished."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') === 'notRunning';
+        }""",
+        timeout=timeout,
+    )
