@@ -1,4 +1,4 @@
-"""Command line: ``python -m lib.cli {ingest,scores,sources,remove} …``.
+"""Command line: ``python -m lib.cli {ingest,scores,sources,remove,agreement} …``.
 
 Exit codes: 0 success, 1 bad input (nothing imported), 2 usage or unknown format,
 3 the database is in use by another process.
@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from . import agreement as agreement_lib
 from . import queries
 from .errors import DatabaseBusyError, FormatError, IngestError, JudgeLensError
 from .ingest import ingest, remove_source
@@ -63,6 +64,23 @@ def cmd_remove(args) -> int:
     return 0
 
 
+def cmd_agreement(args) -> int:
+    store = Store(args.db)
+    judges = [j.strip() for j in args.judges.split(",") if j.strip()]
+    agreement_lib.check_judges(store, judges, minimum=2)
+    df = agreement_lib.agreement(store, judges, bench=args.bench, model=args.model, turn=args.turn,
+                                 category=args.category)
+    if args.format == "json":  # full float precision (to_json would round to 10 digits); NaN -> null
+        records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+                   for row in df.astype(object).to_dict(orient="records")]
+        print(json.dumps(records, ensure_ascii=False, indent=1))
+    else:
+        print(_frame_out(df, args.format, agreement_lib.AGREEMENT_NOTE))
+    if args.format != "table":
+        print(agreement_lib.AGREEMENT_NOTE, file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lib.cli", description="JudgeLens: MT-Bench judge outputs in DuckDB.")
     db = argparse.ArgumentParser(add_help=False)
@@ -90,6 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("remove", parents=[db], help="remove one source and all its rows")
     p.add_argument("source_id", type=int)
     p.set_defaults(func=cmd_remove)
+
+    p = sub.add_parser("agreement", parents=[db, fmt], help="how far judges agree on the same items, per judge pair")
+    p.add_argument("--judges", required=True, help="comma-separated judge names (at least two), e.g. gpt-4o,gpt-4.1")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--turn", type=int, choices=(1, 2), help="only this turn")
+    p.add_argument("--model", help="only this answering model")
+    p.add_argument("--category", help="only this question category")
+    p.set_defaults(func=cmd_agreement)
     return parser
 
 

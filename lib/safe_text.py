@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$])")
+_AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
+WORD_JOINER = "\u2060"  # invisible; breaks GitHub-style autolinks, which escaping cannot prevent
 
 
 def md_escape(text: object) -> str:
-    """Backslash-escape every Markdown (and Streamlit directive) character so text shows literally."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    """Make text show literally inside Markdown: no links, images, emphasis, LaTeX or directives."""
+    text = _AUTOLINK.sub(lambda m: m.group(1)[0] + WORD_JOINER + m.group(1)[1:], str(text))
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")

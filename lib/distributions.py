@@ -1,0 +1,341 @@
+"""Score distributions, the JA harness's summary tables, radar data and length bias.
+
+Everything is aggregated in SQL and returned as pandas DataFrames, so a page can draw a histogram
+or a box plot of a million judgments without shipping the points.
+
+Two units of counting, chosen with ``unit=``:
+
+- ``"item"`` (default): one value per judged item (harness, bench, judge, model, question, turn)
+  from the ``item_scores`` view: repeats and Swallow's 5 samples averaged, parse failures left out
+  (``lib.queries.MEAN_RULE``). Item means can be fractions such as 7.4.
+- ``"judgment"``: one value per ``single_judgments`` row that has a usable score, so a Swallow item
+  counts 5 times (once per sample) and a FastChat re-run counts twice.
+
+Filters are ``{column: value}`` (or ``{column: [values]}``) over harness, bench, judge, model,
+turn, category and question_id.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from .store import Store
+
+GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
+FILTER_KEYS = GROUP_KEYS + ("question_id",)
+UNITS = ("item", "judgment")
+# Categories the JA harness's results-table.py leaves out of "Overall xCM".
+XCM_EXCLUDED = ("coding", "math")
+
+HISTOGRAM_RULE = ("Bins have width 1: bin k holds scores in [k, k+1) for k = 1..9, so 7.5 and an item "
+                  "mean of 7.9 fall in bin 7; the last bin, 10, holds exactly 10 (nothing is higher).")
+
+
+def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
+    with store.read() as cur:
+        return cur.execute(sql, params or {}).df()
+
+
+def _check_keys(keys: Iterable[str], allowed: tuple[str, ...], what: str) -> list[str]:
+    keys = list(keys)
+    unknown = [k for k in keys if k not in allowed]
+    if unknown:
+        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)}")
+    return keys
+
+
+def _where(filters: dict | None, params: dict, prefix: str = "f") -> list[str]:
+    """SQL conditions for ``filters``; values may be scalars or lists (IN)."""
+    conditions = []
+    for i, (key, value) in enumerate((filters or {}).items()):
+        _check_keys([key], FILTER_KEYS, "filter")
+        name = f"{prefix}{i}"
+        if isinstance(value, (list, tuple, set, frozenset)):
+            params[name] = [str(v) if key == "question_id" else v for v in value]
+            conditions.append(f"{key} = ANY(${name})" if value else "false")
+        elif value is None:
+            conditions.append(f"{key} IS NULL")
+        else:
+            params[name] = str(value) if key == "question_id" else value
+            conditions.append(f"{key} = ${name}")
+    return conditions
+
+
+def _scored_rows(unit: str) -> str:
+    """A relation with the grouping columns and ``score`` (non-NULL) for one unit of counting."""
+    if unit == "item":
+        return ("(SELECT harness, bench, judge, model, question_id, turn, category, score "
+                "FROM item_scores WHERE score IS NOT NULL)")
+    if unit == "judgment":
+        return ("(SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, q.category, j.score "
+                "FROM single_judgments j LEFT JOIN current_questions q "
+                "ON q.bench = j.bench AND q.question_id = j.question_id WHERE j.score IS NOT NULL)")
+    raise ValueError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
+
+
+def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
+                    filters: dict | None = None) -> pd.DataFrame:
+    """Counts per score bin per group: ``by…, bin, bin_label, count, n, share``.
+
+    Every group gets all 10 bins (count 0 where empty), so bars line up across groups. ``n`` is the
+    group's total (the sum of its counts) and ``share = count / n``. See ``HISTOGRAM_RULE``.
+    """
+    by = _check_keys(by, GROUP_KEYS, "group key")
+    params: dict = {}
+    where = _where(filters, params)
+    keys = ", ".join(by)
+    sel = f"{keys}, " if by else ""
+    group_cols = f"SELECT DISTINCT {keys} FROM rows" if by else "SELECT 1 AS _one"
+    join_on = " AND ".join(f"c.{k} IS NOT DISTINCT FROM g.{k}" for k in by) or "true"
+    g_keys = ", ".join(f"g.{k}" for k in by)
+    sql = f"""
+        WITH rows AS (SELECT * FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}),
+        counts AS (
+            SELECT {sel}CAST(greatest(1, least(10, floor(score))) AS INTEGER) AS bin, count(*) AS count
+            FROM rows GROUP BY ALL),
+        groups AS ({group_cols}),
+        grid AS (SELECT g.*, b.bin FROM groups g, (SELECT CAST(range AS INTEGER) AS bin FROM range(1, 11)) b)
+        SELECT {g_keys + ', ' if by else ''}g.bin,
+               CASE WHEN g.bin = 10 THEN '10' ELSE '[' || g.bin || ',' || (g.bin + 1) || ')' END AS bin_label,
+               coalesce(c.count, 0) AS count
+        FROM grid g LEFT JOIN counts c ON c.bin = g.bin AND {join_on}
+        ORDER BY {g_keys + ', ' if by else ''}g.bin"""
+    df = _df(store, sql, params)
+    if df.empty or df["count"].sum() == 0:  # no scores: no groups, not 10 empty bins
+        return df.iloc[0:0].assign(n=pd.Series(dtype="int64"), share=pd.Series(dtype="float64"))
+    df["count"] = df["count"].astype("int64")
+    df["n"] = df.groupby(by, dropna=False)["count"].transform("sum") if by else df["count"].sum()
+    df["share"] = df["count"] / df["n"]
+    df.attrs["rule"] = HISTOGRAM_RULE
+    df.attrs["unit"] = unit
+    return df
+
+
+def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",
+                  filters: dict | None = None) -> pd.DataFrame:
+    """Box-plot numbers per group: ``by…, n, mean, std, min, q1, median, q3, max`` (quantile_cont)."""
+    by = _check_keys(by, GROUP_KEYS, "group key")
+    params: dict = {}
+    where = _where(filters, params)
+    keys = ", ".join(by)
+    sql = f"""
+        SELECT {keys + ', ' if by else ''}count(*) AS n, avg(score) AS mean, stddev_samp(score) AS std,
+               min(score) AS min, quantile_cont(score, 0.25) AS q1, quantile_cont(score, 0.5) AS median,
+               quantile_cont(score, 0.75) AS q3, max(score) AS max
+        FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}
+        {f'GROUP BY {keys} ORDER BY {keys}' if by else ''}"""
+    df = _df(store, sql, params)
+    if not by and len(df) and df["n"].iloc[0] == 0:
+        return df.iloc[0:0]
+    df.attrs["unit"] = unit
+    return df
+
+
+# --------------------------------------------------------------------------------------------------
+# The JA harness's summary numbers (fastchat-format.md §8)
+
+KEYS = ["harness", "bench", "judge", "model"]
+
+
+def _cells(store: Store, filters: dict | None) -> pd.DataFrame:
+    """One scan of item_scores: per harness, bench, judge, model, category, turn the sum and count of
+    item scores. Every number of ``ja_overall`` and ``radar_frame`` is exact arithmetic on these."""
+    params: dict = {}
+    where = _where(filters, params)
+    df = _df(store, f"""
+        SELECT harness, bench, judge, model, category, turn, sum(score) AS total, count(score) AS n
+        FROM item_scores {'WHERE ' + ' AND '.join(where) if where else ''}
+        GROUP BY ALL""", params)
+    df["category"] = df["category"].astype(object)
+    return df
+
+
+def _category_means(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per harness, bench, judge, model, category: the mean of the per-turn category means."""
+    scored = cells[(cells["n"] > 0) & cells["category"].notna()]
+    per_turn = scored.assign(mean=scored["total"] / scored["n"])
+    return (per_turn.groupby(KEYS + ["category"], sort=True)
+            .agg(score=("mean", "mean"), n_items=("n", "sum")).reset_index())
+
+
+def _bench_categories(store: Store, cells: pd.DataFrame) -> pd.DataFrame:
+    """Every (bench, category) known from the benches' questions or seen in the judgments."""
+    asked = _df(store, "SELECT DISTINCT bench, category FROM current_questions WHERE category IS NOT NULL")
+    seen = cells.loc[cells["category"].notna(), ["bench", "category"]]
+    return pd.concat([asked, seen]).drop_duplicates().astype(object)
+
+
+def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None = None) -> pd.DataFrame:
+    """The JA harness's headline numbers per harness, bench, judge, model (item means, -1 left out).
+
+    Columns:
+
+    - ``t1``, ``t2``: mean item score per turn;
+    - ``overall_turn_mean`` = (t1 + t2) / 2: visualize-results.py's "Overall" (NaN if a turn is missing);
+    - ``overall_pooled``: mean over all items (show_result.py's "Average");
+    - one column per category of the benches shown: the mean of that category's per-turn means
+      (visualize-results.py); NaN, never 0, when the model has no scored item in it;
+    - ``macro``: the unweighted mean of the category means present (results-table.py "Overall");
+    - ``macro_xcm``: the same without coding and math (results-table.py "Overall xCM");
+    - ``n_items``; ``n_no_category``: items whose question has no category (in the turn and pooled
+      means, in no category column).
+
+    The category names are in ``df.attrs["categories"]``. Categories are per bench, so compare
+    category columns only within one bench. With 10 questions per category and both turns scored,
+    ``macro`` equals ``overall_pooled``; they part only when items are missing or failed.
+    """
+    filters = dict(filters or {})
+    if bench is not None:
+        filters["bench"] = bench
+    cells = _cells(store, filters)
+    scored = cells[cells["n"] > 0]
+    by_turn = scored.pivot_table(index=KEYS, columns="turn", values=["total", "n"], aggfunc="sum", fill_value=0)
+    head = pd.DataFrame(index=by_turn.index if len(scored) else pd.MultiIndex.from_tuples([], names=KEYS))
+    for turn in (1, 2):
+        has = len(scored) and ("n", turn) in by_turn.columns
+        head[f"t{turn}"] = (by_turn[("total", turn)] / by_turn[("n", turn)].where(by_turn[("n", turn)] > 0)
+                            if has else np.nan)
+    totals = scored.groupby(KEYS).agg(total=("total", "sum"), n_items=("n", "sum"))
+    no_cat = scored[scored["category"].isna()].groupby(KEYS)["n"].sum()
+    head["overall_turn_mean"] = (head["t1"] + head["t2"]) / 2
+    head["overall_pooled"] = totals["total"] / totals["n_items"]
+    head["n_items"] = totals["n_items"].astype("int64")
+    head["n_no_category"] = no_cat.reindex(head.index, fill_value=0).astype("int64")
+    head = head.reset_index()
+
+    means = _category_means(cells)
+    bench_cats = _bench_categories(store, cells)
+    categories = sorted(set(bench_cats.loc[bench_cats["bench"].isin(head["bench"]), "category"]))
+    if len(means):
+        wide = means.pivot(index=KEYS, columns="category", values="score").reset_index()
+        wide.columns.name = None
+        head = head.merge(wide, on=KEYS, how="left")
+    for category in categories:
+        head[category] = head[category].astype("float64") if category in head.columns else np.nan
+    head["macro"] = head[categories].mean(axis=1, skipna=True) if categories else np.nan
+    xcm = [c for c in categories if c not in XCM_EXCLUDED]
+    head["macro_xcm"] = head[xcm].mean(axis=1, skipna=True) if xcm else np.nan
+    cols = KEYS + ["t1", "t2", "overall_turn_mean", "overall_pooled"] + categories + \
+        ["macro", "macro_xcm", "n_items", "n_no_category"]
+    out = head[cols].sort_values(KEYS).reset_index(drop=True)
+    out.attrs["categories"] = categories
+    return out
+
+
+def radar_frame(store: Store, *, bench: str | None = None, judge: str | None = None,
+                model: str | None = None, filters: dict | None = None) -> pd.DataFrame:
+    """Long form for radar charts: ``harness, bench, judge, model, category, score, n_items``.
+
+    ``score`` is the category score of ``ja_overall`` (mean of the per-turn means). Every judge x
+    model gets every category of its bench (from the bench's questions, plus any category seen in
+    its judgments). A category with no scored items has ``score`` NaN and ``n_items`` 0, never 0
+    points (visualize-results.py's known flaw plots it as 0).
+    """
+    filters = dict(filters or {})
+    for key, value in (("bench", bench), ("judge", judge), ("model", model)):
+        if value is not None:
+            filters[key] = value
+    wanted = filters.pop("category", None)
+    cells = _cells(store, filters)
+    bench_cats = _bench_categories(store, cells)
+    if wanted is not None:
+        wanted = set(wanted) if isinstance(wanted, (list, tuple, set, frozenset)) else {wanted}
+        bench_cats = bench_cats[bench_cats["category"].isin(wanted)]
+    grid = cells[KEYS].drop_duplicates().merge(bench_cats, on="bench", how="inner")
+    out = grid.merge(_category_means(cells), on=KEYS + ["category"], how="left")
+    out["n_items"] = out["n_items"].fillna(0).astype("int64")
+    out["score"] = out["score"].astype("float64")
+    return out.sort_values(KEYS + ["category"]).reset_index(drop=True)[KEYS + ["category", "score", "n_items"]]
+
+
+# --------------------------------------------------------------------------------------------------
+# Length bias
+
+LENGTH_RULE = ("One point per judged answer: FastChat (question, turn) with repeats averaged; Swallow per "
+               "sample, with that sample's answer and score. Length = characters (Unicode code points) of the "
+               "stored answer text the judge saw, <think> blocks included when the judge saw them.")
+
+
+def _norm(expr: str) -> str:
+    return f"lower(replace({expr}, '__', '/'))"
+
+
+def length_points(store: Store, *, judge: str | None = None, bench: str | None = None,
+                  model: str | None = None) -> pd.DataFrame:
+    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``."""
+    params: dict = {}
+    where = ["j.score IS NOT NULL"]
+    for key, value in (("judge", judge), ("bench", bench), ("model", model)):
+        if value is not None:
+            params[key] = value
+            where.append(f"j.{key} = ${key}")
+    # Answers under every name a judgment may use for them ('__' = '/', case-insensitive).
+    sql = f"""
+        WITH judged AS (
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample,
+                   avg(j.score) AS score
+            FROM single_judgments j WHERE {' AND '.join(where)} GROUP BY ALL),
+        answer_names AS (
+            SELECT DISTINCT a.source_id, a.harness, a.bench, a.question_id, a.turn, a.sample, a.model,
+                   length(a.text) AS answer_chars, n.name
+            FROM answers a,
+                 unnest(list_distinct([{_norm('a.model')}, {_norm('a.model_id')}, {_norm('a.file_model')}])) AS n(name)
+            WHERE n.name IS NOT NULL),
+        matched AS (
+            SELECT j.*, x.answer_chars
+            FROM judged j LEFT JOIN answer_names x
+              ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
+             AND x.sample = j.sample AND x.name = {_norm('j.model')}
+            QUALIFY row_number() OVER (
+                PARTITION BY j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample
+                ORDER BY (x.harness = j.harness) DESC NULLS LAST, (x.model = j.model) DESC NULLS LAST,
+                         x.source_id DESC NULLS LAST) = 1)
+        SELECT m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample, q.category,
+               m.answer_chars, m.score
+        FROM matched m LEFT JOIN current_questions q ON q.bench = m.bench AND q.question_id = m.question_id
+        ORDER BY m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample"""
+    df = _df(store, sql, params)
+    df.attrs["rule"] = LENGTH_RULE
+    return df
+
+
+def length_bias(store: Store, *, judge: str | None = None, bench: str | None = None,
+                model: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Does the judge reward longer answers? Returns ``(points, stats)``.
+
+    ``points``: one row per judged answer with a matched answer text (see ``LENGTH_RULE``):
+    harness, bench, judge, model, question_id, turn, sample, category, answer_chars, score.
+
+    ``stats``: per harness, bench, judge: ``n`` (points), ``n_without_answer`` (judged answers whose
+    text was not found; left out), ``spearman_rho``, ``spearman_p`` (scipy.stats.spearmanr),
+    ``kendall_tau``, ``kendall_p`` (scipy.stats.kendalltau, tau-b). Correlation over all models of
+    a judge mixes "better models write longer" with "the judge likes length"; filter by ``model``
+    to look within one model.
+    """
+    from scipy import stats as sstats  # here, so importing this module stays cheap
+
+    allpoints = length_points(store, judge=judge, bench=bench, model=model)
+    missing = allpoints["answer_chars"].isna()
+    points = allpoints[~missing].reset_index(drop=True)
+    points["answer_chars"] = points["answer_chars"].astype("int64")
+    points.attrs["rule"] = LENGTH_RULE
+    keys = ["harness", "bench", "judge"]
+    rows = []
+    lost = allpoints[missing].groupby(keys).size()
+    for group, part in points.groupby(keys, sort=True):
+        x, y = part["answer_chars"].to_numpy(float), part["score"].to_numpy(float)
+        rho = p = tau = tau_p = np.nan
+        if len(part) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+            rho, p = sstats.spearmanr(x, y)
+            tau, tau_p = sstats.kendalltau(x, y)
+        rows.append(dict(zip(keys, group), n=len(part), n_without_answer=int(lost.get(group, 0)),
+                         spearman_rho=float(rho), spearman_p=float(p),
+                         kendall_tau=float(tau), kendall_p=float(tau_p)))
+    for group, count in lost.items():
+        if not any(tuple(r[k] for k in keys) == group for r in rows):
+            rows.append(dict(zip(keys, group), n=0, n_without_answer=int(count), spearman_rho=np.nan,
+                             spearman_p=np.nan, kendall_tau=np.nan, kendall_p=np.nan))
+    stats = pd.DataFrame(rows, columns=keys + ["n", "n_without_answer", "spearman_rho", "spearman_p",
+                                               "kendall_tau", "kendall_p"])
+    return points, stats

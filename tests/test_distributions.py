@@ -1,0 +1,196 @@
+"""Score distributions, the JA harness's summary numbers, radar data and length bias."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sstats
+
+from lib.distributions import HISTOGRAM_RULE, ja_overall, length_bias, radar_frame, score_histogram, score_summary
+
+JA = "ja_mt_bench"
+SWALLOW = "japanese_mt_bench"
+L70 = "shisa-ai/shisa-v2-llama3.3-70b"
+L8 = "shisa-ai/shisa-v2-llama3.1-8b"
+
+# fastchat-format.md §11: judge, model, T1, T2, overall (pooled), macro over 8 categories.
+REFERENCE = [
+    ("gpt-4o", L70, 9.0750, 7.8125, 8.4438, 8.5583),
+    ("gpt-4.1-2025-04-14", L70, 8.9625, 7.8500, 8.4063, 8.4500),
+    ("gpt-4.1-mini-2025-04-14", L70, 8.8875, 7.9625, 8.4250, 8.3917),
+    ("gpt-4o", L8, 7.6375, 7.1750, 7.4063, 7.8167),
+    ("gpt-4.1-2025-04-14", L8, 7.4125, 6.5750, 6.9938, 7.3500),
+    ("gpt-4.1-mini-2025-04-14", L8, 7.6125, 6.9375, 7.2750, 7.7667),
+]
+
+
+def add_questions(store, bench, categories: dict[str, str]):
+    with store.write() as cur:
+        cur.executemany("INSERT INTO questions VALUES (0, ?, ?, ?, ['q'])",
+                        [[bench, qid, cat] for qid, cat in categories.items()])
+
+
+def add_judgments(store, rows, *, harness="fastchat", bench="b"):
+    """rows: (judge, model, question_id, turn, score[, sample]); score None = not parsed."""
+    with store.write() as cur:
+        cur.executemany(
+            "INSERT INTO single_judgments (source_id, harness, bench, judge, model, question_id, turn, sample, "
+            "raw_score, score, parse_status) VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [[harness, bench, r[0], r[1], str(r[2]), r[3], r[5] if len(r) > 5 else 0,
+              -1 if r[4] is None else r[4], r[4], "not_parsed" if r[4] is None else "ok"] for r in rows])
+
+
+@pytest.mark.parametrize("judge, model, t1, t2, pooled, macro_column", REFERENCE)
+def test_ja_overall_reproduces_the_reference_table(sample_store, judge, model, t1, t2, pooled, macro_column):
+    """§11's last column is headed "macro over 8 categories", but every one of its 6 values is the
+    mean of the 6 categories other than coding and math (results-table.py "Overall xCM"): gpt-4o /
+    70b has category means 8.70 9.55 9.05 7.50 6.75 8.95 8.90 8.15, whose mean is 8.44375 (with 10
+    questions per category and both turns, the 8-category macro always equals the pooled mean) and
+    whose mean without coding and math is 8.5583. So that column is checked against macro_xcm."""
+    df = ja_overall(sample_store, bench=JA)
+    assert len(df) == 6
+    row = df[(df.judge == judge) & (df.model == model)].iloc[0]
+    # The table rounds half up at 4 decimals (8.40625 -> 8.4063), so allow half a unit of the last place.
+    for got, want in ((row.t1, t1), (row.t2, t2), (row.overall_pooled, pooled), (row.macro_xcm, macro_column)):
+        assert abs(got - want) <= 5e-5 + 1e-9
+    cats = df.attrs["categories"]
+    assert len(cats) == 8
+    assert row.macro == pytest.approx(np.mean([row[c] for c in cats]))
+    assert row.macro == pytest.approx(row.overall_pooled)            # balanced: 20 items in every category
+    assert row.overall_turn_mean == pytest.approx((row.t1 + row.t2) / 2)
+    assert row.n_items == 160
+
+
+def test_ja_overall_category_is_mean_of_turn_means(store):
+    """visualize-results.py: a category score is the mean of its per-turn means, not the pooled mean."""
+    add_questions(store, "b", {"1": "writing", "2": "writing", "3": "math"})
+    add_judgments(store, [("J", "M", 1, 1, 10), ("J", "M", 2, 1, 6), ("J", "M", 1, 2, 2),  # turn 2 of q2 missing
+                          ("J", "M", 3, 1, 5), ("J", "M", 3, 2, 7)])
+    row = ja_overall(store).iloc[0]
+    assert row.writing == pytest.approx(((10 + 6) / 2 + 2) / 2)   # 5.0, pooled would be 6.0
+    assert row.math == pytest.approx(6.0)
+    assert row.macro == pytest.approx(5.5)
+    assert row.macro_xcm == pytest.approx(5.0)
+    assert row.overall_pooled == pytest.approx(30 / 5)
+
+
+def test_missing_category_is_nan_never_zero(store):
+    add_questions(store, "b", {"1": "writing", "2": "math", "3": "coding"})
+    add_judgments(store, [("J", "M", 1, 1, 8), ("J", "M", 2, 1, 4), ("J", "M", 3, 1, None)])  # coding: parse failure only
+    radar = radar_frame(store)
+    assert list(radar.category) == ["coding", "math", "writing"]
+    coding = radar[radar.category == "coding"].iloc[0]
+    assert np.isnan(coding.score) and coding.n_items == 0
+    assert radar.set_index("category").score[["math", "writing"]].tolist() == [4, 8]
+    overall = ja_overall(store).iloc[0]
+    assert np.isnan(overall.coding)
+    assert overall.macro == pytest.approx(6.0)          # mean of the categories present, not (8+4+0)/3
+
+
+def test_radar_frame_filters(sample_store):
+    radar = radar_frame(sample_store, bench=JA, judge="gpt-4o")
+    assert len(radar) == 2 * 8 and set(radar.model) == {L70, L8}
+    assert radar.score.notna().all() and (radar.n_items == 20).all()
+
+
+def test_histogram_counts_sum_to_n_and_units(sample_store):
+    by_item = score_histogram(sample_store, ["model"], unit="item", filters={"harness": "swallow"})
+    by_judgment = score_histogram(sample_store, ["model"], unit="judgment", filters={"harness": "swallow"})
+    for df in (by_item, by_judgment):
+        assert (df.groupby("model")["count"].sum() == df.groupby("model")["n"].first()).all()
+        assert (df.groupby("model").size() == 10).all()                # every bin present, 0 where empty
+        assert df.groupby("model")["share"].sum().tolist() == pytest.approx([1, 1])
+    with sample_store.read() as cur:
+        judgments = dict(cur.execute("SELECT model, count(score) FROM single_judgments WHERE harness = 'swallow' "
+                                     "GROUP BY ALL").fetchall())
+        items = dict(cur.execute("SELECT model, count(score) FROM item_scores WHERE harness = 'swallow' "
+                                 "GROUP BY ALL").fetchall())
+    # 5 samples x 160 items = 800 judgments per model, minus parse failures (-1) and items with none valid
+    assert judgments == {"hosted_vllm/fake-org/Fake-JA-Chat-8B": 774, "hosted_vllm/fake-org/Fake-JA-Reasoner-32B": 756}
+    assert items == {"hosted_vllm/fake-org/Fake-JA-Chat-8B": 159, "hosted_vllm/fake-org/Fake-JA-Reasoner-32B": 154}
+    assert by_judgment.groupby("model")["n"].first().to_dict() == judgments
+    assert by_item.groupby("model")["n"].first().to_dict() == items
+
+
+def test_histogram_bins(store):
+    add_questions(store, "b", {"1": "writing", "2": "math"})
+    add_judgments(store, [("J", "M", 1, 1, 10), ("J", "M", 1, 2, 7.5), ("J", "M", 2, 1, 1), ("J", "M", 2, 2, 9.5),
+                          ("J", "M", 3, 1, 7), ("J", "M", 3, 1, 8)])          # an item mean of 7.5 (two runs)
+    hist = score_histogram(store, unit="item").set_index("bin")
+    assert hist.loc[10, "count"] == 1 and hist.loc[10, "bin_label"] == "10"
+    assert hist.loc[7, "count"] == 2 and hist.loc[7, "bin_label"] == "[7,8)"
+    assert hist.loc[9, "count"] == 1 and hist.loc[1, "count"] == 1
+    assert hist["count"].sum() == 5 and (hist["n"] == 5).all()
+    judgment = score_histogram(store, unit="judgment").set_index("bin")
+    assert judgment.loc[7, "count"] == 2 and judgment.loc[8, "count"] == 1 and judgment["n"].iloc[0] == 6
+    by_cat = score_histogram(store, ["category"], unit="item")
+    assert set(by_cat.category.dropna()) == {"writing", "math"} and by_cat.category.isna().any()
+    assert "10" in HISTOGRAM_RULE
+
+
+def test_score_summary_matches_numpy(sample_store):
+    df = score_summary(sample_store, ["judge", "model"], filters={"bench": JA})
+    row = df[(df.judge == "gpt-4o") & (df.model == L8)].iloc[0]
+    with sample_store.read() as cur:
+        scores = np.array([r[0] for r in cur.execute(
+            "SELECT score FROM item_scores WHERE bench = ? AND judge = 'gpt-4o' AND model = ?", [JA, L8]).fetchall()])
+    assert row.n == len(scores) == 160
+    assert row["mean"] == pytest.approx(scores.mean())
+    assert row["std"] == pytest.approx(scores.std(ddof=1))
+    assert [row["q1"], row["median"], row["q3"]] == pytest.approx(list(np.quantile(scores, [0.25, 0.5, 0.75])))
+    assert (row["min"], row["max"]) == (scores.min(), scores.max())
+    judgment = score_summary(sample_store, ["model"], unit="judgment", filters={"harness": "swallow"})
+    assert judgment.n.tolist() == [774, 756]
+
+
+def test_unknown_keys_are_refused(store):
+    with pytest.raises(ValueError, match="unknown group key 'colour'"):
+        score_histogram(store, ["colour"])
+    with pytest.raises(ValueError, match="unknown unit"):
+        score_summary(store, unit="sample")
+    with pytest.raises(ValueError, match="unknown filter"):
+        score_summary(store, filters={"colour": 1})
+
+
+def test_length_bias_on_the_ja_data(sample_store):
+    points, stats = length_bias(sample_store, bench=JA)
+    assert points.groupby("judge").size().to_dict() == {
+        "gpt-4.1-2025-04-14": 320, "gpt-4.1-mini-2025-04-14": 320, "gpt-4o": 320}
+    assert points.answer_chars.notna().all() and (stats.n_without_answer == 0).all()
+    assert list(points.columns) == ["harness", "bench", "judge", "model", "question_id", "turn", "sample",
+                                    "category", "answer_chars", "score"]
+    part = points[points.judge == "gpt-4o"]
+    row = stats.set_index("judge").loc["gpt-4o"]
+    rho, p = sstats.spearmanr(part.answer_chars, part.score)
+    tau, _ = sstats.kendalltau(part.answer_chars, part.score)
+    assert (row.n, row.spearman_rho, row.spearman_p, row.kendall_tau) == pytest.approx((320, rho, p, tau))
+    with sample_store.read() as cur:
+        text = cur.execute("SELECT text FROM answers WHERE bench = ? AND model = ? AND question_id = '1' AND turn = 2",
+                           [JA, L8]).fetchone()[0]
+    one = part[(part.model == L8) & (part.question_id == "1") & (part.turn == 2)]
+    assert one.answer_chars.tolist() == [len(text)]
+
+
+def test_length_bias_uses_each_swallow_sample(sample_store):
+    points, stats = length_bias(sample_store, bench=SWALLOW)
+    assert len(points) == 774 + 756                                    # one point per scored sample
+    assert points["sample"].nunique() == 5
+    with sample_store.read() as cur:
+        rows = cur.execute("""SELECT a.sample, length(a.text), j.score FROM answers a JOIN single_judgments j
+            USING (bench, model, question_id, turn, sample)
+            WHERE a.bench = ? AND a.question_id = '5' AND a.turn = 1 AND a.model LIKE '%Chat-8B'
+                  AND j.score IS NOT NULL ORDER BY 1""", [SWALLOW]).fetchall()
+    mine = points[(points.question_id == "5") & (points.turn == 1) & points.model.str.endswith("Chat-8B")]
+    assert list(zip(mine["sample"], mine.answer_chars, mine.score)) == rows
+
+
+def test_length_join_normalises_model_names(store):
+    """A judgment's model may be the answer file's model_id or file name, with '__' for '/' and any case."""
+    with store.write() as cur:
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (0, 'fastchat', 'b', ?, ?, ?, '1', 0, 1, ?)",
+                        [["local-name", "Org/Model-A", "org__model-a", "abcde"],
+                         ["other", None, "Org__Model-B", "xyz"]])
+    add_judgments(store, [("J", "org__model-a", 1, 1, 7), ("J", "org/model-b", 1, 1, 5), ("J", "nobody", 1, 1, 3)])
+    points, stats = length_bias(store)
+    assert dict(zip(points.model, points.answer_chars)) == {"org__model-a": 5, "org/model-b": 3}
+    assert stats.iloc[0][["n", "n_without_answer"]].tolist() == [2, 1]
