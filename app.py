@@ -1,7 +1,7 @@
 """JudgeLens: open MT-Bench judge outputs from FastChat-style harnesses and Swallow side by side.
 
-This file only routes: it opens the store (loading the bundled sample on first start) and hands
-over to the page the user picked. Run with ``bash scripts/run-app.sh`` (see README).
+This file only routes: it declares the pages, opens the store (loading the bundled sample on first
+start) and hands over to the page the user picked. Run with ``bash scripts/run-app.sh`` (see README).
 """
 import streamlit as st
 
@@ -10,7 +10,16 @@ from pages._common import get_store
 
 st.set_page_config(page_title="JudgeLens", page_icon=":material/balance:", layout="wide")
 
-store = get_store()
+page = st.navigation([
+    st.Page("pages/overview.py", title="Overview", icon=":material/leaderboard:", default=True),
+    st.Page("pages/agreement.py", title="Judge agreement", icon=":material/groups:"),
+    st.Page("pages/item_view.py", title="Item view", icon=":material/compare:"),
+    st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/difference:"),
+    st.Page("pages/import_data.py", title="Import", icon=":material/upload:"),
+])
+
+store = get_store()  # on failure: says why (e.g. the file is open in another process) and stops
 if not st.session_state.get("_sample_checked"):
     bar = st.progress(0.0, text="First start: loading the bundled sample data…")
     report = load_sample_if_empty(store, progress=lambda f, msg: bar.progress(min(f, 1.0), text=msg[-90:]))
@@ -18,10 +27,4 @@ if not st.session_state.get("_sample_checked"):
     if report is not None:
         st.toast(f"Loaded the bundled sample: {len(report.imported)} files.", icon=":material/check:")
     st.session_state["_sample_checked"] = True
-
-page = st.navigation([
-    st.Page("pages/overview.py", title="Overview", icon=":material/leaderboard:", default=True),
-    st.Page("pages/item_view.py", title="Item view", icon=":material/compare:"),
-    st.Page("pages/import_data.py", title="Import", icon=":material/upload:"),
-])
 page.run()

@@ -33,6 +33,11 @@ MATRIX_KEYS = ITEM_KEYS + ("category",)
 AGREEMENT_COLUMNS = ("judge_a", "judge_b", "n", "pearson", "spearman", "kendall", "qwk",
                      "exact", "within1", "mean_diff", "mae")
 PAIR_POLICIES = ("fastchat", "strict", "game")
+PAIR_POLICY_LABELS = {
+    "fastchat": "FastChat show_result (errors dropped; a tie or inconsistent A/B games = tie for both)",
+    "strict": "strict (only verdicts that survive the A/B swap count; inconsistent rows set aside)",
+    "game": "per game (each of the two games counts on its own)",
+}
 
 AGREEMENT_NOTE = (
     "n = items (bench x question x model x turn) both judges scored; each judge's item score is the mean "

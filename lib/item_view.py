@@ -157,3 +157,19 @@ def next_disagreement(store: Store, bench: str, question_id: str, turn: int, mod
     current = (question_id, int(turn), model)
     i = keys.index(current) + 1 if current in keys else 0
     return keys[i % len(keys)]
+
+
+def link_params(bench: str, question_id: str, turn: int, model: str, judges: list[str] | None = None,
+                harness: str = "fastchat") -> dict[str, str]:
+    """Query parameters that open the item view on this item (optionally with these judge columns)."""
+    params = {"bench": bench, "q": str(question_id), "turn": str(int(turn)), "model": model}
+    if judges:
+        params["cols"] = ",".join(f"{harness}:{j}" for j in judges)
+    return params
+
+
+def link(params: dict[str, str]) -> str:
+    """A relative URL of the item view (resolves against the app's address)."""
+    from urllib.parse import urlencode
+
+    return "item_view?" + urlencode(params)

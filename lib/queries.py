@@ -73,6 +73,13 @@ def overview_counts(store: Store) -> dict[str, int]:
     return dict(zip(names, row))
 
 
+def categories(store: Store, bench: str) -> list[str]:
+    with store.read() as cur:
+        rows = cur.execute("SELECT DISTINCT category FROM current_questions WHERE bench = ? AND category IS NOT NULL "
+                           "ORDER BY category", [bench]).fetchall()
+    return [r[0] for r in rows]
+
+
 def judges_by_harness(store: Store) -> pd.DataFrame:
     """What was judged by whom: one row per harness, bench, judge, model with counts and failures."""
     return _df(store, """

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lib import queries
+from lib import charts, queries
 from lib.errors import JudgeLensError
 from lib.store import Store, default_db_path
 
@@ -58,3 +58,19 @@ def show_error(exc: JudgeLensError) -> None:
 def empty_state() -> None:
     st.info("No data loaded yet. Go to **Import** to upload harness outputs or load a server folder, "
             "or run `python -m lib.cli ingest PATH` in a terminal.", icon=":material/upload:")
+
+
+def show_chart(fig, name: str) -> None:
+    """A chart with its exports: PNG from the chart's camera button, interactive HTML from the button below."""
+    st.plotly_chart(fig, width="stretch", config={"displaylogo": False,
+                                                  "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
+    st.download_button("Chart as interactive HTML", data=lambda: charts.figure_html(fig, name), file_name=f"{name}.html",
+                       mime="text/html", on_click="ignore", icon=":material/download:", key=f"html_{name}",
+                       help="Self-contained: opens offline. For a PNG, use the camera icon on the chart.")
+
+
+def show_table(df, name: str, **kwargs) -> None:
+    """A table with a CSV download of exactly what it shows."""
+    st.dataframe(df, hide_index=True, width="stretch", **kwargs)
+    st.download_button("Table as CSV", data=df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+                       on_click="ignore", icon=":material/download:", key=f"csv_{name}")

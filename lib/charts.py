@@ -1,0 +1,149 @@
+"""Plotly figures built from the DataFrames of lib.queries / distributions / deltas / agreement.
+
+Pure functions: a frame in, a ``go.Figure`` out, so pages and the HTML report draw the same charts.
+Charts receive aggregates (bins, quantiles, counts), never one point per judgment.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+SCORE_AXIS = dict(range=[0.5, 10.5], dtick=1)
+COLORS = px.colors.qualitative.Safe
+
+
+def _layout(fig: go.Figure, height: int | None = None) -> go.Figure:
+    fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template="plotly_white",
+                      **({"height": height} if height else {}))
+    return fig
+
+
+def leaderboard_bars(board: pd.DataFrame) -> go.Figure:
+    """Mean score per model, one bar per judge, turn 1 and turn 2 side by side."""
+    long = board.melt(id_vars=["harness", "bench", "judge", "model"], value_vars=["t1", "t2"],
+                      var_name="turn", value_name="mean").dropna()
+    long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
+    fig = px.bar(long, x="mean", y="model", color="judge", barmode="group", facet_col="turn", orientation="h",
+                 range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": ""},
+                 color_discrete_sequence=COLORS)
+    return _layout(fig, 160 + 40 * len(board))
+
+
+def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -> go.Figure:
+    """Share of items per score bin (from distributions.score_histogram)."""
+    frame = hist.copy()
+    fig = px.bar(frame, x="bin", y="share", color=color, facet_col=facet, facet_col_wrap=3 if facet else 0,
+                 barmode="group", hover_data=["count", "n", "bin_label"], color_discrete_sequence=COLORS,
+                 labels={"bin": "score", "share": "share of items"})
+    fig.update_xaxes(**SCORE_AXIS)
+    fig.update_yaxes(tickformat=".0%")
+    return _layout(fig, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
+
+
+def box_from_summary(summary: pd.DataFrame, x: str, color: str | None = None) -> go.Figure:
+    """Box plots drawn from precomputed quartiles (distributions.score_summary): whiskers are min and max."""
+    fig = go.Figure()
+    groups = summary.groupby(color, sort=True) if color else [(None, summary)]
+    for i, (name, part) in enumerate(groups):
+        fig.add_trace(go.Box(
+            x=part[x].astype(str), q1=part["q1"], median=part["median"], q3=part["q3"],
+            lowerfence=part["min"], upperfence=part["max"], mean=part["mean"], name=str(name) if name else "",
+            marker_color=COLORS[i % len(COLORS)], boxmean=True))
+    fig.update_layout(boxmode="group", yaxis_title="score (1-10)", yaxis=SCORE_AXIS)
+    return _layout(fig, 420)
+
+
+def radar(frame: pd.DataFrame, series: str) -> go.Figure:
+    """Category means around a circle, one trace per value of ``series``. Missing categories are gaps."""
+    fig = go.Figure()
+    for i, (name, part) in enumerate(frame.groupby(series, sort=True)):
+        part = part.sort_values("category")
+        theta = part["category"].tolist()
+        r = part["score"].tolist()
+        fig.add_trace(go.Scatterpolar(r=r + r[:1], theta=theta + theta[:1], name=str(name), connectgaps=False,
+                                      line_color=COLORS[i % len(COLORS)]))
+    fig.update_layout(polar=dict(radialaxis=dict(range=[0, 10])))
+    return _layout(fig, 460)
+
+
+def delta_forest(deltas: pd.DataFrame, label_a: str, label_b: str) -> go.Figure:
+    """Delta (A - B) with its bootstrap interval per row; grey when the interval includes 0."""
+    frame = deltas.copy()
+    frame["row"] = [f"{c} · turn {int(t)}" if pd.notna(t) else f"{c} · both turns"
+                    for c, t in zip(frame["category"], frame["turn"])]
+    frame = frame.iloc[::-1]
+    color = np.where(frame["significant"], "#c0392b", np.where(frame["inside_noise"], "#999999", "#e67e22"))
+    fig = go.Figure(go.Scatter(
+        x=frame["delta"], y=frame["row"], mode="markers", marker=dict(color=color, size=9),
+        error_x=dict(type="data", symmetric=False, array=frame["ci_high"] - frame["delta"],
+                     arrayminus=frame["delta"] - frame["ci_low"], color="#888"),
+        customdata=np.stack([frame["n_questions"], frame["p_holm"]], axis=1),
+        hovertemplate="%{y}<br>delta %{x:.3f}<br>questions %{customdata[0]}<br>Holm p %{customdata[1]:.3f}"
+                      "<extra></extra>"))
+    fig.add_vline(x=0, line_color="#444", line_width=1)
+    fig.update_layout(xaxis_title=f"{label_a}  minus  {label_b}  (score points)", yaxis_title="")
+    return _layout(fig, 120 + 22 * len(frame))
+
+
+def agreement_heatmap(table: pd.DataFrame, stat: str) -> go.Figure:
+    """A judges x judges matrix of one statistic from agreement.pairwise_agreement."""
+    judges = list(dict.fromkeys([*table["judge_a"], *table["judge_b"]]))
+    matrix = pd.DataFrame(np.nan, index=judges, columns=judges)
+    for row in table.itertuples():
+        matrix.loc[row.judge_a, row.judge_b] = matrix.loc[row.judge_b, row.judge_a] = getattr(row, stat)
+    fig = px.imshow(matrix, text_auto=".2f", color_continuous_scale="RdBu", aspect="auto",
+                    zmin=-1 if stat in ("pearson", "spearman", "kendall", "qwk") else None,
+                    zmax=1 if stat in ("pearson", "spearman", "kendall", "qwk", "exact", "within1") else None)
+    return _layout(fig, 140 + 60 * len(judges))
+
+
+def scatter_grid(matrix: pd.DataFrame, judges: list[str]) -> go.Figure:
+    """Judge vs judge score counts for every pair: bubble area = number of items at that (x, y)."""
+    pairs = list(itertools.combinations(judges, 2))
+    frames = []
+    for a, b in pairs:
+        both = matrix[[a, b]].dropna().round(0)
+        counts = both.groupby([a, b]).size().reset_index(name="items")
+        counts.columns = ["x", "y", "items"]
+        counts["pair"] = f"{a} (x) vs {b} (y)"
+        frames.append(counts)
+    data = pd.concat(frames) if frames else pd.DataFrame(columns=["x", "y", "items", "pair"])
+    fig = px.scatter(data, x="x", y="y", size="items", facet_col="pair", facet_col_wrap=3, size_max=28,
+                     hover_data=["items"], color_discrete_sequence=COLORS)
+    fig.update_xaxes(**SCORE_AXIS)
+    fig.update_yaxes(**SCORE_AXIS)
+    for a in fig.layout.annotations:
+        a.text = a.text.split("=", 1)[-1]
+    return _layout(fig, 380 * max(1, (len(pairs) + 2) // 3))
+
+
+def length_scatter(points: pd.DataFrame) -> go.Figure:
+    fig = px.scatter(points, x="answer_chars", y="score", color="judge", opacity=0.5, log_x=True,
+                     hover_data=["model", "question_id", "turn", "category"], color_discrete_sequence=COLORS,
+                     labels={"answer_chars": "answer length (characters, log scale)"})
+    fig.update_yaxes(**SCORE_AXIS)
+    return _layout(fig, 420)
+
+
+def win_rate_bars(rates: pd.DataFrame) -> go.Figure:
+    long = rates.melt(id_vars=["judge", "model"], value_vars=["win", "tie", "loss"], var_name="outcome",
+                      value_name="count")
+    fig = px.bar(long, x="count", y="model", color="outcome", facet_col="judge", orientation="h",
+                 color_discrete_map={"win": "#2e7d32", "tie": "#9e9e9e", "loss": "#c62828"})
+    return _layout(fig, 160 + 40 * rates["model"].nunique())
+
+
+def figure_html(fig: go.Figure, title: str) -> str:
+    """A standalone interactive HTML page of one chart (plotly.js inlined: opens offline)."""
+    return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False},
+                       default_width="100%", div_id=None).replace("<head>", f"<head><title>{_esc(title)}</title>", 1)
+
+
+def _esc(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)

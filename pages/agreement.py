@@ -1,0 +1,93 @@
+"""Judge agreement: how far judges agree on the same items, where they disagree most, pairwise verdicts
+and parse failures."""
+import streamlit as st
+
+from lib import agreement, charts, item_view
+from pages._common import cached_query, data_version, empty_state, get_store, show_chart, show_table
+
+st.title("Judge agreement")
+store = get_store()
+version = data_version(store)
+if version[0] == 0:
+    empty_state()
+    st.stop()
+
+loaded = cached_query("judges_by_harness", version)
+benches = sorted(loaded["bench"].unique())
+c1, c2 = st.columns([1, 3])
+bench = c1.selectbox("Bench", benches, key="agr_bench")
+here = loaded[loaded["bench"] == bench]
+all_judges = sorted(here["judge"].unique())
+judges = c2.multiselect("Judges", all_judges, default=all_judges, key="agr_judges")
+f1, f2, f3 = st.columns(3)
+model = f1.selectbox("Model", ["(all)", *sorted(here["model"].unique())], key="agr_model")
+turn = f2.selectbox("Turn", ["(all)", 1, 2], key="agr_turn")
+categories = sorted(cached_query("categories", version, bench=bench))
+category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
+filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
+           "category": None if category == "(all)" else category}
+
+tab_agree, tab_worst, tab_pairs, tab_fail = st.tabs(
+    ["Agreement", "Largest disagreements", "Pairwise verdicts", "Parse failures"])
+
+with tab_agree:
+    if len(judges) < 2:
+        st.info("Agreement needs two or more judges that scored the same items. Import another judge's "
+                "judgments, or re-judge on the Workbench.")
+    else:
+        matrix = agreement.item_matrix(store, judges, **filters)
+        table = agreement.pairwise_agreement(matrix, judges)
+        st.caption(agreement.AGREEMENT_NOTE)
+        show_table(table, f"agreement_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("pearson", "spearman", "kendall", "qwk", "exact", "within1", "mean_diff", "mae")})
+        stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
+                                    default="qwk", key="agr_stat")
+        show_chart(charts.agreement_heatmap(table, stat or "qwk"), f"agreement_heatmap_{bench}")
+        show_chart(charts.scatter_grid(matrix, judges), f"agreement_scatter_{bench}")
+
+with tab_worst:
+    if len(judges) < 2:
+        st.info("Pick two or more judges.")
+    else:
+        worst = agreement.disagreements(store, judges, limit=200, **filters)
+        if worst.empty:
+            st.info("No item is scored by two of these judges.")
+        else:
+            worst.insert(0, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model, judges))
+                                     for r in worst.itertuples()])
+            st.caption("Items ranked by spread (highest minus lowest judge score). Click a row to open it in the item "
+                       "view; the link column opens it in a new tab.")
+            event = st.dataframe(worst, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                                 key="agr_worst_table",
+                                 column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
+            st.download_button("Table as CSV", worst.drop(columns=["open"]).to_csv(index=False).encode(),
+                               f"disagreements_{bench}.csv", "text/csv", on_click="ignore", icon=":material/download:")
+            rows = event.selection.rows if event else []
+            if rows:
+                r = worst.iloc[rows[0]]
+                st.switch_page("pages/item_view.py", query_params=item_view.link_params(
+                    r["bench"], r["question_id"], r["turn"], r["model"], judges))
+
+with tab_pairs:
+    policy = st.radio("Counting rule", list(agreement.PAIR_POLICIES), horizontal=True, key="agr_policy",
+                      format_func=agreement.PAIR_POLICY_LABELS.get)
+    rates = agreement.pair_win_rates(store, bench=bench, policy=policy)
+    if rates.empty:
+        st.info("No pairwise judgments (model_judgment/<judge>_pair.jsonl) on this bench.")
+    else:
+        show_table(rates, f"pair_win_rates_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("win_rate", "loss_rate", "win_rate_adjusted")})
+        show_chart(charts.win_rate_bars(rates), f"pair_win_rates_{bench}")
+        st.markdown("**Position consistency**: does the verdict survive swapping A and B?")
+        show_table(agreement.position_consistency(store, bench=bench), f"position_consistency_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("consistency", "first_position_bias")})
+
+with tab_fail:
+    st.caption(agreement.RULES_NOTE)
+    failures = agreement.parse_failures(store, bench=bench)
+    show_table(failures[failures["judge"].isin(judges)] if judges else failures, f"parse_failures_{bench}",
+               column_config={c: st.column_config.NumberColumn(format="%.3f")
+                              for c in ("not_parsed_rate", "mean_fastchat_rule", "mean_swallow_rule", "mean_judgelens")})
