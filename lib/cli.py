@@ -1,4 +1,4 @@
-"""Command line: ``python -m lib.cli {ingest,scores,sources,remove,agreement} …``.
+"""Command line: ``python -m lib.cli {ingest,scores,sources,remove,agreement,report,rejudge} …``.
 
 Exit codes: 0 success, 1 bad input (nothing imported), 2 usage or unknown format,
 3 the database is in use by another process.
@@ -81,6 +81,24 @@ def cmd_agreement(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    store = Store(args.db)
+    judges = [j.strip() for j in args.compare.split(",") if j.strip()]
+    text = build_report(store, judges, bench=args.bench, model=args.model, turn=args.turn, category=args.category,
+                        top=args.top)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"Wrote {args.out} ({len(text.encode()) / 1e6:.1f} MB): {' vs '.join(judges)}; opens offline.")
+    return 0
+
+
+def cmd_rejudge(args) -> int:
+    from .judge_client import cli_rejudge
+
+    return cli_rejudge(args, Store(args.db))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lib.cli", description="JudgeLens: MT-Bench judge outputs in DuckDB.")
     db = argparse.ArgumentParser(add_help=False)
@@ -116,6 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="only this answering model")
     p.add_argument("--category", help="only this question category")
     p.set_defaults(func=cmd_agreement)
+
+    p = sub.add_parser("report", parents=[db], help="a self-contained HTML report comparing judges")
+    p.add_argument("--compare", required=True, help="judges to compare, comma-separated (A,B[,C...])")
+    p.add_argument("--out", type=Path, required=True, help="HTML file to write")
+    p.add_argument("--bench")
+    p.add_argument("--model")
+    p.add_argument("--turn", type=int)
+    p.add_argument("--category")
+    p.add_argument("--top", type=int, default=15, help="how many of the largest disagreements to include")
+    p.set_defaults(func=cmd_report)
+
+    from .judge_client import add_rejudge_arguments
+
+    p = sub.add_parser("rejudge", parents=[db], help="re-judge items with a template through an OpenAI-compatible "
+                                                      "API (key from OPENAI_API_KEY); stored as a new judge")
+    add_rejudge_arguments(p)
+    p.set_defaults(func=cmd_rejudge)
     return parser
 
 

@@ -3,6 +3,7 @@ and parse failures."""
 import streamlit as st
 
 from lib import agreement, charts, item_view
+from lib.report import build_report
 from pages._common import cached_query, data_version, empty_state, get_store, show_chart, show_table
 
 st.title("Judge agreement")
@@ -26,6 +27,14 @@ categories = sorted(cached_query("categories", version, bench=bench))
 category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
 filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
            "category": None if category == "(all)" else category}
+
+if len(judges) >= 2:
+    st.download_button(
+        "Report (self-contained HTML)", icon=":material/summarize:", on_click="ignore", mime="text/html",
+        file_name=f"judgelens_report_{bench}.html",
+        data=lambda: build_report(store, judges, **filters),
+        help="These judges and filters: headline tables, charts and the largest disagreements with their "
+             "rationales, in one file that opens offline (safe to email).")
 
 tab_agree, tab_worst, tab_pairs, tab_fail = st.tabs(
     ["Agreement", "Largest disagreements", "Pairwise verdicts", "Parse failures"])

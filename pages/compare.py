@@ -52,7 +52,8 @@ st.caption(
     "Delta = A minus B, per item, averaged. The interval is a 95% percentile bootstrap that redraws whole "
     "questions (both turns and every paired model come along), because those are not independent. "
     "p-values are Holm-corrected within each level of the table. Grey: the interval includes 0, so the "
-    "difference is inside the noise. A category has only 10 questions: expect wide intervals.")
+    "difference is inside the noise; orange: the interval excludes 0 but the difference does not survive Holm; "
+    "red: significant after Holm. A category has only 10 questions: expect wide intervals.")
 level = st.segmented_control("Rows", ["cell", "category", "turn", "all"], default="category", key="cmp_level",
                              format_func={"cell": "category × turn", "category": "category (both turns)",
                                           "turn": "turn (all categories)", "all": "overall"}.get)

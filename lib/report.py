@@ -1,0 +1,114 @@
+"""A self-contained HTML report of a judge comparison: safe to email, opens offline.
+
+Everything is in one file: the filters, the headline tables, the charts (plotly.js inlined once) and
+the largest disagreements with each judge's rationale. Every piece of text from the store is
+HTML-escaped; the file loads nothing from the network.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import html
+
+import pandas as pd
+
+from . import agreement, charts, deltas, item_view
+from .store import Store
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
+h1{margin-bottom:.2rem} .meta{color:#666;font-size:.9rem} table{border-collapse:collapse;margin:.6rem 0 1.2rem;font-size:.85rem}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right} th{background:#f5f5f5} td.t,th.t{text-align:left}
+pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;border:1px solid #e5e5e5;border-radius:6px;padding:8px;
+font-size:.8rem;max-height:24rem;overflow:auto} .item{border-top:2px solid #eee;margin-top:1.4rem;padding-top:.6rem}
+.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px} .note{color:#555;font-size:.85rem}
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _table(df: pd.DataFrame, digits: int = 3) -> str:
+    head = "".join(f'<th class="{"t" if df[c].dtype == object else ""}">{_e(c)}</th>' for c in df.columns)
+    rows = []
+    for rec in df.itertuples(index=False):
+        cells = []
+        for value in rec:
+            if isinstance(value, float):
+                cells.append(f"<td>{'' if pd.isna(value) else f'{value:.{digits}f}'}</td>")
+            else:
+                cells.append(f'<td class="t">{_e(value)}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def build_report(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
+                 turn: int | None = None, category: str | None = None, top: int = 15, n_boot: int = 2000) -> str:
+    """The report as one HTML string (about 5 MB: plotly.js is inlined so it works offline)."""
+    judges = agreement.check_judges(store, judges, minimum=2)
+    filters = {"bench": bench, "model": model, "turn": turn, "category": category}
+    matrix = agreement.item_matrix(store, judges, **filters)
+    table = agreement.pairwise_agreement(matrix, judges)
+    worst = agreement.disagreements(store, judges, limit=top, **filters)
+
+    figures = [("Agreement (quadratic weighted kappa)", charts.agreement_heatmap(table, "qwk")),
+               ("Scores of each judge pair (bubble area = items)", charts.scatter_grid(matrix, judges))]
+    sections = []
+    if len(judges) == 2:
+        benches = [bench] if bench else sorted(matrix["bench"].unique())
+        for b in benches:
+            a_side = {"bench": b, "judge": judges[0], **({"model": model} if model else {})}
+            b_side = {"bench": b, "judge": judges[1], **({"model": model} if model else {})}
+            d = deltas.paired_deltas(store, a_side, b_side, n_boot=n_boot)
+            if d.empty:
+                continue
+            cat = d[d["level"].isin(["category", "turn", "all"])].drop(columns=["level", "holm_family"])
+            cat["turn"] = ["both" if pd.isna(t) else int(t) for t in cat["turn"]]
+            sections.append(f"<h2>Per-category deltas · {_e(deltas.describe_comparison(a_side, b_side))}</h2>"
+                            f'<p class="note">{_e(DELTA_NOTE)}</p>{_table(cat)}')
+            figures.append((f"Deltas on {b}", charts.delta_forest(d[d["level"] == "category"], judges[0], judges[1])))
+
+    chart_html = []
+    for i, (title, fig) in enumerate(figures):
+        div = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
+        chart_html.append(f"<h3>{_e(title)}</h3>{div}")
+
+    items = []
+    for r in worst.itertuples():
+        key = item_view.ItemKey(r.bench, r.question_id, int(r.turn), r.model)
+        verdicts = item_view.verdicts(store, key)
+        verdicts = verdicts[verdicts["judge"].isin(judges)]
+        q = item_view.question(store, r.bench, r.question_id) or {"turns": [], "category": None}
+        ans = item_view.answer(store, key)
+        cols = "".join(
+            f"<div><b>{_e(v.judge)}</b> · score {_e(v.raw_score if v.parse_status != 'ok' else f'{v.score:g}')}"
+            f" ({_e(v.parse_status)})<pre>{_e(v.rationale)}</pre></div>" for v in verdicts.itertuples())
+        turn_text = q["turns"][key.turn - 1] if len(q["turns"]) >= key.turn else ""
+        items.append(
+            f'<div class="item"><h3>{_e(r.bench)} · question {_e(r.question_id)} · turn {key.turn} · {_e(r.model)}'
+            f" · spread {r.spread:g}</h3><p class=\"note\">category {_e(r.category)}</p>"
+            f"<b>Question (turn {key.turn})</b><pre>{_e(turn_text)}</pre>"
+            f"<b>Answer</b><pre>{_e(ans['text'] if ans else '(no answer text in the store)')}</pre>"
+            f'<div class="cols">{cols}</div></div>')
+
+    shown_filters = ", ".join(f"{k} = {v}" for k, v in filters.items() if v is not None) or "none"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
+<title>JudgeLens report: {_e(' vs '.join(judges))}</title><style>{CSS}</style></head><body>
+<h1>JudgeLens report: {_e(' vs '.join(judges))}</h1>
+<p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · filters: {_e(shown_filters)} ·
+{len(matrix)} items with a score from at least one of these judges.</p>
+<h2>Agreement</h2><p class="note">{_e(agreement.AGREEMENT_NOTE)}</p>{_table(table)}
+{''.join(sections)}
+<h2>Charts</h2>{''.join(chart_html)}
+<h2>Largest disagreements</h2><p class="note">Items ranked by spread (highest minus lowest score of these judges),
+with each judge's full rationale.</p>{''.join(items) or '<p>None: no item is scored by two of these judges.</p>'}
+</body></html>"""
+
+
+DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% percentile bootstrap intervals redraw whole questions; "
+              "p-values are Holm-corrected within each level. A category holds 10 questions: wide intervals "
+              "are expected, and an interval that includes 0 means the difference is inside the noise. In the chart: "
+              "red = significant after Holm, orange = interval excludes 0 but not significant after Holm, "
+              "grey = inside the noise.")

@@ -1,0 +1,122 @@
+"""The review pages under AppTest, on the bundled sample: agreement, item view, distributions, compare."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from lib import agreement
+from lib.store import Store
+
+APP = str(ROOT / "app.py")
+JUDGES = ["gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14", "gpt-4o"]
+MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
+
+
+@pytest.fixture
+def app(_sample_db, tmp_path, monkeypatch):
+    """An AppTest of app.py on a copy of the sample database."""
+    db = tmp_path / "review.duckdb"
+    shutil.copy(_sample_db, db)
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def frames(at):
+    return [d.value for d in at.dataframe]
+
+
+def test_agreement_page_shows_every_judge_pair_and_the_worst_items(app):
+    app.switch_page("pages/agreement.py").run()
+    assert not app.exception
+    table = next(f for f in frames(app) if "judge_a" in f.columns)
+    assert len(table) == 3 and set(table["n"]) == {320}
+    worst = next(f for f in frames(app) if "spread" in f.columns)
+    assert worst["spread"].is_monotonic_decreasing
+    top = worst.iloc[0]
+    assert top["open"].startswith(f"item_view?bench=ja_mt_bench&q={top['question_id']}&turn={top['turn']}")
+    assert len(app.get("plotly_chart")) >= 2
+
+
+def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
+    app.switch_page("pages/agreement.py").run()
+    app.selectbox(key="agr_bench").set_value("mt_bench").run()
+    assert not app.exception
+    rates = next(f for f in frames(app) if "win_rate_adjusted" in f.columns)
+    dpo = rates[rates["model"] == "phi-3-dpo"].iloc[0]
+    assert (dpo["win"], dpo["loss"], dpo["tie"]) == (20, 18, 35)
+    assert any(t.value.startswith("Agreement needs two or more judges") for t in app.info)  # one judge here
+    app.radio(key="agr_policy").set_value("strict").run()
+    strict = next(f for f in frames(app) if "win_rate_adjusted" in f.columns)
+    assert strict[strict["model"] == "phi-3-dpo"].iloc[0]["tie"] < 35
+
+
+def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement(app, _sample_db):
+    app.query_params.update({"bench": "ja_mt_bench", "q": "31", "turn": "2", "model": MODEL_8B,
+                             "cols": "fastchat:gpt-4o", "a": "answer:" + MODEL_8B, "b": "rationale:fastchat:gpt-4o"})
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception
+    assert app.selectbox(key="iv_q").value == "31" and app.radio(key="iv_turn").value == 2
+    assert app.multiselect(key="iv_cols").value == ["fastchat:gpt-4o"]
+    assert app.selectbox(key="iv_a").value == "answer:" + MODEL_8B
+    assert len(app.metric) == 1                                   # only the chosen column
+    next(b for b in app.button if b.label == "Next biggest disagreement").click().run()
+    with Store(_sample_db) as s:
+        ranked = agreement.disagreements(s, JUDGES, bench="ja_mt_bench", limit=1000)
+    keys = list(zip(ranked["question_id"], ranked["turn"].astype(int), ranked["model"]))
+    expected = keys[keys.index(("31", 2, MODEL_8B)) + 1]  # the next one down the ranking from where we were
+    where = (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value, app.selectbox(key="iv_model").value)
+    assert where == expected
+
+
+def test_item_view_biggest_disagreement_on_a_one_judge_bench_says_why_not(app, _sample_db):
+    app.query_params.update({"bench": "mt_bench", "q": "81", "turn": "1", "model": "phi-3-dpo"})
+    app.switch_page("pages/item_view.py").run()
+    next(b for b in app.button if b.label == "Next biggest disagreement").click().run()
+    assert any("No item here has scores from two or more judges" in i.value for i in app.info)
+
+
+def test_item_view_previous_and_next_walk_the_items(app):
+    app.switch_page("pages/item_view.py").run()
+    first = (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value)
+    next(b for b in app.button if b.label == "Next").click().run()
+    assert (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value) == (first[0], 2)
+    next(b for b in app.button if b.label == "Previous").click().run()
+    assert (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value) == first
+
+
+def test_item_view_swallow_item_has_samples_and_a_truncation_note(app):
+    app.query_params.update({"bench": "japanese_mt_bench", "q": "1", "turn": "1",
+                             "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception
+    assert app.get("button_group") or app.get("segmented_control")   # the 0-4 sample picker
+
+
+def test_distributions_page(app):
+    app.switch_page("pages/distributions.py").run()
+    assert not app.exception
+    summary = next(f for f in frames(app) if "median" in f.columns)
+    assert set(summary["judge"]) == set(JUDGES)
+    overall = next(f for f in frames(app) if "macro_xcm" in f.columns)
+    row = overall[(overall["judge"] == "gpt-4o") & (overall["model"] == "shisa-ai/shisa-v2-llama3.3-70b")].iloc[0]
+    assert round(row["t1"], 4) == 9.075 and round(row["macro_xcm"], 4) == 8.5583
+    app.selectbox(key="dist_facet").set_value("turn").run()
+    app.radio(key="dist_unit").set_value("judgment").run()
+    assert not app.exception
+
+
+def test_compare_page_two_judges_and_two_models(app):
+    app.switch_page("pages/compare.py").run()
+    assert not app.exception
+    table = next(f for f in frames(app) if "ci_low" in f.columns)
+    assert len(table) == 8 and (table["ci_low"] <= table["delta"]).all() and (table["delta"] <= table["ci_high"]).all()
+    app.radio(key="cmp_mode").set_value("two models under one judge").run()
+    assert not app.exception
+    table = next(f for f in frames(app) if "ci_low" in f.columns)
+    assert set(table["n_questions"]) == {10}

@@ -1,0 +1,79 @@
+"""The HTML report: right numbers, escaped text, and it loads nothing from the network."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from lib import agreement
+from lib.ingest import ingest
+from lib.report import build_report
+
+JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14"]
+
+
+def test_report_holds_the_agreement_numbers_and_the_worst_items(sample_store):
+    text = build_report(sample_store, JUDGES, bench="ja_mt_bench", top=3)
+    table = agreement.agreement(sample_store, JUDGES, bench="ja_mt_bench")
+    row = table.iloc[0]
+    assert f"<td>{row.pearson:.3f}</td>" in text and f"<td>{row.qwk:.3f}</td>" in text
+    worst = agreement.disagreements(sample_store, JUDGES, bench="ja_mt_bench", limit=3)
+    for r in worst.itertuples():
+        assert f"question {r.question_id} · turn {r.turn}" in text
+    assert text.count('class="item"') == 3
+    assert "Per-category deltas" in text                      # two judges: the delta table is there
+    assert text.count("<script") >= 3                         # plotly.js inlined once + one script per chart
+
+
+def test_report_is_self_contained(sample_store):
+    text = build_report(sample_store, JUDGES, bench="ja_mt_bench", top=2)
+    assert "default-src 'none'" in text                       # the CSP forbids every fetch
+    assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)=["']?https?:""", text)
+
+
+def test_report_escapes_hostile_text(tmp_path, store):
+    bench = tmp_path / "evil" / "model_judgment"
+    bench.mkdir(parents=True)
+    hostile = "<script>alert(1)</script><img src=http://127.0.0.1:9/x.png>"
+    rows = [{"question_id": 1, "model": "m", "judge": [j, "single-v1"], "user_prompt": "p",
+             "judgment": f"{hostile} Rating: [[{s}]]", "score": s, "turn": 1} for j, s in (("a", 2), ("b", 9))]
+    (bench / "x_single.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    ingest(store, [bench.parent])
+    text = build_report(store, ["a", "b"], top=5)
+    assert hostile not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=http://127.0.0.1:9/x.png&gt;" in text
+
+
+def test_cli_report_writes_the_file(sample_store, tmp_path):
+    path = sample_store.path
+    sample_store.close()
+    out = tmp_path / "r.html"
+    done = subprocess.run([sys.executable, "-m", "lib.cli", "report", "--db", str(path), "--compare",
+                           ",".join(JUDGES), "--out", str(out), "--top", "2"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "opens offline" in done.stdout
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_cli_report_unknown_judge_is_refused(sample_store, tmp_path):
+    path = sample_store.path
+    sample_store.close()
+    done = subprocess.run([sys.executable, "-m", "lib.cli", "report", "--db", str(path), "--compare", "gpt-4o,nobody",
+                           "--out", str(tmp_path / "r.html")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "Unknown judge(s): nobody" in done.stderr
+
+
+@pytest.mark.browser
+def test_report_opens_offline_in_chromium(sample_store, tmp_path, chromium):
+    out = tmp_path / "report.html"
+    out.write_text(build_report(sample_store, JUDGES, bench="ja_mt_bench", top=2), encoding="utf-8")
+    page = chromium.new_page()
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    page.wait_for_function("() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= 3")
+    page.close()
+    assert requests == [out.as_uri()]
