@@ -219,7 +219,7 @@ def test_undefined_statistics_are_nan_and_quiet():
     ab = row_dict(df, judge_a="A", judge_b="B")      # A constant on the 3 shared items
     assert ab["n"] == 3
     assert all(math.isnan(ab[k]) for k in ("pearson", "spearman", "kendall"))
-    assert ab["qwk"] == 0.0                           # defined: A's constant rating agrees no better than chance
+    assert ab["qwk"] == pytest.approx(0.0, abs=1e-12)  # defined: A's constant rating agrees no better than chance
     assert ab["mean_diff"] == pytest.approx(2 / 3) and ab["exact"] == 0.0 and ab["within1"] == pytest.approx(2 / 3)
     ac = row_dict(df, judge_a="A", judge_b="C")      # one shared item
     assert ac["n"] == 1 and math.isnan(ac["pearson"]) and math.isnan(ac["qwk"])
@@ -488,3 +488,14 @@ def test_item_matrix_equals_item_scores(sample_store):
     assert len(merged) == len(view) > 1400
     assert np.allclose(merged.score_view, merged.score_matrix, rtol=0, atol=1e-12)
     assert (merged.category_view.fillna("") == merged.category_matrix.fillna("")).all()
+
+
+def test_quadratic_kappa_equals_scikit_learn_on_many_random_ratings():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    for n, spread in ((50, 1), (2000, 3), (20000, 6)):
+        a = rng.integers(1, 11, n)
+        b = np.clip(a + rng.integers(-spread, spread + 1, n), 1, 10)
+        expected = cohen_kappa_score(a, b, labels=list(range(1, 11)), weights="quadratic")
+        assert ag.quadratic_kappa(a, b) == pytest.approx(expected, abs=1e-12)

@@ -1,0 +1,134 @@
+"""Benchmark: each page's main interaction on a store with up to a million judgment rows.
+
+Not a test. Builds a synthetic store with SQL (FastChat-shaped rows: judges x models x 80 questions x
+2 turns, rationale and judge prompt text of realistic length, answers for every model), then times
+the data function behind each page's main interaction next to a plain ``SELECT count(*)`` and a full
+scan of the same table, in the same run. Goal from the issue: every interaction under 0.5 s at 1M rows.
+
+    .venv/bin/python bench/pages_bench.py                 # 1M rows (5 judges x 1,250 models)
+    .venv/bin/python bench/pages_bench.py --rows 100000   # smaller
+    .venv/bin/python bench/pages_bench.py --repeat 7 --json bench/out/pages.json
+
+Times are medians of --repeat runs after one warm-up run (DuckDB's buffer cache warm, as in the app).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lib import agreement, deltas, distributions, item_view, queries  # noqa: E402
+from lib.store import Store  # noqa: E402
+
+CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
+
+
+def build(path: Path, rows: int, judges: int) -> dict:
+    models = max(1, rows // (judges * 160))
+    store = Store(path)
+    t0 = time.perf_counter()
+    with store.write() as cur:
+        cur.execute("INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported) "
+                    "VALUES ('synthetic', 'synthetic', 'synthetic', 'fastchat', 'single_judgments', 'bench_x', 0, ?)",
+                    [rows])
+        cur.execute(f"""
+            INSERT INTO questions SELECT 1, 'bench_x', CAST(q AS VARCHAR),
+                   ({CATEGORIES!r})[((q - 1) // 10) + 1], ['question ' || q || ' turn one', 'turn two']
+            FROM range(1, 81) t(q)""")
+        cur.execute("""
+            INSERT INTO answers SELECT 1, 'fastchat', 'bench_x', 'model-' || m, 'model-' || m, NULL, CAST(q AS VARCHAR),
+                   0, turn, repeat('答えの文章です。' || md5(m::VARCHAR || q || turn), 2 + (hash(m, q, turn) % 30)::INT), NULL, NULL, NULL
+            FROM range(?) a(m), range(1, 81) b(q), range(1, 3) c(turn)""", [models])
+        cur.execute("""
+            INSERT INTO single_judgments
+            SELECT 1, 'fastchat', 'bench_x', 'judge-' || j, CASE WHEN turn = 2 THEN 'single-v1-multi-turn' ELSE 'single-v1' END,
+                   'model-' || m, CAST(q AS VARCHAR), turn, 0, s, CASE WHEN s = -1 THEN NULL ELSE s END,
+                   CASE WHEN s = -1 THEN 'not_parsed' ELSE 'ok' END,
+                   repeat('評価の理由を述べます。' || md5(j::VARCHAR || m || q || turn), 12) || ' Rating: [[' || s || ']]',
+                   '[Instruction] Please act as an impartial judge. ' || repeat(md5(m::VARCHAR || q || turn), 40), NULL
+            FROM (SELECT j, m, q, turn,
+                         CASE WHEN hash(j, m, q, turn) % 100 = 0 THEN -1
+                              ELSE 1 + ((hash(m, q) % 7) + (hash(j, m, q, turn) % 4))::INT END AS s
+                  FROM range(?) a(j), range(?) b(m), range(1, 81) c(q), range(1, 3) d(turn))""", [judges, models])
+        n = cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0]
+    store.close()
+    return {"rows": n, "models": models, "judges": judges, "build_s": time.perf_counter() - t0}
+
+
+def timed(fn, repeat: int) -> float:
+    fn()  # warm-up
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def scalar(store: Store, sql: str):
+    with store.read() as cur:
+        return cur.execute(sql).fetchone()
+
+
+def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
+    key = item_view.ItemKey("bench_x", "31", 2, "model-7")
+    j2 = judges[:2]
+    return {
+        "baseline: SELECT count(*)": lambda: scalar(store, "SELECT count(*) FROM single_judgments"),
+        "baseline: scan of score and rationale": lambda: scalar(
+            store, "SELECT sum(score), sum(length(rationale)) FROM single_judgments"),
+        "overview: counts": lambda: queries.overview_counts(store),
+        "overview: leaderboard": lambda: queries.leaderboard(store),
+        "overview: what is loaded": lambda: queries.judges_by_harness(store),
+        "scores --by judge,model,turn": lambda: queries.scores(store),
+        "agreement: table (all judges)": lambda: agreement.agreement(store, judges, bench="bench_x"),
+        "agreement: top 200 disagreements": lambda: agreement.disagreements(store, judges, bench="bench_x", limit=200),
+        "agreement: parse failures": lambda: agreement.parse_failures(store, bench="bench_x"),
+        "item view: one item (question, answer, verdicts)": lambda: (
+            item_view.question(store, "bench_x", "31"), item_view.answer(store, key), item_view.verdicts(store, key)),
+        "item view: previous/next order": lambda: item_view.item_order(store, "bench_x", "model-7"),
+        "item view: next biggest disagreement": lambda: item_view.next_disagreement(store, "bench_x", "31", 2, "model-7"),
+        "distributions: histogram by judge": lambda: distributions.score_histogram(store, ["judge"], filters={"bench": "bench_x"}),
+        "distributions: box summary by judge": lambda: distributions.score_summary(store, ["judge"], filters={"bench": "bench_x"}),
+        "distributions: JA overall": lambda: distributions.ja_overall(store, bench="bench_x"),
+        "compare: paired deltas, 2 judges on one model": lambda: deltas.paired_deltas(
+            store, {"bench": "bench_x", "judge": j2[0], "model": "model-7"}, {"bench": "bench_x", "judge": j2[1], "model": "model-7"}),
+        "compare: paired deltas, 2 models under one judge": lambda: deltas.paired_deltas(
+            store, {"bench": "bench_x", "judge": j2[0], "model": "model-7"}, {"bench": "bench_x", "judge": j2[0], "model": "model-8"}),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--judges", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pages_bench.duckdb"
+        info = build(path, args.rows, args.judges)
+        print(f"built {info['rows']:,} judgment rows ({info['judges']} judges x {info['models']:,} models x 80 x 2) "
+              f"in {info['build_s']:.1f} s; file {path.stat().st_size / 1e6:.0f} MB")
+        store = Store(path)
+        judges = [f"judge-{j}" for j in range(args.judges)]
+        results = {}
+        print(f"\n| interaction | median s (n={args.repeat}) | goal < 0.5 s |\n|---|---|---|")
+        for name, fn in interactions(store, judges).items():
+            results[name] = timed(fn, args.repeat)
+            ok = "" if name.startswith("baseline") else ("yes" if results[name] < 0.5 else "**no**")
+            print(f"| {name} | {results[name]:.3f} | {ok} |")
+        store.close()
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"info": info, "median_s": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
