@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib import agreement, deltas, distributions, item_view, queries  # noqa: E402
-from lib.store import Store  # noqa: E402
+from lib.store import Store, refresh_item_scores  # noqa: E402
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
 
@@ -57,8 +57,11 @@ def build(path: Path, rows: int, judges: int) -> dict:
                               ELSE 1 + ((hash(m, q) % 7) + (hash(j, m, q, turn) % 4))::INT END AS s
                   FROM range(?) a(j), range(?) b(m), range(1, 81) c(q), range(1, 3) d(turn))""", [judges, models])
         n = cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0]
+        t1 = time.perf_counter()
+        refresh_item_scores(cur)  # what ingest does after writing judgments
+        refresh_s = time.perf_counter() - t1
     store.close()
-    return {"rows": n, "models": models, "judges": judges, "build_s": time.perf_counter() - t0}
+    return {"rows": n, "models": models, "judges": judges, "build_s": time.perf_counter() - t0, "refresh_s": refresh_s}
 
 
 def timed(fn, repeat: int) -> float:
@@ -89,7 +92,9 @@ def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
         "scores --by judge,model,turn": lambda: queries.scores(store),
         "agreement: table (all judges)": lambda: agreement.agreement(store, judges, bench="bench_x"),
         "agreement: top 200 disagreements": lambda: agreement.disagreements(store, judges, bench="bench_x", limit=200),
-        "agreement: parse failures": lambda: agreement.parse_failures(store, bench="bench_x"),
+        "agreement: parse failures (statuses only)": lambda: agreement.parse_failures(store, bench="bench_x",
+                                                                                      scan_text=False),
+        "agreement: parse failures + single-bracket text scan": lambda: agreement.parse_failures(store, bench="bench_x"),
         "item view: one item (question, answer, verdicts)": lambda: (
             item_view.question(store, "bench_x", "31"), item_view.answer(store, key), item_view.verdicts(store, key)),
         "item view: previous/next order": lambda: item_view.item_order(store, "bench_x", "model-7"),
@@ -115,7 +120,8 @@ def main() -> None:
         path = Path(tmp) / "pages_bench.duckdb"
         info = build(path, args.rows, args.judges)
         print(f"built {info['rows']:,} judgment rows ({info['judges']} judges x {info['models']:,} models x 80 x 2) "
-              f"in {info['build_s']:.1f} s; file {path.stat().st_size / 1e6:.0f} MB")
+              f"in {info['build_s']:.1f} s (item_scores refresh {info['refresh_s']:.2f} s); "
+              f"file {path.stat().st_size / 1e6:.0f} MB")
         store = Store(path)
         judges = [f"judge-{j}" for j in range(args.judges)]
         results = {}

@@ -112,20 +112,18 @@ def _judge_params(judges: list[str]) -> tuple[str, dict]:
 # ---------------------------------------------------------------------------------------------
 
 def _pivot_sql(judges: list[str], bench, model, turn, category) -> tuple[str, dict]:
-    """SQL for one row per item with a column c<i> per judge: the mean of that judge's usable scores of
-    the item, i.e. ``item_scores.score`` (one pass over single_judgments instead of through the view,
-    which took 2-5x as long at 1M rows; ``test_item_matrix_equals_item_scores`` keeps them equal)."""
+    """SQL for one row per item with a column c<i> per judge holding its ``item_scores.score`` (the
+    materialised per-item table, so this is a pivot of narrow rows, not a regrouping of judgments)."""
     placeholders, params = _judge_params(judges)
     conditions, filter_params = _item_filters(bench, model, turn)
     params.update(filter_params)
     if category is not None:
-        conditions.append("(bench, question_id) IN "
-                          "(SELECT bench, question_id FROM current_questions WHERE category = $category)")
+        conditions.append("category = $category")
         params["category"] = category
-    where = " AND ".join([f"judge IN ({placeholders})"] + conditions)
+    where = " AND ".join([f"judge IN ({placeholders})", "score IS NOT NULL"] + conditions)
     columns = ", ".join(f"avg(score) FILTER (WHERE judge = $j{i}) AS c{i}" for i in range(len(judges)))
     return f"""SELECT bench, question_id, model, turn, {columns}
-               FROM single_judgments WHERE {where}
+               FROM item_scores WHERE {where}
                GROUP BY bench, question_id, model, turn""", params
 
 
@@ -136,7 +134,7 @@ def item_matrix(store: Store, judges: list[str], *, bench: str | None = None, mo
 
     The item score is ``item_scores.score``: the mean of the judge's usable judgments of the item
     (repeats and Swallow samples averaged, parse failures left out). Should one judge have judged the
-    same item under two harnesses, all its rows are pooled. Rows are ordered by bench, question id
+    same item under two harnesses, the two harness means are averaged. Rows are ordered by bench, question id
     (numeric ids numerically), model, turn.
     """
     judges = check_judges(store, judges)
@@ -487,7 +485,7 @@ def _rule_conditions(harness, bench, judge, model, turn) -> tuple[list[str], dic
 
 
 def parse_failures(store: Store, *, harness: str | None = None, bench: str | None = None,
-                   judge: str | None = None, turn: int | None = None) -> pd.DataFrame:
+                   judge: str | None = None, turn: int | None = None, scan_text: bool = True) -> pd.DataFrame:
     """Judgments without a usable score, per harness, bench, judge and category (bench is kept so
     that categories of different benches never pool), with the harnesses' averaging rules side by side.
 
@@ -497,11 +495,13 @@ def parse_failures(store: Store, *, harness: str | None = None, bench: str | Non
     ``[[N]]`` but has a ``[N]``: FastChat's backup regex took that number as the rating, e.g. a "[1]"
     list marker, so the score is probably wrong although it counts as parsed), then
     mean_fastchat_rule, mean_swallow_rule and mean_judgelens as described in ``RULES_NOTE``.
-    Reads the rationale text, so it scans every judgment's text once.
+    Finding single_bracket_only reads every rationale (about 1 s per million judgments); with
+    ``scan_text=False`` that column is left out and nothing but scores and statuses is read.
     """
     conditions, params = _rule_conditions(harness, bench, judge, None, turn)
-    params.update(double=_DOUBLE_BRACKET, single=_SINGLE_BRACKET)
-    return _df(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, True), params)
+    if scan_text:
+        params.update(double=_DOUBLE_BRACKET, single=_SINGLE_BRACKET)
+    return _df(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, scan_text), params)
 
 
 def harness_rule_means(store: Store, *, harness: str | None = None, bench: str | None = None,

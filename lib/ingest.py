@@ -19,7 +19,7 @@ from typing import Callable, Iterable
 from .errors import FormatError, IngestError, LineProblem
 from .formats import fastchat, swallow
 from .formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
-from .store import Store
+from .store import Store, refresh_item_scores
 
 Progress = Callable[[float, str], None]
 
@@ -345,6 +345,9 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
             cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                         [rows, item.warnings, source_id])
             item.rows, item.source_id, item.status = rows, source_id, "imported"
+        # Judgments and questions feed the per-item table (questions give judged items their category).
+        refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
+                                  and i.kind in ("single_judgments", "pair_judgments", "swallow_details", "questions")])
 
 
 def _judgment_notes(cur, source_id: int) -> list[str]:
@@ -409,14 +412,23 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
             item = refused.item  # the transaction rolled back: read this file line by line and try again
             item.fast = False
             for other in items:
-                if other.status == "imported":
+                # also undo "unchanged" verdicts that pointed at a source this rolled-back transaction made
+                # (the same bytes given twice in one import)
+                if other.status == "imported" or (other.status == "unchanged"
+                                                  and other.existing_source not in known.values()):
                     other.status, other.source_id, other.rows = "pending", None, 0
+                    other.existing_source = None
                     other.warnings = [w for w in other.warnings if not _is_judgment_note(w)]
             _read(item, items, store)
             file_problems = _problems(item)
             if not file_problems:
                 continue  # the line-by-line reader accepts it: import its rows instead
             if not skip_bad_lines:
+                for other in items:  # list the bad lines of every file, not only of the first one refused
+                    if other.fast and other.status == "pending":
+                        other.fast = False
+                        _read(other, items, store)
+                        file_problems += _problems(other)
                 raise IngestError(file_problems)
             item.skipped = file_problems
     progress(1.0, "done")
@@ -432,7 +444,11 @@ def remove_source(store: Store, source_id: int) -> bool:
     with store.write() as cur:
         if not cur.execute("SELECT 1 FROM sources WHERE source_id = ?", [source_id]).fetchone():
             return False
-        for table in DATA_TABLES:
+        benches = [r[0] for r in cur.execute(
+            "SELECT DISTINCT bench FROM single_judgments WHERE source_id = $s "
+            "UNION SELECT DISTINCT bench FROM questions WHERE source_id = $s", {"s": source_id}).fetchall()]
+        for table in [*DATA_TABLES, "rejudgments"]:  # rejudgments: what produced a 'rejudge' source's verdicts
             cur.execute(f"DELETE FROM {table} WHERE source_id = ?", [source_id])
         cur.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
+        refresh_item_scores(cur, benches)
     return True

@@ -12,9 +12,9 @@ Tables (one row per thing, every row tagged with the ``source_id`` of the file i
 - ``judge_prompts``      judge prompt templates shipped with a harness (judge_prompts.jsonl)
 - ``reported_metrics``   numbers a harness reported about itself (Swallow results_*.json, 0–1 scale)
 
-Views: ``current_questions`` (newest source wins per bench/question), ``item_scores`` (one row per
-judged item: duplicates and Swallow samples averaged, parse failures left out) and
-``answers_view`` (adds ``text_no_think``).
+Derived: ``item_scores`` (a table kept current by ``refresh_item_scores``: one row per judged item,
+duplicates and Swallow samples averaged, parse failures left out); views ``current_questions`` (newest
+source wins per bench/question) and ``answers_view`` (adds ``text_no_think``).
 
 Identifiers are text: ``question_id`` is stored as VARCHAR so "7" and 7 are the same id and a
 fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected.
@@ -150,6 +150,47 @@ CREATE TABLE IF NOT EXISTS reported_metrics (
     stderr    DOUBLE
 );
 
+-- Re-judging (lib.templates, lib.judge_client): versioned judge templates and a cache of judge calls.
+-- Re-judged verdicts are ordinary single_judgments rows (harness 'judgelens', judge = the run's label)
+-- under a source of kind 'rejudge', so every page compares them like any imported judge.
+CREATE SEQUENCE IF NOT EXISTS template_ids START 1;
+CREATE TABLE IF NOT EXISTS templates (
+    template_id INTEGER PRIMARY KEY DEFAULT nextval('template_ids'),
+    name        VARCHAR NOT NULL,
+    version     INTEGER NOT NULL,
+    messages    JSON NOT NULL,                 -- [{"role": "system"|"user"|"assistant", "content": "<Jinja2>"}]
+    parser      JSON NOT NULL,                 -- {"kind": "fastchat_single" | ..., "pattern": "...", "scale": [1, 10]}
+    preprocess  JSON,                          -- {"strip_think": bool, "strip_chat_tokens": bool, "truncate": N}
+    parent_id   INTEGER,
+    provenance  VARCHAR,
+    builtin     BOOLEAN NOT NULL DEFAULT false,
+    created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    UNIQUE (name, version)
+);
+CREATE TABLE IF NOT EXISTS judge_cache (
+    request_hash      VARCHAR PRIMARY KEY,     -- sha256 of (base URL, model, messages, parameters); never the key
+    base_url          VARCHAR NOT NULL,
+    model             VARCHAR NOT NULL,
+    request           JSON NOT NULL,           -- messages and parameters as sent (no credentials)
+    response_text     VARCHAR,
+    prompt_tokens     INTEGER,
+    completion_tokens INTEGER,
+    latency_s         DOUBLE,
+    created_at        TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged single_judgments row
+    source_id    INTEGER NOT NULL,
+    bench        VARCHAR NOT NULL,
+    question_id  VARCHAR NOT NULL,
+    model        VARCHAR NOT NULL,
+    turn         INTEGER NOT NULL,
+    sample       INTEGER NOT NULL,
+    template_id  INTEGER NOT NULL,
+    request_hash VARCHAR NOT NULL,
+    judge_model  VARCHAR NOT NULL,
+    base_url     VARCHAR NOT NULL
+);
+
 CREATE OR REPLACE VIEW current_questions AS
 SELECT * EXCLUDE (rn) FROM (
     SELECT *, row_number() OVER (PARTITION BY bench, question_id ORDER BY source_id DESC) AS rn
@@ -160,22 +201,44 @@ SELECT *, regexp_replace(text, '(?s)<think>.*?</think>\\s*', '', 'g') AS text_no
        contains(coalesce(text, ''), '<think>') AS has_think
 FROM answers;
 
--- One row per judged item (harness, bench, judge, model, question, turn). Repeated judgments of
--- the same item (FastChat re-runs, Swallow's 5 samples) are averaged; parse failures are left out
--- of the mean but counted.
-CREATE OR REPLACE VIEW item_scores AS
-SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category,
-       avg(j.score)                      AS score,
-       count(*)                          AS n_rows,
-       count(j.score)                    AS n_valid,
-       stddev_samp(j.score)              AS score_std,
-       count(*) FILTER (j.parse_status <> 'ok') AS n_failed
-FROM single_judgments j
-LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id
-GROUP BY ALL;
+-- One row per judged item (harness, bench, judge, model, question, turn): repeated judgments of the
+-- same item (FastChat re-runs, Swallow's 5 samples) averaged, parse failures left out of the mean but
+-- counted. A table, not a view: every page aggregates it, and at a million judgments a view would redo
+-- the per-item grouping on each click. Writers keep it current with refresh_item_scores().
+CREATE TABLE IF NOT EXISTS item_scores (
+    harness VARCHAR, bench VARCHAR, judge VARCHAR, model VARCHAR, question_id VARCHAR, turn INTEGER,
+    category VARCHAR, score DOUBLE, n_rows BIGINT, n_valid BIGINT, score_std DOUBLE, n_failed BIGINT
+);
 """
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+ITEM_SCORES_SELECT = """
+SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category,
+       avg(j.score) AS score, count(*) AS n_rows, count(j.score) AS n_valid, stddev_samp(j.score) AS score_std,
+       count(*) FILTER (j.parse_status <> 'ok') AS n_failed
+FROM single_judgments j
+LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id
+{where}
+GROUP BY ALL
+ORDER BY j.bench, j.judge, j.model
+"""
+
+
+def refresh_item_scores(cur, benches=None) -> None:
+    """Recompute item_scores for these benches (None: all), inside the caller's transaction.
+
+    Call after any write to single_judgments or questions (ingest, remove, re-judge).
+    """
+    if benches is None:
+        cur.execute("DELETE FROM item_scores")
+        cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where=""))
+        return
+    benches = sorted({b for b in benches if b is not None})
+    if benches:
+        cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)", {"b": benches})
+        cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where="WHERE list_contains($b, j.bench)"),
+                    {"b": benches})
 
 
 def default_db_path() -> Path:
@@ -195,7 +258,13 @@ class Store:
             raise busy_error(self.path, exc) from exc
         self._write_lock = threading.Lock()
         with self._write_lock:
+            kind = self._con.execute(
+                "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
+            if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
+                self._con.execute("DROP VIEW item_scores")
             self._con.execute(SCHEMA)
+            if kind and kind[0] == "VIEW":
+                refresh_item_scores(self._con)
             self._con.execute(
                 "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION]
             )

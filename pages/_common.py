@@ -4,6 +4,8 @@ Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or 
 """
 from __future__ import annotations
 
+import importlib
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
@@ -40,14 +42,16 @@ def data_version(store: Store) -> tuple:
 
 
 def cached_query(name: str, version: tuple, **kwargs):
-    """Run ``lib.queries.<name>(store, **kwargs)``, cached until the data changes."""
+    """Run ``lib.queries.<name>(store, **kwargs)`` (or ``lib.<module>.<name>`` for "module.name"),
+    cached until the data changes: reruns that only change how a result is drawn cost nothing."""
     return _cached_query(name, str(default_db_path()), version, **kwargs)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=128)
 def _cached_query(name: str, db: str, version: tuple, **kwargs):
     # ``db`` is part of the key: two database files can have the same version tuple.
-    return getattr(queries, name)(_open_store(db), **kwargs)
+    module, _, func = name.rpartition(".")
+    return getattr(importlib.import_module(f"lib.{module or 'queries'}"), func)(_open_store(db), **kwargs)
 
 
 def show_error(exc: JudgeLensError) -> None:

@@ -6,6 +6,13 @@ from lib import agreement, charts, item_view
 from lib.report import build_report
 from pages._common import cached_query, data_version, empty_state, get_store, show_chart, show_table
 
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def pairwise(matrix, judges):
+    return agreement.pairwise_agreement(matrix, judges)
+
+
 st.title("Judge agreement")
 store = get_store()
 version = data_version(store)
@@ -44,8 +51,8 @@ with tab_agree:
         st.info("Agreement needs two or more judges that scored the same items. Import another judge's "
                 "judgments, or re-judge on the Workbench.")
     else:
-        matrix = agreement.item_matrix(store, judges, **filters)
-        table = agreement.pairwise_agreement(matrix, judges)
+        matrix = cached_query("agreement.item_matrix", version, judges=judges, **filters)
+        table = pairwise(matrix, judges)
         st.caption(agreement.AGREEMENT_NOTE)
         show_table(table, f"agreement_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
@@ -59,7 +66,7 @@ with tab_worst:
     if len(judges) < 2:
         st.info("Pick two or more judges.")
     else:
-        worst = agreement.disagreements(store, judges, limit=200, **filters)
+        worst = cached_query("agreement.disagreements", version, judges=judges, limit=200, **filters)
         if worst.empty:
             st.info("No item is scored by two of these judges.")
         else:
@@ -81,7 +88,7 @@ with tab_worst:
 with tab_pairs:
     policy = st.radio("Counting rule", list(agreement.PAIR_POLICIES), horizontal=True, key="agr_policy",
                       format_func=agreement.PAIR_POLICY_LABELS.get)
-    rates = agreement.pair_win_rates(store, bench=bench, policy=policy)
+    rates = cached_query("agreement.pair_win_rates", version, bench=bench, policy=policy)
     if rates.empty:
         st.info("No pairwise judgments (model_judgment/<judge>_pair.jsonl) on this bench.")
     else:
@@ -96,7 +103,9 @@ with tab_pairs:
 
 with tab_fail:
     st.caption(agreement.RULES_NOTE)
-    failures = agreement.parse_failures(store, bench=bench)
-    show_table(failures[failures["judge"].isin(judges)] if judges else failures, f"parse_failures_{bench}",
+    scan = st.toggle("Also find ratings read from a single bracket, e.g. a \"[1]\" list marker (reads every "
+                     "rationale: about a second per million judgments)", value=True, key="agr_scan")
+    failures = cached_query("agreement.parse_failures", version, bench=bench, scan_text=scan)
+    show_table(failures[failures["judge"].isin(judges)], f"parse_failures_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("not_parsed_rate", "mean_fastchat_rule", "mean_swallow_rule", "mean_judgelens")})

@@ -19,6 +19,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from lib import agreement as ag
+from lib.store import refresh_item_scores
 from lib.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,12 +89,14 @@ def insert_judgments(store, rows):
                 "INSERT INTO single_judgments (source_id, harness, bench, judge, model, question_id, turn, sample, "
                 "raw_score, score, parse_status, rationale) VALUES (1, 'fastchat', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [bench, judge, model, str(qid), turn, sample, raw, raw if status == "ok" else None, status, rationale])
+        refresh_item_scores(cur)  # what ingest does after writing judgments
 
 
 def insert_questions(store, bench, categories: dict):
     with store.write() as cur:
         for qid, cat in categories.items():
             cur.execute("INSERT INTO questions VALUES (1, ?, ?, ?, ['q'])", [bench, str(qid), cat])
+        refresh_item_scores(cur)
 
 
 def row_dict(df, **match) -> dict:

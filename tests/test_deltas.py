@@ -7,6 +7,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from lib.deltas import ALL, _bootstrap, describe_comparison, holm, paired_deltas
+from lib.store import refresh_item_scores
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
 JA = "ja_mt_bench"
@@ -20,6 +21,7 @@ def add_questions(store, per_category: int, bench: str = "b") -> list[tuple[str,
     qs = [(str(i * per_category + k + 1), cat) for i, cat in enumerate(CATEGORIES) for k in range(per_category)]
     with store.write() as cur:
         cur.executemany("INSERT INTO questions VALUES (0, ?, ?, ?, ['q'])", [[bench, q, c] for q, c in qs])
+        refresh_item_scores(cur)
     return qs
 
 
@@ -34,6 +36,7 @@ def add_judgments(store, rows, *, bench: str = "b", harness: str = "fastchat"):
         cur.execute("INSERT INTO single_judgments (source_id, harness, bench, judge, model, question_id, turn, "
                     "raw_score, score, parse_status) SELECT 0, * FROM new_rows")
         cur.unregister("new_rows")
+        refresh_item_scores(cur)  # what ingest does after writing judgments
 
 
 def test_constant_shift_gives_an_exact_interval(store):

@@ -6,6 +6,7 @@ import pytest
 from scipy import stats as sstats
 
 from lib.distributions import HISTOGRAM_RULE, ja_overall, length_bias, radar_frame, score_histogram, score_summary
+from lib.store import refresh_item_scores
 
 JA = "ja_mt_bench"
 SWALLOW = "japanese_mt_bench"
@@ -27,6 +28,7 @@ def add_questions(store, bench, categories: dict[str, str]):
     with store.write() as cur:
         cur.executemany("INSERT INTO questions VALUES (0, ?, ?, ?, ['q'])",
                         [[bench, qid, cat] for qid, cat in categories.items()])
+        refresh_item_scores(cur)
 
 
 def add_judgments(store, rows, *, harness="fastchat", bench="b"):
@@ -37,6 +39,7 @@ def add_judgments(store, rows, *, harness="fastchat", bench="b"):
             "raw_score, score, parse_status) VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [[harness, bench, r[0], r[1], str(r[2]), r[3], r[5] if len(r) > 5 else 0,
               -1 if r[4] is None else r[4], r[4], "not_parsed" if r[4] is None else "ok"] for r in rows])
+        refresh_item_scores(cur)  # what ingest does after writing judgments
 
 
 @pytest.mark.parametrize("judge, model, t1, t2, pooled, macro_column", REFERENCE)

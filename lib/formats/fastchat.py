@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FormatError
-from .jsonl import as_id, as_number, as_optional_number, as_text, as_turn, need
+from .jsonl import (MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number, as_optional_number, as_text,
+                    as_turn, need)
 
 HARNESS = "fastchat"
 
@@ -56,8 +57,6 @@ def classify(path: Path) -> FastChatFile | None:
         return None
     if re.fullmatch(r"judge(_\w+)?_prompts\.jsonl", name):
         return FastChatFile(path, "judge_prompts", None)
-    if name.startswith("question") and parent != "model_answer":
-        return FastChatFile(path, "questions", parent)
     if parent == "reference_answer":
         return FastChatFile(path, "reference_answers", path.parent.parent.name, judge=path.stem)
     if parent == "model_answer":
@@ -74,6 +73,9 @@ def classify(path: Path) -> FastChatFile | None:
             return FastChatFile(path, "single_judgments", bench)
         if parent.endswith("_pair"):
             return FastChatFile(path, "pair_judgments", bench)
+    # after the folder rules, so a judgment or answer file whose name starts with "question" stays one
+    if name.startswith("question") and "model_judgment" not in (parent, path.parent.parent.name):
+        return FastChatFile(path, "questions", parent)
     return None
 
 
@@ -92,7 +94,12 @@ def sniff(path: Path, bench: str | None) -> FastChatFile:
                         "of FastChat file this is. Put it in the FastChat folder layout "
                         "(<bench>/model_judgment/<judge>_single.jsonl, …) to get line-by-line errors."
                     ) from None
-                keys = set(obj) if isinstance(obj, dict) else set()
+                if not isinstance(obj, dict):
+                    what = "list" if isinstance(obj, list) else type(obj).__name__
+                    raise FormatError(
+                        f"{path}: the first record is a JSON {what}, not an object, so JudgeLens cannot tell what "
+                        "kind of FastChat file this is. FastChat files hold one JSON object per line.")
+                keys = set(obj)
                 break
     if not keys:
         raise FormatError(
@@ -138,8 +145,8 @@ def _choices(obj: dict) -> list[tuple[int, list[str]]]:
         if not all(isinstance(t, str) for t in turns):
             raise ValueError(f'"choices[{i}].turns" must hold strings')
         index = choice.get("index", i)
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise ValueError(f'"choices[{i}].index" must be an integer')
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= MAX_INT:
+            raise ValueError(f'"choices[{i}].index" must be a whole number from 0')
         out.append((index, turns))
     return out
 
@@ -176,7 +183,7 @@ def infer_turn(prompt_name: str | None) -> int:
 
 
 def parse_status(raw_score: float, judgment: str | None) -> str:
-    if judgment is not None and judgment.strip() == ERROR_TEXT:
+    if judgment is not None and judgment.strip(WHITESPACE) == ERROR_TEXT:
         return "api_error"
     if raw_score == -1:
         return "not_parsed"
@@ -187,7 +194,7 @@ def parse_status(raw_score: float, judgment: str | None) -> str:
 
 def single_judgment_rows(obj: dict, bench: str) -> list[tuple]:
     qid = as_id(need(obj, "question_id"))
-    model = as_id(need(obj, "model"), "model")
+    model = as_name(need(obj, "model"), "model")
     judge, prompt_name = _judge(obj)
     raw = as_number(need(obj, "score"), "score")
     judgment = as_text(obj.get("judgment"), "judgment", required=False)
@@ -209,8 +216,8 @@ def _winner(obj: dict, key: str) -> str:
 
 def pair_judgment_rows(obj: dict, bench: str) -> list[tuple]:
     qid = as_id(need(obj, "question_id"))
-    model_1 = as_id(need(obj, "model_1"), "model_1")
-    model_2 = as_id(need(obj, "model_2"), "model_2")
+    model_1 = as_name(need(obj, "model_1"), "model_1")
+    model_2 = as_name(need(obj, "model_2"), "model_2")
     judge, prompt_name = _judge(obj)
     if "g1_winner" in obj or "g2_winner" in obj:
         g1, g2 = _winner(obj, "g1_winner"), _winner(obj, "g2_winner")
@@ -246,7 +253,11 @@ SINGLE_COLUMNS = (
 )
 
 
-def single_judgments_select(max_object_size: int) -> str:
+# WHITESPACE as a SQL expression, for trim(x, _SQL_WS): the same characters the Python reader strips.
+_SQL_WS = " || ".join(f"chr({ord(c)})" for c in WHITESPACE)
+
+
+def single_judgments_select(max_object_size: int, max_line_bytes: int = MAX_LINE_BYTES) -> str:
     """SELECT producing single_judgments rows from read_ndjson(?), or a row flagged ``bad``.
 
     Mirrors ``single_judgment_rows``: any row it would refuse gets bad = true, and the caller then
@@ -261,8 +272,8 @@ def single_judgments_select(max_object_size: int) -> str:
             json_type(question_id) AS t_qid, json_type(model) AS t_model, json_type(judge) AS t_judge,
             json_type(score) AS t_score, json_type(turn) AS t_turn, json_type(judgment) AS t_judgment,
             json_type(user_prompt) AS t_prompt, json_type(tstamp) AS t_tstamp,
-            trim(json_extract_string(question_id, '$')) AS qid,
-            trim(json_extract_string(model, '$')) AS model_s,
+            trim(json_extract_string(question_id, '$'), {_SQL_WS}) AS qid,
+            json_extract_string(model, '$') AS model_s,
             CASE WHEN json_type(judge) = 'ARRAY' THEN json_extract_string(judge, '$[0]')
                  ELSE json_extract_string(judge, '$') END AS judge_s,
             CASE WHEN json_type(judge) = 'ARRAY' THEN json_extract_string(judge, '$[1]') END AS prompt_s,
@@ -271,7 +282,13 @@ def single_judgments_select(max_object_size: int) -> str:
             json_extract_string(judgment, '$') AS judgment_s,
             json_extract_string(user_prompt, '$') AS prompt_text,
             TRY_CAST(json_extract_string(tstamp, '$') AS DOUBLE) AS tstamp_d,
-            judge
+            judge,
+            -- bytes of the fields read: a lower bound of the line's length (DuckDB itself lets lines of up
+            -- to about twice maximum_object_size through, so the per-record limit is checked here)
+            coalesce(strlen(question_id::VARCHAR), 0) + coalesce(strlen(model::VARCHAR), 0)
+              + coalesce(strlen(judge::VARCHAR), 0) + coalesce(strlen(score::VARCHAR), 0)
+              + coalesce(strlen(turn::VARCHAR), 0) + coalesce(strlen(judgment::VARCHAR), 0)
+              + coalesce(strlen(user_prompt::VARCHAR), 0) + coalesce(strlen(tstamp::VARCHAR), 0) AS n_bytes
         FROM raw
     )
     SELECT
@@ -279,27 +296,31 @@ def single_judgments_select(max_object_size: int) -> str:
         model_s AS model, qid AS question_id,
         CAST(coalesce(turn_d, CASE WHEN prompt_s LIKE '%multi-turn%' THEN 2 ELSE 1 END) AS INTEGER) AS turn,
         0 AS sample, raw_score,
-        CASE WHEN trim(coalesce(judgment_s, '')) = '{ERROR_TEXT}' OR raw_score = -1
+        CASE WHEN trim(coalesce(judgment_s, ''), {_SQL_WS}) = '{ERROR_TEXT}' OR raw_score = -1
                   OR raw_score NOT BETWEEN {SCORE_MIN} AND {SCORE_MAX} THEN NULL ELSE raw_score END AS score,
-        CASE WHEN trim(coalesce(judgment_s, '')) = '{ERROR_TEXT}' THEN 'api_error'
+        CASE WHEN trim(coalesce(judgment_s, ''), {_SQL_WS}) = '{ERROR_TEXT}' THEN 'api_error'
              WHEN raw_score = -1 THEN 'not_parsed'
              WHEN raw_score NOT BETWEEN {SCORE_MIN} AND {SCORE_MAX} THEN 'out_of_range'
              ELSE 'ok' END AS parse_status,
         judgment_s AS rationale, prompt_text AS judge_prompt, tstamp_d AS tstamp,
         (   t_qid IS NULL OR t_qid NOT IN ('BIGINT', 'UBIGINT', 'VARCHAR') OR coalesce(qid, '') = ''
-         OR t_model IS NULL OR t_model NOT IN ('BIGINT', 'UBIGINT', 'VARCHAR') OR coalesce(model_s, '') = ''
+         OR t_model IS NULL OR t_model NOT IN ('BIGINT', 'UBIGINT', 'VARCHAR')
+         OR trim(coalesce(model_s, ''), {_SQL_WS}) = ''
          OR t_judge IS NULL OR t_judge = 'NULL'
          OR (t_judge = 'VARCHAR' AND coalesce(judge_s, '') = '')
          OR (t_judge = 'ARRAY' AND (json_array_length(judge) = 0
-             OR list_filter(CAST(judge AS JSON[]), lambda x: json_type(x) <> 'VARCHAR') <> []))
+             OR list_filter(CAST(CASE WHEN t_judge = 'ARRAY' THEN judge END AS JSON[]),  -- no cast of a string
+                            lambda x: json_type(x) <> 'VARCHAR') <> []))
          OR t_judge NOT IN ('VARCHAR', 'ARRAY')
          OR t_score IS NULL OR t_score NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'VARCHAR') OR raw_score IS NULL
-         OR isnan(raw_score) OR isinf(raw_score)
+         OR isnan(raw_score) OR isinf(raw_score) OR n_bytes > {max_line_bytes}
          OR (t_turn IS NOT NULL AND t_turn <> 'NULL' AND (turn_d IS NULL OR turn_d < 1 OR turn_d <> floor(turn_d)
              OR t_turn = 'BOOLEAN'))
          OR (t_judgment IS NOT NULL AND t_judgment NOT IN ('VARCHAR', 'NULL'))
          OR (t_prompt IS NOT NULL AND t_prompt NOT IN ('VARCHAR', 'NULL'))
          OR (t_tstamp IS NOT NULL AND t_tstamp NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'VARCHAR', 'NULL'))
+         OR (t_tstamp IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'VARCHAR') AND (tstamp_d IS NULL OR isnan(tstamp_d)
+             OR isinf(tstamp_d)))
         ) AS bad
     FROM typed
     """

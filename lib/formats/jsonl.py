@@ -15,6 +15,10 @@ from ..errors import LineProblem
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # one record; DuckDB's own default is 16 MB
 BOM = b"\xef\xbb\xbf"
+# What ids and the "$ERROR$" marker are trimmed of. ASCII only, so the DuckDB fast path
+# (lib.formats.fastchat.single_judgments_select) can trim exactly the same characters.
+WHITESPACE = " \t\n\r\v\f"
+MAX_INT = 2**31 - 1  # turn and choice index are INTEGER columns
 
 
 @dataclass
@@ -56,9 +60,10 @@ def iter_json_lines(path: Path, display: str, warnings: list[str]) -> Iterator[t
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
                 hint = ""
-                if not ended and exc.msg.startswith(("Unterminated", "Expecting")):
+                if not ended and (exc.msg.startswith(("Unterminated", "Expecting")) or exc.pos >= len(text) - 6):
                     hint = " (the last line looks cut off: was the file still being written?)"
-                yield lineno, None, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}"
+                at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at"
+                yield lineno, None, f"not valid JSON: {exc.msg}{at} column {exc.colno}{hint}"
                 continue
             if not isinstance(obj, dict):
                 kind = "a list" if isinstance(obj, list) else type(obj).__name__
@@ -94,8 +99,18 @@ def as_id(value: Any, key: str = "question_id") -> str:
     """Question ids are kept as text: 7 and "7" are the same id."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f'"{key}" must be an integer or a string, got {json.dumps(value)[:40]}')
-    text = str(value).strip()
+    text = str(value).strip(WHITESPACE)
     if not text:
+        raise ValueError(f'"{key}" is empty')
+    return text
+
+
+def as_name(value: Any, key: str) -> str:
+    """Model names are kept exactly as written (an integer becomes its digits); blank ones are refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f'"{key}" must be a string, got {json.dumps(value)[:40]}')
+    text = str(value)
+    if not text.strip(WHITESPACE):
         raise ValueError(f'"{key}" is empty')
     return text
 
@@ -126,7 +141,7 @@ def as_number(value: Any, key: str) -> float:
 
 def as_turn(value: Any) -> int:
     number = as_number(value, "turn")
-    if number != int(number) or number < 1:
+    if number != int(number) or not 1 <= number <= MAX_INT:
         raise ValueError(f'"turn" must be a whole number from 1, got {value}')
     return int(number)
 

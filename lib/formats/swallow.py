@@ -146,7 +146,15 @@ def read_details(f: SwallowFile, display: str, model: str) -> dict[str, ParsedFi
     return out
 
 
-def _explode_row(out, bench, model, preds, spec, metrics, full_prompt) -> None:
+def _explode_row(parsed, bench, model, preds, spec, metrics, full_prompt) -> None:
+    """Add one question's rows to ``parsed``, all of them or (on ValueError etc.) none."""
+    out = {k: ParsedFile(p.path) for k, p in parsed.items()}  # staged: a bad row must not leave half its rows
+    _explode_into(out, bench, model, preds, spec, metrics, full_prompt)
+    for key, staged in out.items():
+        parsed[key].rows.extend(staged.rows)
+
+
+def _explode_into(out, bench, model, preds, spec, metrics, full_prompt) -> None:
     if spec.get("id") is None:
         raise ValueError('specifics.id (the question id) is missing')
     qid = str(spec["id"])
