@@ -1,9 +1,8 @@
 """Overview: what is loaded, and a leaderboard with JudgeLens's means beside each harness's own."""
-import plotly.express as px
 import streamlit as st
 
-from lib import queries
-from pages._common import cached_query, data_version, empty_state, get_store
+from lib import charts, queries
+from pages._common import cached_query, data_version, empty_state, get_store, show_chart
 
 st.title("Overview")
 store = get_store()
@@ -51,14 +50,10 @@ st.dataframe(
 st.download_button("Download leaderboard (CSV)", shown.to_csv(index=False).encode(), "judgelens_leaderboard.csv",
                    "text/csv", icon=":material/download:")
 
-long = shown.melt(id_vars=["harness", "bench", "judge", "model"], value_vars=["t1", "t2"],
-                  var_name="turn", value_name="mean").dropna()
-long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
-fig = px.bar(long, x="mean", y="model", color="judge", barmode="group", facet_col="turn",
-             orientation="h", range_x=[0, 10], height=140 + 40 * len(shown),
-             labels={"mean": "mean score (1-10)", "model": ""})
-fig.update_layout(legend_title_text="judge", margin=dict(l=0, r=0, t=30, b=0))
-st.plotly_chart(fig, width="stretch")
+show_chart(charts.leaderboard_bars(shown), "leaderboard")
+c1, c2, _ = st.columns([1, 1, 2])
+c1.page_link("pages/agreement.py", label="Where do the judges disagree?", icon=":material/groups:")
+c2.page_link("pages/compare.py", label="Which differences are real?", icon=":material/difference:")
 
 st.subheader("What is loaded")
 st.dataframe(cached_query("judges_by_harness", version), hide_index=True, width="stretch")

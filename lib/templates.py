@@ -1,0 +1,1141 @@
+"""Judge prompt templates: Jinja2 chat messages plus an output parser, versioned in the store.
+
+A ``Template`` is a list of chat messages (``{"role": "system"|"user"|"assistant", "content": "<Jinja2>"}``;
+few-shot turns are just more user/assistant messages), a parser spec (``lib.parsers``) and optional
+declarative pre-processing of the judged text (``lib.judge_context.PREPROCESS_KEYS``). No
+user-supplied Python ever runs.
+
+Rendering and safety (``render``, ``render_many``)
+--------------------------------------------------
+Templates are untrusted input (anyone who can reach the page can type one), so rendering has two
+layers:
+
+1. **A locked-down Jinja2 sandbox** (``ImmutableSandboxedEnvironment`` + ``StrictUndefined``, no
+   autoescape, trailing newlines kept so FastChat prompts render byte for byte). On top of Jinja's
+   own checks (no ``__class__``/``__globals__``, no ``str.format``, no mutation): ``*`` on text or
+   lists and ``**`` are refused, ``%`` string formatting is refused, ``range`` is capped at
+   ``MAX_RANGE`` items, padding filters (``center``, ``indent``, ``wordwrap``) are capped, ``replace``
+   and ``join`` are checked before they run, only a whitelist of filters and ``str`` methods exists
+   (no ``format``, ``attr``, ``random``, ``lipsum``, ``batch``, ``slice``…), the template source is
+   capped (``MAX_TEMPLATE_CHARS``) and every rendered message is capped while it streams
+   (``MAX_MESSAGE_CHARS``).
+2. **A separate worker process** (``python -m lib.templates``) does every render, with an address
+   space limit (``SANDBOX_MEMORY_MB``) and a wall-clock limit per item (``RENDER_TIMEOUT_S``): if an
+   item takes longer, the parent kills the worker (a thread cannot be stopped) and raises a
+   ``TemplateError``; the next render starts a fresh worker. Data is passed as JSON, never as
+   template source, so answer text like ``{{ 7*7 }}`` stays literal. The worker gets a minimal
+   environment (no API keys). User regexes for the ``regex`` parser run there too (``run_regex``):
+   Python's ``re`` cannot be interrupted and holds the GIL.
+
+Undeclared variables are listed before rendering (``undeclared_variables``; ``render`` refuses a
+context that lacks one of them and names the missing ones).
+
+Versions
+--------
+``save_template`` stores a new version (name, version, messages, parser, preprocess, parent,
+created); saving identical content returns the existing version. ``get_template("single-v1")`` is
+the newest version, ``get_template("single-v1@v2")`` a given one; built-in templates are stored as
+version 1 on first use (``ensure_builtins``). ``diff_versions`` shows what changed between any two.
+Every re-judgment records the ``template_id`` it used (``rejudgments``), and the verdicts'
+``prompt_name`` is ``name@vN``.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import queue
+import re
+import string
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .errors import JudgeLensError
+from .parsers import check_spec, mode_of
+
+if TYPE_CHECKING:  # the worker process never imports duckdb or pandas
+    import pandas as pd
+
+    from .store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+LMSYS_PROMPTS = ROOT / "data" / "templates" / "lmsys_judge_prompts.jsonl"
+JA_PROMPTS = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness" / "judge_prompts.jsonl"
+SWALLOW_PROMPTS = ROOT / "data" / "sample" / "swallow" / "judge_prompt_templates.json"
+
+# Limits ------------------------------------------------------------------------------------------
+MAX_TEMPLATE_CHARS = 60_000      # all messages' Jinja source together (FastChat's longest prompt is ~1.6k)
+MAX_MESSAGES = 40
+MAX_MESSAGE_CHARS = 400_000      # one rendered message (Swallow truncates each answer at 8,192 characters)
+MAX_STRING = 1_000_000           # any intermediate string built with +, replace or join
+MAX_RANGE = 10_000               # range() items
+MAX_PAD = 1_000                  # width of center / indent / wordwrap
+MAX_INT_BITS = 4_096             # integer results of *
+RENDER_TIMEOUT_S = 1.0           # wall clock per rendered item (and per regex parse)
+RENDER_JOB_ITEMS = 200           # contexts sent to the worker per job
+SANDBOX_MEMORY_MB = 768          # address space of the worker process
+WORKER_START_TIMEOUT_S = 20.0
+ROLES = ("system", "user", "assistant")
+PREPROCESS_KEYS = ("strip_think", "strip_chat_tokens", "truncate")
+
+
+class TemplateError(JudgeLensError):
+    """A template cannot be used or rendered. ``kind``: syntax | undefined | security | limit |
+    timeout | memory | invalid | error."""
+
+    title = "Template error"
+
+    def __init__(self, message: str, kind: str = "error", title: str | None = None):
+        super().__init__(message, title)
+        self.kind = kind
+
+
+class TemplateNotFound(JudgeLensError):
+    title = "No such template"
+
+
+# ------------------------------------------------------------------------------------------------
+# The template
+
+@dataclass
+class Template:
+    name: str
+    messages: list[dict]
+    parser: dict
+    preprocess: dict = field(default_factory=dict)
+    provenance: str | None = None
+    description: str | None = None
+    builtin: bool = False
+    template_id: int | None = None
+    version: int | None = None
+    parent_id: int | None = None
+    created_at: Any = None
+
+    @property
+    def mode(self) -> str:
+        """'single' (a score per answer) or 'pairwise' (a verdict between two answers)."""
+        return mode_of(self.parser)
+
+    @property
+    def label(self) -> str:
+        """``name@vN`` once stored (the verdicts' prompt_name), else the bare name."""
+        return f"{self.name}@v{self.version}" if self.version else self.name
+
+    def content(self) -> dict:
+        """What makes two versions the same: messages, parser and pre-processing."""
+        return {"messages": [{"role": m["role"], "content": m["content"]} for m in self.messages],
+                "parser": self.parser, "preprocess": normalize_preprocess(self.preprocess)}
+
+    def to_json(self) -> dict:
+        """The file format ``python -m lib.cli rejudge --template FILE.json`` reads."""
+        return {"name": self.name, **self.content(), "provenance": self.provenance, "description": self.description}
+
+    def edited(self, **changes) -> "Template":
+        """A copy with changes, not yet stored (save it to make a new version of the same name)."""
+        return replace(self, template_id=None, version=None, builtin=False, created_at=None,
+                       parent_id=self.template_id if self.template_id is not None else self.parent_id,
+                       **changes)
+
+
+def template_from_json(data: dict) -> Template:
+    for key in ("name", "messages", "parser"):
+        if key not in data:
+            raise TemplateError(f"A template file needs the keys name, messages and parser; {key!r} is missing.",
+                                kind="invalid")
+    return Template(name=str(data["name"]), messages=list(data["messages"]), parser=dict(data["parser"]),
+                    preprocess=dict(data.get("preprocess") or {}), provenance=data.get("provenance"),
+                    description=data.get("description"))
+
+
+def normalize_preprocess(pre: dict | None) -> dict:
+    pre = dict(pre or {})
+    unknown = sorted(set(pre) - set(PREPROCESS_KEYS))
+    if unknown:
+        raise TemplateError(f"Unknown pre-processing option(s) {', '.join(unknown)}; the options are "
+                            f"{', '.join(PREPROCESS_KEYS)}.", kind="invalid")
+    out = {"strip_think": bool(pre.get("strip_think", False)),
+           "strip_chat_tokens": bool(pre.get("strip_chat_tokens", False)),
+           "truncate": None}
+    trunc = pre.get("truncate")
+    if trunc not in (None, "", 0, False):
+        try:
+            trunc = int(trunc)
+        except (TypeError, ValueError):
+            raise TemplateError(f"truncate must be a number of characters, got {trunc!r}.", kind="invalid") from None
+        if trunc < 1:
+            raise TemplateError("truncate must be at least 1 character.", kind="invalid")
+        out["truncate"] = trunc
+    return out
+
+
+def check_template(template: Template) -> Template:
+    """Refuse a template that is malformed, too large or has a Jinja syntax error (nothing runs)."""
+    if not isinstance(template.name, str) or not template.name.strip():
+        raise TemplateError("A template needs a name.", kind="invalid")
+    if "@" in template.name or len(template.name) > 120:
+        raise TemplateError("A template name has at most 120 characters and no '@' (it is used as name@vN).",
+                            kind="invalid")
+    msgs = template.messages
+    if not isinstance(msgs, list) or not msgs:
+        raise TemplateError("A template needs at least one message.", kind="invalid")
+    if len(msgs) > MAX_MESSAGES:
+        raise TemplateError(f"A template has at most {MAX_MESSAGES} messages; this one has {len(msgs)}.", kind="limit")
+    total = 0
+    for i, m in enumerate(msgs, 1):
+        if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+            raise TemplateError(f"Message {i} must be {{\"role\": one of {', '.join(ROLES)}, \"content\": text}}.",
+                                kind="invalid")
+        total += len(m["content"])
+    if total > MAX_TEMPLATE_CHARS:
+        raise TemplateError(f"The template is {total:,} characters long; the limit is {MAX_TEMPLATE_CHARS:,}.",
+                            kind="limit")
+    try:
+        check_spec(template.parser)
+    except ValueError as exc:
+        raise TemplateError(f"Parser: {exc}", kind="invalid") from None
+    normalize_preprocess(template.preprocess)
+    env = _parse_env()
+    for i, m in enumerate(msgs, 1):
+        try:
+            env.parse(m["content"])
+        except Exception as exc:  # TemplateSyntaxError, RecursionError on absurd nesting
+            raise TemplateError(_syntax_message(i, m["role"], exc), kind="syntax") from None
+    return template
+
+
+def _syntax_message(i: int, role: str, exc: Exception) -> str:
+    line = getattr(exc, "lineno", None)
+    where = f"message {i} ({role})" + (f", line {line}" if line else "")
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return f"Syntax error in {where}: {text}"
+
+
+def undeclared_variables(template: Template) -> list[str]:
+    """Top-level names the template reads from the context (sorted), found without rendering."""
+    from jinja2 import meta
+
+    env = _parse_env()
+    names: set[str] = set()
+    for i, m in enumerate(template.messages, 1):
+        try:
+            names |= meta.find_undeclared_variables(env.parse(m["content"]))
+        except Exception as exc:
+            raise TemplateError(_syntax_message(i, m.get("role", "?"), exc), kind="syntax") from None
+    return sorted(names - set(SANDBOX_GLOBALS))
+
+
+SANDBOX_GLOBALS = ("range", "dict", "cycler", "joiner", "namespace")
+
+_PARSE_ENV = None
+
+
+def _parse_env():
+    """An environment used only to parse (never to render) in this process."""
+    global _PARSE_ENV
+    if _PARSE_ENV is None:
+        _PARSE_ENV = _sandbox_env()
+    return _PARSE_ENV
+
+
+# ------------------------------------------------------------------------------------------------
+# FastChat {placeholder} format strings -> Jinja2
+
+def fastchat_to_jinja(text: str) -> str:
+    """A FastChat ``str.format`` template as Jinja2 that renders to exactly the same text.
+
+    ``{name}`` becomes ``{{ name }}``, ``{{``/``}}`` become literal braces, and any literal text that
+    Jinja would read as syntax (``{{``, ``{%``, ``{#``) is wrapped in ``{% raw %}``.
+    """
+    out: list[str] = []
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise TemplateError(f"Not a valid format string: {exc}", kind="syntax") from None
+    for literal, field_name, spec, conversion in parts:
+        if literal:
+            out.append(_jinja_literal(literal))
+        if field_name is None:
+            continue
+        if field_name == "" or field_name.isdigit():
+            raise TemplateError("Positional placeholders ({} or {0}) cannot be converted; use names like {question}.",
+                                kind="syntax")
+        if spec or conversion:
+            raise TemplateError(f"The placeholder {{{field_name}{'!' + conversion if conversion else ''}"
+                                f"{':' + spec if spec else ''}}} uses a conversion or format spec, which "
+                                "judge prompts do not use; write it as a plain {name}.", kind="syntax")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\w+\])*", field_name):
+            raise TemplateError(f"Unsupported placeholder {{{field_name}}}.", kind="syntax")
+        out.append("{{ " + field_name + " }}")
+    return "".join(out)
+
+
+def _jinja_literal(text: str) -> str:
+    if "{" not in text and "}" not in text and "#" not in text and "%" not in text:
+        return text
+    if not any(d in text for d in ("{{", "{%", "{#")) and not text.endswith("{"):
+        return text  # no Jinja delimiter can start here
+    if "endraw" not in text:
+        return "{% raw %}" + text + "{% endraw %}"
+    return "{{ " + json.dumps(text, ensure_ascii=False) + " }}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Built-in templates
+
+_FASTCHAT_PROVENANCE = ("lm-sys/FastChat @ 0e6d3e4beaab66f4d3f93db72541a4abab8af28d, "
+                        "fastchat/llm_judge/data/judge_prompts.jsonl (Apache-2.0); "
+                        "copied byte for byte to data/templates/lmsys_judge_prompts.jsonl")
+_JA_PROVENANCE = ("shisa-ai/ja-mt-bench-harness @ 3a39b7869c1e0210e2615843789c28700ecd7334, "
+                  "fastchat/llm_judge/data/judge_prompts.jsonl (Apache-2.0); bundled as "
+                  "data/sample/shisa-ja-mt-bench-harness/judge_prompts.jsonl")
+
+OUTPUT_FORMAT_PARSERS = {
+    "[[rating]]": {"kind": "fastchat_single", "scale": [1, 10]},
+    "[[評価]]": {"kind": "ja_rating", "scale": [1, 10]},
+    "[[A]]": {"kind": "pairwise_abc"},
+    "[[rating_a,rating_b]]": {"kind": "fastchat_two_score", "scale": [1, 10]},
+}
+
+TENCENT_SYSTEM = (
+    "You are a strict, impartial grader of AI assistant responses. You compare the response with the "
+    "reference answer (gt) and grade correctness first, then helpfulness and clarity.")
+TENCENT_USER = """{% if data.history %}[Conversation so far]
+{% for m in data.history %}{{ m.role }}: {{ m.content }}
+{% endfor %}
+{% endif %}[Question]
+{{ data.question }}
+
+[Reference answer (gt)]
+{{ data.gt }}
+
+[Model response]
+{{ response.content }}
+{% if response.reasoning_content %}
+[The model's reasoning before the response (not graded; for context only)]
+{{ response.reasoning_content }}
+{% endif %}
+Grade the model response on a scale of 1 to 10 (10 = fully correct and helpful, 1 = wrong or no answer). \
+An empty response gets 1. First explain briefly, then give the score in exactly this format: "Score: [[N]]".
+"""
+
+UNITXT_SYSTEM = (
+    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants "
+    "to the user questions. Your evaluation should consider correctness and helpfulness. You will be given "
+    "reference answers, the assistant A's answers, the assistant B's answers. Your job is to determine which "
+    "assistant provides correct and helpful answers to the second user question. Begin your evaluation by "
+    "comparing both assistants' answers with the reference answers. Identify and correct any mistakes. Avoid "
+    "any position biases and ensure that the order in which the responses were presented does not influence "
+    "your decision. Do not allow the length of the responses to influence your evaluation. Do not favor "
+    "certain names of the assistants. Be as objective as possible. After providing your explanation, output "
+    "your final verdict by strictly following this format: \"[[A]]\" if assistant A is better, \"[[B]]\" if "
+    "assistant B is better, and \"[[C]]\" for a tie.\n\n")
+UNITXT_USER = """{%- set turns = [(question_1, ref_answer_1, answer_a_1, answer_b_1), (question_2, ref_answer_2, answer_a_2, answer_b_2)] -%}
+<|The Start of Reference Answer|>
+
+{% for q, ref, a, b in turns %}### User:
+{{ q }}
+
+### Reference answer:
+{{ ref }}{% if not loop.last %}
+
+{% endif %}{% endfor %}
+
+<|The End of Reference Answer|>
+
+
+<|The Start of Assistant A's Conversation with User|>
+
+{% for q, ref, a, b in turns %}### User:
+{{ q }}
+
+### Assistant A:
+{{ a }}{% if not loop.last %}
+
+{% endif %}{% endfor %}
+
+<|The End of Assistant A's Conversation with User|>
+
+
+<|The Start of Assistant B's Conversation with User|>
+
+{% for q, ref, a, b in turns %}### User:
+{{ q }}
+
+### Assistant B:
+{{ b }}{% if not loop.last %}
+
+{% endif %}{% endfor %}
+
+<|The End of Assistant B's Conversation with User|>"""
+
+ORDER_BUG_USER = """Evaluate the prediction for the question below.
+
+question: {{ question }}
+answer: {{ data.gt }}
+pred: {{ answer }}
+
+Rate the pred on a scale of 1 to 5, where 5 means it fully matches the answer. \
+Reply with a single line in the form "Score: X".
+"""
+
+
+def _record_template(record: dict, name: str, provenance: str, parser: dict | None = None,
+                     preprocess: dict | None = None) -> Template:
+    output_format = record.get("output_format")
+    parser = parser or OUTPUT_FORMAT_PARSERS.get(output_format)
+    if parser is None:
+        raise TemplateError(f"Judge prompt {record.get('name')!r}: unknown output_format {output_format!r}; "
+                            f"known: {', '.join(OUTPUT_FORMAT_PARSERS)}. Give a parser explicitly.", kind="invalid")
+    messages = []
+    if record.get("system_prompt"):
+        messages.append({"role": "system", "content": fastchat_to_jinja(record["system_prompt"])})
+    messages.append({"role": "user", "content": fastchat_to_jinja(record.get("prompt_template") or "")})
+    desc = record.get("description")
+    return Template(name=name, messages=messages, parser=dict(parser), preprocess=dict(preprocess or {}),
+                    provenance=provenance, description=desc)
+
+
+def import_judge_prompts(path_or_records: str | os.PathLike | Iterable[dict], *, prefix: str = "",
+                         provenance: str | None = None) -> list[Template]:
+    """Templates from a FastChat-style ``judge_prompts.jsonl`` (any fork) or its parsed records.
+
+    Each record's ``system_prompt`` and ``prompt_template`` become a system and a user message, the
+    ``{placeholders}`` become Jinja2 and ``output_format`` picks the parser. Names are
+    ``prefix + record name``. Nothing is stored: pass the result to ``save_template``.
+    """
+    if isinstance(path_or_records, (str, os.PathLike)):
+        path = Path(path_or_records)
+        text = path.read_text(encoding="utf-8-sig")
+        if path.suffix == ".json":
+            records = json.loads(text)
+        else:
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        provenance = provenance or f"imported from {path.name}"
+    else:
+        records = list(path_or_records)
+        provenance = provenance or "imported judge_prompts records"
+    out = []
+    for rec in records:
+        if not isinstance(rec, dict) or "name" not in rec or "prompt_template" not in rec:
+            raise TemplateError("A judge_prompts record needs at least name and prompt_template.", kind="invalid")
+        out.append(check_template(_record_template(rec, prefix + rec["name"], provenance)))
+    return out
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def builtins(store: "Store | None" = None) -> list[Template]:
+    """Every built-in template (not stored). With a store, also Stability's Japanese prompts if a
+    judge_prompts.jsonl with the ``[[評価]]`` output format has been imported (stability-<name>)."""
+    global _BUILTINS
+    if _BUILTINS is None:
+        _BUILTINS = _static_builtins()
+    out = [replace(t, messages=[dict(m) for m in t.messages], parser=dict(t.parser), preprocess=dict(t.preprocess))
+           for t in _BUILTINS]
+    if store is not None:
+        out.extend(check_template(t) for t in _stability_templates(store))
+    return out
+
+
+_BUILTINS: list[Template] | None = None
+
+
+def _static_builtins() -> list[Template]:
+    out: list[Template] = []
+    for rec in _read_jsonl(LMSYS_PROMPTS):
+        out.append(_record_template(rec, rec["name"], _FASTCHAT_PROVENANCE))
+    if JA_PROMPTS.exists():
+        for rec in _read_jsonl(JA_PROMPTS):
+            out.append(_record_template(rec, "ja-" + rec["name"], _JA_PROVENANCE))
+    if SWALLOW_PROMPTS.exists():
+        for rec in json.loads(SWALLOW_PROMPTS.read_text(encoding="utf-8")):
+            if not rec.get("used_by_task") or not rec.get("fastchat_counterpart"):
+                continue  # the file's two Flow-Judge templates are not used by the task
+            p = rec.get("provenance") or {}
+            prov = (f"{p.get('repository')} @ {p.get('commit')}, {p.get('path')} ({p.get('license')}), "
+                    f"function {rec.get('source_function')}; extracted verbatim to "
+                    "data/sample/swallow/judge_prompt_templates.json. Swallow fills it with an f-string and "
+                    "truncates answers to their first 8,192 characters.")
+            out.append(_record_template(rec, "swallow-" + rec["fastchat_counterpart"], prov,
+                                        preprocess={"truncate": 8192}))
+    out.append(Template(
+        name="tencent-ti-ref",
+        messages=[{"role": "system", "content": TENCENT_SYSTEM}, {"role": "user", "content": TENCENT_USER}],
+        parser={"kind": "score_double_bracket", "scale": [1, 10]},
+        preprocess={"strip_think": True},
+        provenance=("Written for JudgeLens in the style of Tencent Cloud TI-ONE automated evaluation judge prompts "
+                    "(Jinja2 over data.* and response.*, per cloud.tencent.com/document/product/851/123251); "
+                    "not copied from a Tencent file."),
+        description="Reference-based grading with Tencent TI variable names: data.question, data.gt, "
+                    "data.history, response.content, response.reasoning_content. Needs a reference answer."))
+    out.append(Template(
+        name="unitxt-pair-multiturn-ref",
+        messages=[{"role": "system", "content": UNITXT_SYSTEM}, {"role": "user", "content": UNITXT_USER}],
+        parser={"kind": "pairwise_abc"},
+        provenance=("IBM/unitxt @ 8e164d7f07d5c35bb46e3aa57a8880677c74d699, prepare/templates/response_assessment/"
+                    "pairwise_comparison/mt_bench_multi_turn_with_reference.py (Apache-2.0): instruction text and "
+                    "dialog layout (DialogPairwiseChoiceTemplate, '### User:' labels, turns joined by blank lines) "
+                    "re-expressed as Jinja2 loops. The instruction is FastChat's pair-math-v1-multi-turn."),
+        description="Pairwise, both turns, with the reference dialog: which assistant answers the second question better."))
+    out.append(Template(
+        name="order-bug-demo",
+        messages=[{"role": "user", "content": ORDER_BUG_USER}],
+        parser={"kind": "score_colon", "scale": [1, 5]},
+        provenance="Written for JudgeLens to reproduce a known failure mode; not copied from any harness.",
+        description=("The prompt layout behind the 'empty answer scored 5' bug: the reference is labelled 'answer' "
+                     "and the model output 'pred'. When pred is empty, judges grade the only answer they see "
+                     "(the reference) and return 5. 1-5 scale, 'Score: X'; scores are mapped to 1-10 in the store.")))
+    for t in out:
+        t.builtin = True
+    return [check_template(t) for t in out]
+
+
+def _stability_templates(store: "Store") -> list[Template]:
+    with store.read() as cur:
+        rows = cur.execute(
+            """SELECT name, record, source_id FROM judge_prompts
+               WHERE output_format = '[[評価]]' ORDER BY source_id DESC, name""").fetchall()
+        paths = dict(cur.execute("SELECT source_id, path FROM sources").fetchall())
+    seen, out = set(), []
+    for name, record, source_id in rows:
+        if name in seen:
+            continue
+        seen.add(name)
+        prov = (f"Stability-AI FastChat fork (jp-stable), data/judge_ja_prompts.jsonl as imported into this store "
+                f"(source {source_id}: {paths.get(source_id)})")
+        out.append(_record_template(json.loads(record), "stability-" + name, prov))
+    return out
+
+
+def builtin_names(store: "Store | None" = None) -> list[str]:
+    return [t.name for t in builtins(store)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Versions in the store
+
+def _canon(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+
+
+def _row_to_template(row, builtin_info: dict[str, Template] | None = None) -> Template:
+    template_id, name, version, messages, parser, preprocess, parent_id, provenance, builtin, created = row
+    info = (builtin_info or {}).get(name)
+    return Template(name=name, messages=json.loads(messages), parser=json.loads(parser),
+                    preprocess=json.loads(preprocess) if preprocess else {}, provenance=provenance,
+                    description=info.description if info is not None else None, builtin=bool(builtin),
+                    template_id=template_id, version=version, parent_id=parent_id, created_at=created)
+
+
+_COLUMNS = "template_id, name, version, messages, parser, preprocess, parent_id, provenance, builtin, created_at"
+
+
+def save_template(store: "Store", template: Template, *, parent: "Template | int | None" = None) -> Template:
+    """Store ``template`` as the next version of its name and return the stored version.
+
+    Saving content identical to the newest version returns that version unchanged. ``parent``
+    (default: the template's own parent, else the newest version of the name) is recorded so the
+    history of edits can be followed.
+    """
+    check_template(template)
+    content = template.content()
+    parent_id = parent.template_id if isinstance(parent, Template) else parent
+    with store.write() as cur:
+        latest = cur.execute(f"SELECT {_COLUMNS} FROM templates WHERE name = ? ORDER BY version DESC LIMIT 1",
+                             [template.name]).fetchone()
+        if latest is not None:
+            existing = _row_to_template(latest)
+            if _canon(existing.content()) == _canon(content):
+                existing.description = template.description
+                return existing
+        version = (latest[2] + 1) if latest else 1
+        if parent_id is None:
+            parent_id = template.parent_id if template.parent_id is not None else (latest[0] if latest else None)
+        row = cur.execute(
+            f"""INSERT INTO templates (name, version, messages, parser, preprocess, parent_id, provenance, builtin)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}""",
+            [template.name, version, _canon(content["messages"]), _canon(content["parser"]),
+             _canon(content["preprocess"]), parent_id, template.provenance,
+             version == 1 and _is_builtin_content(template.name, content)]).fetchone()
+    saved = _row_to_template(row)
+    saved.description = template.description
+    return saved
+
+
+def _is_builtin_content(name: str, content: dict) -> bool:
+    same = [t for t in builtins() if t.name == name]
+    return bool(same) and _canon(same[0].content()) == _canon(content)
+
+
+def ensure_builtins(store: "Store") -> list[Template]:
+    """Store every built-in template as version 1 of its name if that name is not stored yet."""
+    items = builtins(store)
+    with store.read() as cur:
+        have = {r[0] for r in cur.execute("SELECT DISTINCT name FROM templates").fetchall()}
+    missing = [t for t in items if t.name not in have]
+    if missing:
+        with store.write() as cur:
+            for t in missing:
+                if cur.execute("SELECT 1 FROM templates WHERE name = ?", [t.name]).fetchone():
+                    continue
+                c = t.content()
+                cur.execute(
+                    """INSERT INTO templates (name, version, messages, parser, preprocess, parent_id, provenance, builtin)
+                       VALUES (?, 1, ?, ?, ?, NULL, ?, true)""",
+                    [t.name, _canon(c["messages"]), _canon(c["parser"]), _canon(c["preprocess"]), t.provenance])
+    return items
+
+
+_REF = re.compile(r"^(?P<name>.+?)@v?(?P<version>\d+)$")
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """'single-v1' -> ('single-v1', None); 'single-v1@v2' or 'single-v1@2' -> ('single-v1', 2)."""
+    m = _REF.match(ref.strip())
+    return (m.group("name"), int(m.group("version"))) if m else (ref.strip(), None)
+
+
+def get_template(store: "Store", ref: "str | int", version: int | None = None) -> Template:
+    """A stored version: by template_id, by name (newest version) or ``name@vN``. Built-in names are
+    stored as version 1 on first use."""
+    info = {t.name: t for t in builtins(store)}
+    with store.read() as cur:
+        if isinstance(ref, int):
+            row = cur.execute(f"SELECT {_COLUMNS} FROM templates WHERE template_id = ?", [ref]).fetchone()
+            if row is None:
+                raise TemplateNotFound(f"No template with id {ref}.")
+            return _row_to_template(row, info)
+        name, v = parse_ref(ref)
+        v = version if version is not None else v
+        sql = f"SELECT {_COLUMNS} FROM templates WHERE name = ?" + (" AND version = ?" if v else "") + \
+            " ORDER BY version DESC LIMIT 1"
+        row = cur.execute(sql, [name, v] if v else [name]).fetchone()
+    if row is None and name in info and not v_stored(store, name):
+        ensure_builtins(store)
+        return get_template(store, name, v)
+    if row is None:
+        with store.read() as cur:
+            known = sorted({r[0] for r in cur.execute("SELECT DISTINCT name FROM templates").fetchall()} | set(info))
+        what = f"{name}@v{v}" if v else name
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise TemplateNotFound(f"No template {what!r}.{hint} Known templates: {', '.join(known)}.")
+    return _row_to_template(row, info)
+
+
+def v_stored(store: "Store", name: str) -> bool:
+    """Whether any version of this name is stored."""
+    with store.read() as cur:
+        return cur.execute("SELECT 1 FROM templates WHERE name = ? LIMIT 1", [name]).fetchone() is not None
+
+
+def list_templates(store: "Store") -> "pd.DataFrame":
+    """Every stored version (built-ins are stored first): template_id, name, version, label, mode,
+    parser kind, parent_id, builtin, provenance, created_at."""
+    ensure_builtins(store)
+    with store.read() as cur:
+        df = cur.execute(
+            """SELECT template_id, name, version, name || '@v' || version AS label,
+                      json_extract_string(parser, '$.kind') AS parser_kind, parent_id, builtin, provenance, created_at
+               FROM templates ORDER BY name, version""").df()
+    df.insert(4, "mode", [mode_of({"kind": k}) for k in df["parser_kind"]])
+    return df
+
+
+def template_text(template: Template) -> str:
+    """A readable, diffable text of one version: each message, then the parser and pre-processing."""
+    parts = []
+    for i, m in enumerate(template.messages, 1):
+        parts.append(f"### message {i} ({m['role']})\n{m['content']}")
+    parts.append("### parser\n" + json.dumps(template.parser, ensure_ascii=False, sort_keys=True))
+    parts.append("### preprocess\n" + json.dumps(normalize_preprocess(template.preprocess), sort_keys=True))
+    return "\n\n".join(parts) + "\n"
+
+
+def diff_versions(store: "Store", a: "str | int | Template", b: "str | int | Template") -> str:
+    """Unified diff between two versions (any names/versions/ids); empty if they are the same."""
+    ta = a if isinstance(a, Template) else get_template(store, a)
+    tb = b if isinstance(b, Template) else get_template(store, b)
+    lines = difflib.unified_diff(template_text(ta).splitlines(keepends=True),
+                                 template_text(tb).splitlines(keepends=True),
+                                 fromfile=ta.label, tofile=tb.label)
+    return "".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------
+# Rendering (in the worker process)
+
+@dataclass
+class RenderResult:
+    messages: list[dict] | None = None
+    error: str | None = None
+    kind: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def render(template: Template, context: dict, missing_notes: dict[str, str] | None = None) -> list[dict]:
+    """The exact chat messages that will be sent for this context. Raises TemplateError with a clear
+    message (syntax, missing variables, sandbox refusal, size, time or memory limit)."""
+    result = render_many(template, [context], [missing_notes or {}])[0]
+    if not result.ok:
+        raise TemplateError(result.error, kind=result.kind or "error")
+    return result.messages
+
+
+def render_many(template: Template, contexts: list[dict],
+                missing_notes: list[dict[str, str]] | None = None) -> list[RenderResult]:
+    """Render one template for many contexts in the sandbox worker. Per-item problems (a variable
+    this item lacks) come back as failed RenderResults; problems of the template itself (syntax,
+    sandbox refusal, time or memory limit) raise TemplateError."""
+    check_template(template)
+    needed = undeclared_variables(template)
+    results: list[RenderResult | None] = [None] * len(contexts)
+    to_send: list[int] = []
+    for i, ctx in enumerate(contexts):
+        absent = [n for n in needed if n not in ctx]
+        if absent:
+            notes = (missing_notes[i] if missing_notes else {}) or {}
+            why = "; ".join(f"{n}: {notes[n]}" for n in absent if n in notes)
+            results[i] = RenderResult(error=(
+                f"The template uses variable(s) this item does not have: {', '.join(absent)}."
+                + (f" ({why})" if why else "")
+                + f" Available: {', '.join(sorted(k for k in ctx if not k.startswith('_')))}."), kind="undefined")
+        else:
+            to_send.append(i)
+    for start in range(0, len(to_send), RENDER_JOB_ITEMS):  # bounded jobs: the per-item clock stays meaningful
+        chunk = to_send[start:start + RENDER_JOB_ITEMS]
+        job_contexts = [contexts[i] for i in chunk]
+        notes = [(missing_notes[i] if missing_notes else {}) or {} for i in chunk]
+        for i, res in zip(chunk, _WORKER.render(template.messages, job_contexts, notes)):
+            results[i] = res
+    return results  # type: ignore[return-value]
+
+
+def run_regex(pattern: str, text: str, take: str = "first") -> tuple[str, str] | None:
+    """(whole match, group 1) of a user regex on ``text``, run in the worker with a time limit."""
+    return _WORKER.regex(pattern, text, take)
+
+
+class _Worker:
+    """One long-lived sandbox process, shared by all threads (one job at a time)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue | None = None
+        self._next_id = 0
+
+    # -- process management
+    def _start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")}
+        env.update(PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
+                   JUDGELENS_SANDBOX_MEMORY_MB=str(SANDBOX_MEMORY_MB))
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from lib.templates import _worker_main; _worker_main()"
+        self._proc = subprocess.Popen([sys.executable, "-s", "-c", code], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
+                                      close_fds=True)
+        lines: queue.Queue = queue.Queue()
+        self._lines = lines
+        proc = self._proc
+
+        def pump():
+            for raw in proc.stdout:  # type: ignore[union-attr]
+                lines.put(raw)
+            lines.put(None)
+
+        threading.Thread(target=pump, name="judgelens-sandbox-reader", daemon=True).start()
+        first = self._read(WORKER_START_TIMEOUT_S, what="start")
+        if not first.get("ready"):
+            self._kill()
+            raise TemplateError("The template sandbox process did not start.", kind="error")
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.kill()
+                proc.wait(timeout=5)
+            except Exception:
+                pass
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+
+    def _read(self, timeout: float, what: str) -> dict:
+        assert self._lines is not None
+        try:
+            raw = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self._kill()
+            if what == "start":
+                raise TemplateError("The template sandbox process did not start in time.", kind="error") from None
+            raise _Timeout() from None
+        if raw is None:
+            self._kill()
+            raise _Crashed()
+        return json.loads(raw)
+
+    def _send(self, job: dict) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self._kill()
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None
+        data = (json.dumps(job, ensure_ascii=True) + "\n").encode("ascii")
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._kill()
+            self._start()
+            self._proc.stdin.write(data)  # type: ignore[union-attr]
+            self._proc.stdin.flush()  # type: ignore[union-attr]
+
+    # -- jobs
+    def render(self, messages: list[dict], contexts: list[dict], notes: list[dict]) -> list[RenderResult]:
+        with self._lock:
+            self._next_id += 1
+            job_id = self._next_id
+            self._send({"op": "render", "id": job_id, "messages": messages, "contexts": contexts, "notes": notes})
+            out: list[RenderResult] = []
+            while True:
+                try:
+                    reply = self._read(RENDER_TIMEOUT_S, what="render")
+                except _Timeout:
+                    raise TemplateError(
+                        f"Rendering stopped: item {len(out) + 1} took longer than {RENDER_TIMEOUT_S:g} s. The "
+                        "template probably loops too much (nested loops over large ranges?).", kind="timeout") from None
+                except _Crashed:
+                    raise TemplateError(
+                        f"Rendering stopped: the sandbox process died on item {len(out) + 1} (probably over its "
+                        f"{SANDBOX_MEMORY_MB} MB memory limit).", kind="memory") from None
+                if reply.get("id") != job_id:
+                    continue
+                if reply.get("fatal"):
+                    if reply.get("restart"):
+                        self._kill()
+                    raise TemplateError(reply["error"], kind=reply.get("kind", "error"))
+                if reply.get("done"):
+                    return out
+                if reply.get("restart"):
+                    self._kill()
+                    raise TemplateError(reply["error"], kind=reply.get("kind", "error"))
+                if "error" in reply:
+                    if reply.get("kind") in ("security", "limit", "memory"):
+                        self._drain(job_id)
+                        raise TemplateError(reply["error"], kind=reply["kind"])
+                    out.append(RenderResult(error=reply["error"], kind=reply.get("kind")))
+                else:
+                    out.append(RenderResult(messages=reply["messages"]))
+
+    def _drain(self, job_id: int) -> None:
+        """Read the rest of an abandoned job so the next job starts clean (or restart the worker)."""
+        while True:
+            try:
+                reply = self._read(RENDER_TIMEOUT_S, what="render")
+            except (_Timeout, _Crashed):
+                return
+            if reply.get("id") == job_id and (reply.get("done") or reply.get("fatal")):
+                return
+
+    def regex(self, pattern: str, text: str, take: str) -> tuple[str, str] | None:
+        with self._lock:
+            self._next_id += 1
+            job_id = self._next_id
+            self._send({"op": "regex", "id": job_id, "pattern": pattern, "text": text, "take": take})
+            while True:
+                try:
+                    reply = self._read(RENDER_TIMEOUT_S, what="regex")
+                except _Timeout:
+                    raise RegexTimeout(f"The parser regex took longer than {RENDER_TIMEOUT_S:g} s on this output "
+                                       "(catastrophic backtracking?) and was stopped.") from None
+                except _Crashed:
+                    raise RegexTimeout("The sandbox process died while running the parser regex.") from None
+                if reply.get("id") != job_id:
+                    continue
+                if "error" in reply:
+                    raise TemplateError(reply["error"], kind="invalid")
+                return tuple(reply["match"]) if reply.get("match") else None
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Crashed(Exception):
+    pass
+
+
+class RegexTimeout(JudgeLensError):
+    title = "Parser regex too slow"
+
+
+_WORKER = _Worker()
+
+
+def shutdown_sandbox() -> None:
+    """Stop the sandbox worker process (it restarts on the next render)."""
+    _WORKER.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# The sandboxed environment (built in both processes; renders only in the worker)
+
+STR_METHODS = frozenset({
+    "capitalize", "casefold", "count", "endswith", "find", "index", "isalnum", "isalpha", "isdigit",
+    "islower", "isnumeric", "isspace", "istitle", "isupper", "join", "lower", "lstrip", "partition",
+    "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rpartition", "rsplit", "rstrip",
+    "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper"})
+ALLOWED_FILTERS = frozenset({
+    "abs", "capitalize", "count", "d", "default", "dictsort", "e", "escape", "first", "float", "groupby",
+    "int", "items", "join", "last", "length", "list", "lower", "map", "max", "min", "reject", "rejectattr",
+    "replace", "reverse", "round", "select", "selectattr", "sort", "string", "striptags", "sum", "title",
+    "tojson", "trim", "truncate", "unique", "upper", "wordcount", "center", "indent", "wordwrap"})
+
+
+def _sandbox_env():
+    from jinja2 import StrictUndefined, pass_environment, pass_eval_context
+    from jinja2 import filters as jf
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+    from jinja2.utils import Cycler, Joiner, Namespace
+
+    def refuse(msg: str):
+        raise SecurityError(msg)
+
+    def check_len(n: int, what: str) -> None:
+        if n > MAX_STRING:
+            refuse(f"{what} would build a text of {n:,} characters; the limit is {MAX_STRING:,}.")
+
+    def replaced_len(s: str, old: str, new: str, count=None) -> int:
+        hits = (len(s) + 1) if old == "" else s.count(old)
+        if count is not None and count >= 0:
+            hits = min(hits, int(count))
+        return len(s) + hits * (len(new) - len(old))
+
+    def joined(sep: str, items) -> list:
+        items = list(items)
+        if len(items) > MAX_RANGE * 10:
+            refuse(f"join of {len(items):,} items is over the limit.")
+        check_len(sum(len(str(x)) for x in items) + len(str(sep)) * max(0, len(items) - 1), "join")
+        return items
+
+    def capped_range(*args):
+        r = range(*args)
+        if len(r) > MAX_RANGE:
+            refuse(f"range() of {len(r):,} items is over the limit of {MAX_RANGE:,} in judge templates.")
+        return r
+
+    def width_ok(width, what: str):
+        w = len(width) if isinstance(width, str) else int(width)
+        if w > MAX_PAD:
+            refuse(f"{what} width {w:,} is over the limit of {MAX_PAD:,}.")
+
+    def f_center(value, width=80):
+        width_ok(width, "center")
+        return jf.do_center(value, width)
+
+    def f_indent(s, width=4, first=False, blank=False):
+        width_ok(width, "indent")
+        w = len(width) if isinstance(width, str) else int(width)
+        text = str(s)
+        check_len(len(text) + (text.count("\n") + 1) * w, "indent")
+        return jf.do_indent(s, width, first, blank)
+
+    @pass_environment
+    def f_wordwrap(environment, s, width=79, break_long_words=True, wrapstring=None, break_on_hyphens=True):
+        width_ok(width, "wordwrap")
+        if int(width) < 1:
+            refuse("wordwrap width must be at least 1.")
+        return jf.do_wordwrap(environment, s, width, break_long_words, wrapstring, break_on_hyphens)
+
+    @pass_eval_context
+    def f_replace(eval_ctx, s, old, new, count=None):
+        check_len(replaced_len(str(s), str(old), str(new), count), "replace")
+        return jf.do_replace(eval_ctx, s, old, new, count)
+
+    @pass_eval_context
+    def f_join(eval_ctx, value, d="", attribute=None):
+        items = list(value)
+        if attribute is None:
+            joined(d, items)
+        return jf.do_join(eval_ctx, items, d, attribute)
+
+    class JudgeSandbox(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**", "%", "+"})
+
+        def call_binop(self, context, operator, left, right):
+            seqs = (str, list, tuple)
+            if operator == "**":
+                refuse("The ** operator is not allowed in judge templates.")
+            if operator == "*":
+                if isinstance(left, seqs) or isinstance(right, seqs):
+                    refuse("Repeating text or lists with * is not allowed in judge templates (it builds huge prompts).")
+                if isinstance(left, int) and isinstance(right, int) and \
+                        abs(left).bit_length() + abs(right).bit_length() > MAX_INT_BITS:
+                    refuse("The number would be too large.")
+            if operator == "%" and isinstance(left, str):
+                refuse("String formatting with % is not allowed in judge templates.")
+            if operator == "+" and isinstance(left, seqs) and isinstance(right, seqs):
+                check_len(len(left) + len(right), "+")
+            return super().call_binop(context, operator, left, right)
+
+        def is_safe_attribute(self, obj, attr, value):
+            if isinstance(obj, str) and attr not in STR_METHODS:
+                return False
+            return super().is_safe_attribute(obj, attr, value)
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's signature)
+            owner = getattr(__obj, "__self__", None)
+            name = getattr(__obj, "__name__", "")
+            if isinstance(owner, str) and name == "replace" and len(args) >= 2:
+                check_len(replaced_len(owner, str(args[0]), str(args[1]), args[2] if len(args) > 2 else None),
+                          "replace")
+            elif isinstance(owner, str) and name == "join" and args:
+                args = (joined(owner, args[0]),) + args[1:]
+            return super().call(__context, __obj, *args, **kwargs)
+
+    env = JudgeSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters = {k: v for k, v in env.filters.items() if k in ALLOWED_FILTERS}
+    env.filters.update(center=f_center, indent=f_indent, wordwrap=f_wordwrap, replace=f_replace, join=f_join)
+    env.globals.clear()
+    env.globals.update(range=capped_range, dict=dict, cycler=Cycler, joiner=Joiner, namespace=Namespace)
+    return env
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    from jinja2 import TemplateSyntaxError, UndefinedError
+    from jinja2.sandbox import SecurityError
+
+    if isinstance(exc, SecurityError):
+        return "security", f"Blocked by the template sandbox: {exc}"
+    if isinstance(exc, UndefinedError):
+        return "undefined", f"Undefined: {exc}"
+    if isinstance(exc, TemplateSyntaxError):
+        return "syntax", f"Syntax error, line {exc.lineno}: {exc.message}"
+    if isinstance(exc, MemoryError):
+        return "memory", f"The template used more memory than the sandbox allows ({SANDBOX_MEMORY_MB} MB)."
+    if isinstance(exc, RecursionError):
+        return "limit", "The template recursed too deeply."
+    if isinstance(exc, OverflowError):
+        return "limit", f"Blocked by the template sandbox: {exc}"
+    return "error", f"{type(exc).__name__}: {exc}"
+
+
+class _TooLong(Exception):
+    pass
+
+
+def _render_capped(template, context: dict) -> str:
+    parts, n = [], 0
+    for chunk in template.generate(context):
+        n += len(chunk)
+        if n > MAX_MESSAGE_CHARS:
+            raise _TooLong()
+        parts.append(chunk)
+    return "".join(parts)
+
+
+def _worker_main() -> None:  # pragma: no cover - runs in the sandbox process (tested through render)
+    """The sandbox process: read JSON jobs from stdin, write JSON replies to stdout."""
+    try:
+        import resource
+
+        limit = int(os.environ.get("JUDGELENS_SANDBOX_MEMORY_MB", SANDBOX_MEMORY_MB)) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):
+        pass
+    env = _sandbox_env()
+    out = sys.stdout
+
+    def emit(obj: dict) -> None:
+        out.write(json.dumps(obj, ensure_ascii=True) + "\n")
+        out.flush()
+
+    emit({"ready": True})
+    for line in sys.stdin:
+        try:
+            job = json.loads(line)
+        except ValueError:
+            continue
+        job_id = job.get("id")
+        if job.get("op") == "regex":
+            try:
+                compiled = re.compile(job["pattern"])
+                if job.get("take") == "last":
+                    m = None
+                    for m in compiled.finditer(job["text"]):
+                        pass
+                else:
+                    m = compiled.search(job["text"])
+                emit({"id": job_id, "match": [m.group(0), m.group(1) or ""] if m else None})
+            except Exception as exc:
+                emit({"id": job_id, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        try:
+            compiled = []
+            for i, m in enumerate(job["messages"], 1):
+                try:
+                    compiled.append((m["role"], env.from_string(m["content"])))
+                except Exception as exc:
+                    kind, msg = _classify(exc)
+                    raise _Fatal(kind, f"Message {i} ({m['role']}): {msg}") from None
+        except _Fatal as fatal:
+            emit({"id": job_id, "fatal": True, "kind": fatal.kind, "error": fatal.message})
+            continue
+        except MemoryError:
+            emit({"id": job_id, "fatal": True, "restart": True, "kind": "memory",
+                  "error": f"The template used more memory than the sandbox allows ({SANDBOX_MEMORY_MB} MB)."})
+            continue
+        notes_list = job.get("notes") or []
+        for k, ctx in enumerate(job["contexts"]):
+            rendered = []
+            try:
+                for i, (role, tmpl) in enumerate(compiled, 1):
+                    try:
+                        rendered.append({"role": role, "content": _render_capped(tmpl, ctx)})
+                    except _TooLong:
+                        raise _Fatal("limit", f"Message {i} ({role}) renders to more than {MAX_MESSAGE_CHARS:,} "
+                                              "characters (the limit); stopped.") from None
+                    except MemoryError:
+                        raise
+                    except Exception as exc:
+                        kind, msg = _classify(exc)
+                        if kind == "undefined":
+                            notes = notes_list[k] if k < len(notes_list) else {}
+                            if notes:
+                                msg += " Not available for this item: " + "; ".join(f"{n} ({w})" for n, w in notes.items())
+                        raise _Fatal(kind, f"Message {i} ({role}): {msg}") from None
+                emit({"id": job_id, "i": k, "messages": rendered})
+            except _Fatal as fatal:
+                emit({"id": job_id, "i": k, "kind": fatal.kind, "error": fatal.message})
+            except MemoryError:
+                rendered = []
+                emit({"id": job_id, "i": k, "kind": "memory", "restart": True,
+                      "error": f"The template used more memory than the sandbox allows ({SANDBOX_MEMORY_MB} MB)."})
+                sys.exit(0)
+        emit({"id": job_id, "done": True})
+
+
+class _Fatal(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _worker_main()
