@@ -16,6 +16,7 @@ page = st.navigation([
     st.Page("pages/item_view.py", title="Item view", icon=":material/compare:"),
     st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/difference:"),
+    st.Page("pages/workbench.py", title="Workbench", icon=":material/edit_note:"),
     st.Page("pages/import_data.py", title="Import", icon=":material/upload:"),
 ])
 

@@ -629,6 +629,32 @@ def get_template(store: "Store", ref: "str | int", version: int | None = None) -
     return _row_to_template(row, info)
 
 
+def suggest_template(store: "Store", prompt_name: str | None, bench: str | None, harness: str | None) -> str:
+    """The template label that best matches a stored verdict's prompt, to start editing from.
+
+    Re-judged verdicts carry their template's ``name@vN``; Swallow's already use ``swallow-<name>``;
+    FastChat verdicts on a Japanese bench get the JA harness variant (``ja-<name>``) when there is one.
+    """
+    known = set(list_templates(store)["label"])
+    latest = {}
+    for label in sorted(known, key=lambda x: parse_ref(x)[1] or 0):
+        latest[parse_ref(label)[0]] = label
+    candidates = []
+    if prompt_name:
+        if "@v" in prompt_name:
+            candidates.append(prompt_name)
+        if harness == "fastchat" and bench and ("ja" in bench.split("_") or bench.startswith("japanese")):
+            candidates.append(f"ja-{prompt_name}")
+        candidates.append(prompt_name)
+    candidates.append("single-v1")
+    for c in candidates:
+        if c in known:
+            return c
+        if c in latest:
+            return latest[c]
+    return sorted(known)[0]
+
+
 def v_stored(store: "Store", name: str) -> bool:
     """Whether any version of this name is stored."""
     with store.read() as cur:

@@ -1,0 +1,319 @@
+"""Workbench: edit a judge template, re-judge this item (or a batch) through any OpenAI-compatible API,
+and compare the new verdict with the stored one.
+
+The item comes from the URL (the item view's "Re-judge in Workbench" link). The API key is read from
+the password field (this browser session only), then Streamlit secrets ([judgelens] OPENAI_API_KEY),
+then the OPENAI_API_KEY environment variable. It is never stored.
+"""
+import threading
+import time
+
+import streamlit as st
+
+from lib import item_view as iv
+from lib import judge_client as J
+from lib import templates as T
+from lib.errors import JudgeLensError
+from lib.judge_context import CONTEXT_VARIABLES, build_context, select_items
+from lib.parsers import KINDS
+from lib.safe_text import md_escape
+from lib.textdiff import char_diff, diff_html, diff_stats
+from pages._common import cached_query, data_version, empty_state, get_store, show_error
+
+store = get_store()
+st.title("Workbench")
+benches = iv.benches(store)
+if not benches:
+    empty_state()
+    st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def _builtins_stored(db: str) -> bool:
+    T.ensure_builtins(get_store())
+    return True
+
+
+_builtins_stored(str(store.path))
+
+# --- the item (seeded from the URL once) ------------------------------------------------------------
+qp = st.query_params
+if st.session_state.get("_wb_seeded") != dict(qp):
+    for param, key in (("bench", "wb_bench"), ("q", "wb_q"), ("model", "wb_model"), ("judge", "wb_judge")):
+        if param in qp:
+            st.session_state[key] = qp[param]
+    for param, key in (("turn", "wb_turn"), ("sample", "wb_sample")):
+        if param in qp and qp[param].isdigit():
+            st.session_state[key] = int(qp[param])
+    st.session_state["_wb_seeded"] = dict(qp)
+
+
+def keep_valid(key, options, default=None):
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default is not None else (options[0] if options else None)
+
+
+keep_valid("wb_bench", benches)
+bench = st.session_state["wb_bench"]
+qs = iv.questions(store, bench)
+models = iv.models(store, bench)
+if qs.empty or not models:
+    st.info("This bench has no questions or answers to re-judge: import its question.jsonl and model answers.")
+    st.stop()
+keep_valid("wb_q", qs["question_id"].tolist())
+keep_valid("wb_model", models)
+keep_valid("wb_turn", [1, 2], 1)
+labels = {r.question_id: f"{r.question_id} · {r.category} · {(r.first_turn or '')[:40]}" for r in qs.itertuples()}
+c1, c2, c3, c4 = st.columns([1.2, 3, 0.8, 2.2])
+c1.selectbox("Bench", benches, key="wb_bench")
+c2.selectbox("Question", qs["question_id"].tolist(), key="wb_q", format_func=lambda q: labels.get(q, q))
+c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
+c4.selectbox("Model", models, key="wb_model")
+item = iv.ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
+                  int(st.session_state.get("wb_sample") or 0))
+stored = iv.verdicts(store, item)
+judges = stored["judge"].drop_duplicates().tolist()
+if judges:
+    keep_valid("wb_judge", judges)
+st.query_params.from_dict({"bench": item.bench, "q": item.question_id, "turn": str(item.turn), "model": item.model,
+                           **({"judge": st.session_state["wb_judge"]} if judges else {})})
+st.session_state["_wb_seeded"] = dict(st.query_params)
+
+# --- the template ---------------------------------------------------------------------------------------
+catalogue = T.list_templates(store)
+names = catalogue["label"].tolist()
+stored_row = stored[stored["judge"] == st.session_state.get("wb_judge")].head(1)
+default = T.suggest_template(store, stored_row["prompt_name"].iloc[0] if len(stored_row) else None, bench,
+                             stored_row["harness"].iloc[0] if len(stored_row) else None)
+left, right = st.columns([2, 1])
+with right:
+    st.subheader("Compare with")
+    if judges:
+        st.selectbox("Stored judge", judges, key="wb_judge")
+    else:
+        st.caption("No stored verdict for this item.")
+    keep_valid("wb_template", names, default if default in names else names[0])
+    st.selectbox("Start from template", names, key="wb_template",
+                 help="Built-ins are converted from the harnesses' own prompt files; your edits are saved as "
+                      "new versions of a name.")
+    base = T.get_template(store, st.session_state["wb_template"])
+    if base.provenance:
+        st.caption("Provenance: " + md_escape(base.provenance)[:300])
+    with st.expander("Variables a template can use"):
+        st.dataframe([{"variable": k, "meaning": v} for k, v in CONTEXT_VARIABLES.items()], hide_index=True)
+
+with left:
+    st.subheader("Template")
+    edited_messages = []
+    for i, message in enumerate(base.messages):
+        text = st.text_area(f"Message {i + 1} ({message['role']})", message["content"], height=220 if i else 120,
+                            key=f"wb_msg_{base.template_id}_{i}")
+        edited_messages.append({"role": message["role"], "content": text})
+    p1, p2, p3, p4 = st.columns(4)
+    kind = p1.selectbox("Output parser", KINDS, index=KINDS.index(base.parser.get("kind", "fastchat_single")),
+                        key=f"wb_parser_{base.template_id}")
+    parser = dict(base.parser, kind=kind)
+    if kind == "regex":
+        parser["pattern"] = st.text_input("Regex with one capture group", base.parser.get("pattern", r"Score: (\d+)"),
+                                          key=f"wb_regex_{base.template_id}")
+    pre = dict(base.preprocess or {})
+    pre["strip_think"] = p2.toggle("Strip <think>", bool(pre.get("strip_think")), key=f"wb_think_{base.template_id}")
+    pre["strip_chat_tokens"] = p3.toggle("Strip chat tokens", bool(pre.get("strip_chat_tokens")),
+                                         key=f"wb_tok_{base.template_id}")
+    truncate = p4.number_input("Truncate answers to (chars, 0 = no)", 0, 1_000_000, int(pre.get("truncate") or 0),
+                               step=1024, key=f"wb_trunc_{base.template_id}")
+    pre["truncate"] = int(truncate) or None
+    template = base.edited(messages=edited_messages, parser=parser, preprocess=pre)
+    changed = template.content() != base.content()
+
+try:
+    T.check_template(template)
+    missing = T.undeclared_variables(template)
+    unknown = [v for v in missing if v not in CONTEXT_VARIABLES and v not in ("data", "response")]
+    if unknown:
+        st.warning("Not in the item context (rendering will fail): " + ", ".join(md_escape(v) for v in unknown))
+    context = build_context(store, item, preprocess=template.preprocess,
+                            judge_hint=st.session_state.get("wb_judge"))
+    messages = T.render(template, context)
+except JudgeLensError as exc:
+    show_error(exc)
+    messages = None
+
+if changed:
+    s1, s2 = st.columns([2, 1])
+    new_name = s1.text_input("Save as a new version of", base.name if not base.builtin else f"{base.name}-edit",
+                             key="wb_save_name")
+    def save_version(template=template, base=base):
+        saved = T.save_template(store, template.edited(name=st.session_state["wb_save_name"].strip()), parent=base)
+        st.session_state["wb_template"] = saved.label  # a callback runs before the selectbox is drawn
+
+    s2.button("Save version", icon=":material/save:", disabled=messages is None or not new_name.strip(),
+              on_click=save_version)
+    with st.expander("What changed (against " + md_escape(base.label) + ")"):
+        st.code(T.diff_versions(store, base, template) or "(no change)", language="diff")
+
+with st.expander("Preview: the exact messages that will be sent", expanded=not judges):
+    for m in messages or []:
+        st.caption(m["role"])
+        st.code(m["content"], language=None, wrap_lines=True)
+
+# --- the judge endpoint -------------------------------------------------------------------------------------
+with st.sidebar.expander("Judge endpoint", expanded=True, icon=":material/cloud:"):
+    base_url = st.text_input("Base URL", st.session_state.get("wb_url", "https://api.openai.com/v1"), key="wb_url")
+    model = st.text_input("Model", st.session_state.get("wb_judge_model", "gpt-4o-mini"), key="wb_judge_model")
+    temperature = st.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="wb_temp")
+    max_tokens = st.number_input("Max tokens", 1, 32768, 2048, key="wb_max_tokens")
+    timeout_s = st.number_input("Timeout (s)", 1, 600, 60, key="wb_timeout")
+    price_in = st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+                               key="wb_price_in")
+    price_out = st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+                                key="wb_price_out")
+    typed_key = st.text_input("API key (kept in this browser session only)", type="password", key="wb_key")
+
+
+def secrets_section():
+    try:
+        return st.secrets.get("judgelens")
+    except Exception:  # no secrets file
+        return None
+
+
+api_key = J.resolve_api_key(typed_key, secrets_section())
+try:
+    config = J.JudgeConfig(base_url=base_url, model=model, temperature=float(temperature), max_tokens=int(max_tokens),
+                           timeout_s=float(timeout_s), price_per_1k_input=price_in or None,
+                           price_per_1k_output=price_out or None)
+except ValueError as exc:
+    st.sidebar.error(str(exc))
+    config = None
+st.sidebar.caption("Key: " + ("found" if api_key else "none yet (password field, [judgelens] in secrets, or "
+                                                       "OPENAI_API_KEY)"))
+
+# --- re-judge this item -----------------------------------------------------------------------------------
+st.subheader("Re-judge this item")
+force = st.checkbox("Call the judge even if this exact request is cached", key="wb_force")
+if st.button("Re-judge", type="primary", icon=":material/gavel:", disabled=messages is None or config is None):
+    try:
+        with st.spinner(f"Asking {config.model}…"):
+            st.session_state["wb_result"] = (item, J.rejudge_one(store, template, config, item, api_key=api_key,
+                                                                 force=force,
+                                                                 judge_hint=st.session_state.get("wb_judge")))
+    except JudgeLensError as exc:
+        show_error(exc)
+
+result = st.session_state.get("wb_result")
+if result and result[0] == item:
+    new = result[1]
+    parsed = new["parsed"]
+    old = stored_row.iloc[0] if len(stored_row) else None
+    a, b = st.columns(2)
+    with a.container(border=True):
+        st.markdown("**Stored** · " + (md_escape(old["judge"]) if old is not None else "none"))
+        if old is not None:
+            st.metric("score", f"{old['score']:g}" if old["parse_status"] == "ok" else "none")
+            st.code(old["rationale"] or "", language=None, wrap_lines=True, height=320)
+    with b.container(border=True):
+        st.markdown("**New** · " + md_escape(f"{config.model if config else ''} + {template.label}"))
+        value = parsed.score if parsed.ok else parsed.verdict
+        st.metric("score" if parsed.score is not None or not parsed.ok else "verdict",
+                  "none" if value is None else (f"{value:g}" if isinstance(value, float) else str(value)),
+                  help=f"parser: {parsed.method}; status: {parsed.status}" + (f"; {parsed.note}" if parsed.note else ""))
+        if not parsed.ok:
+            st.warning(f"{parsed.status.replace('_', ' ')}" + (f": read {parsed.value:g}" if parsed.value is not None else ""))
+        st.code(new["text"] or "", language=None, wrap_lines=True, height=320)
+        st.caption(("from the cache (no cost)" if new["cached"] else
+                    f"{new['prompt_tokens']} + {new['completion_tokens']} tokens"
+                    + (f", ~${new['cost']:.4f}" if new["cost"] is not None else "")))
+    if old is not None:
+        which = st.segmented_control("Diff", ["rationale", "prompt"], default="rationale", key="wb_diff")
+        old_text = old["rationale"] if which != "prompt" else old["judge_prompt"]
+        new_text = new["text"] if which != "prompt" else "\n\n".join(m["content"] for m in new["messages"]
+                                                                    if m["role"] == "user")
+        ops = char_diff(old_text or "", new_text or "")
+        st.caption(f"{diff_stats(ops)['similarity']:.0%} similar (stored struck through, new highlighted)")
+        st.html(diff_html(ops))
+
+# --- batch --------------------------------------------------------------------------------------------------
+st.subheader("Re-judge a batch")
+st.caption("The new verdicts become a new judge (the label below) that every page compares like any other. "
+           "One template judges every chosen item: FastChat itself uses its *-math-* templates (with the "
+           "reference) for math, reasoning and coding and single-v1 for the rest, so filter by category to match.")
+f1, f2, f3, f4 = st.columns(4)
+cats = ["(all)", *sorted(qs["category"].dropna().unique())]
+cat = f1.selectbox("Category", cats, key="wb_b_cat")
+turn = f2.selectbox("Turn", ["(all)", 1, 2], key="wb_b_turn")
+bmodel = f3.selectbox("Answers of", ["(all)", *models], key="wb_b_model")
+order = f4.selectbox("Which items", ["judged by the stored judge", "largest disagreements first", "every answer"],
+                     key="wb_b_order")
+g1, g2, g3 = st.columns(3)
+limit = g1.number_input("At most (items)", 1, 100_000, 20, key="wb_b_limit")
+concurrency = g2.number_input("Concurrency", 1, 64, 8, key="wb_b_conc")
+label = g3.text_input("Label (the new judge's name)",
+                      J.default_label(config, template) if config else "", key="wb_b_label")
+filters = dict(bench=bench, category=None if cat == "(all)" else cat, turn=None if turn == "(all)" else int(turn),
+               model=None if bmodel == "(all)" else bmodel, limit=int(limit))
+if order == "judged by the stored judge" and judges:
+    filters["judged_by"] = st.session_state.get("wb_judge")
+elif order == "largest disagreements first":
+    bench_judges = sorted(cached_query("judges_by_harness", data_version(store)).query("bench == @bench")["judge"].unique())
+    if len(bench_judges) > 1:
+        filters["disagreement_judges"] = bench_judges
+    else:
+        st.caption("This bench has one judge: items are taken in question order instead.")
+
+job = st.session_state.get("wb_job")
+running = bool(job and not job["done"])
+if st.button("Estimate and run", icon=":material/play_arrow:", disabled=running or messages is None or config is None):
+    items = select_items(store, **filters)
+    try:
+        batch = J.RejudgeBatch(store, template, config, items, label or None,
+                               judge_hint=st.session_state.get("wb_judge"))
+        estimate = batch.prepare()
+    except (JudgeLensError, ValueError) as exc:
+        st.error(str(exc))
+    else:
+        job = {"done": False, "progress": (0, estimate.to_send, None), "summary": None, "error": None,
+               "cancel": threading.Event(), "estimate": estimate, "label": batch.label, "started": time.time()}
+
+        def work(job=job, batch=batch):
+            try:
+                job["summary"] = batch.run(api_key=api_key, concurrency=int(concurrency), cancel=job["cancel"],
+                                           progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
+            except BaseException as exc:  # shown on the page; the batch keeps what it wrote
+                job["error"] = str(exc)
+            finally:
+                job["done"] = True
+
+        threading.Thread(target=work, daemon=True, name="judgelens-batch").start()
+        st.session_state["wb_job"] = job
+        st.rerun()
+
+
+@st.fragment(run_every=1.0 if running else None)
+def batch_status():
+    job = st.session_state.get("wb_job")
+    if not job:
+        return
+    est = job["estimate"]
+    st.caption(f"{est.items} item(s), {est.requests} request(s): {est.cached} from the cache, {est.to_send} to send"
+               + (f"; estimated cost ~${est.cost_expected:.4f} (at most ~${est.cost_upper:.4f})"
+                  if est.cost_expected is not None else ""))
+    done, total, eta = job["progress"]
+    if not job["done"]:
+        st.progress(done / total if total else 0.0,
+                    text=f"{done}/{total} requests" + (f", about {eta:.0f} s left" if eta else ""))
+        if st.button("Cancel", icon=":material/stop:", key="wb_cancel"):
+            job["cancel"].set()
+        return
+    if job["error"]:
+        st.error(job["error"])
+    if job["summary"] is not None:
+        st.success(f"Stored as judge {job['label']}.")
+        st.code(job["summary"].text(), language=None, wrap_lines=True)
+        st.page_link("pages/compare.py", label="Compare it with the stored judges", icon=":material/difference:")
+    if not job.get("refreshed"):  # once: let the whole page (and its data version) see the new judge
+        job["refreshed"] = True
+        st.rerun(scope="app")
+
+
+batch_status()

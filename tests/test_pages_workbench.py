@@ -1,0 +1,93 @@
+"""The Workbench page under AppTest, talking HTTP to the project's local OpenAI-compatible server."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+from fake_openai import FakeOpenAI
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from lib import queries
+from lib.store import Store
+
+KEY = "sk-workbench-test-7777777777"
+ITEM = {"bench": "ja_mt_bench", "q": "31", "turn": "1", "model": "shisa-ai/shisa-v2-llama3.1-8b", "judge": "gpt-4o"}
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAI() as srv:
+        srv.responder = lambda body: "The answer is wrong at step 2. Rating: [[3]]"
+        yield srv
+
+
+@pytest.fixture
+def app(_sample_db, tmp_path, monkeypatch, server):
+    db = tmp_path / "wb.duckdb"
+    shutil.copy(_sample_db, db)
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update(ITEM)
+    at.switch_page("pages/workbench.py").run()
+    assert not at.exception
+    at.text_input(key="wb_url").set_value(server.url)
+    at.text_input(key="wb_judge_model").set_value("judge-x")
+    at.text_input(key="wb_key").set_value(KEY).run()
+    return at
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_opens_on_the_linked_item_with_the_matching_template(app):
+    assert app.selectbox(key="wb_q").value == "31" and app.selectbox(key="wb_judge").value == "gpt-4o"
+    assert app.selectbox(key="wb_template").value.startswith("ja-single-math-v1@")   # math on the JA bench
+    preview = [c.value for c in app.code]
+    assert any("[The Start of Reference Answer]" in c for c in preview)             # the exact messages
+
+
+def test_rejudge_one_item_shows_new_beside_stored_and_the_key_goes_only_to_the_server(app, server):
+    button(app, "Re-judge").click().run()
+    assert not app.exception
+    assert [m.value for m in app.metric][-1] == "3"                        # the new verdict, parsed
+    assert any("The answer is wrong at step 2." in c.value for c in app.code)
+    assert server.chat_requests()[-1].headers.get("authorization") == f"Bearer {KEY}"
+    n = len(server.chat_requests())
+    button(app, "Re-judge").click().run()                                 # the same request: from the cache
+    assert len(server.chat_requests()) == n
+    assert any("from the cache" in c.value for c in app.caption)
+
+
+def test_an_edited_template_is_saved_as_a_new_version(app):
+    key = next(t.key for t in app.text_area if t.label.startswith("Message 2"))
+    app.text_area(key=key).set_value(app.text_area(key=key).value + "\nBe strict.").run()
+    app.text_input(key="wb_save_name").set_value("my-math")
+    button(app, "Save version").click().run()
+    assert app.selectbox(key="wb_template").value == "my-math@v1"
+
+
+def test_a_batch_becomes_a_new_judge(app, server):
+    app.number_input(key="wb_b_limit").set_value(5)
+    app.text_input(key="wb_b_label").set_value("strict-judge").run()
+    button(app, "Estimate and run").click().run()
+    deadline = time.time() + 60
+    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
+        time.sleep(0.1)
+    app.run()
+    assert not app.exception
+    assert app.session_state["wb_job"]["summary"].written == 5
+    assert any("Stored as judge strict-judge" in s.value for s in app.success)
+    store = Store(os.environ["JUDGELENS_DB"])  # the same file the app has open (same process: shared)
+    by_judge = queries.scores(store, ["judge"]).set_index("judge")
+    assert by_judge.loc["strict-judge", "n"] == 5 and by_judge.loc["strict-judge", "mean"] == 3.0
+
+
+def test_without_a_key_the_user_is_told_where_to_put_one(app):
+    app.text_input(key="wb_key").set_value("").run()
+    button(app, "Re-judge").click().run()
+    assert any("OPENAI_API_KEY" in e.value or "API key" in e.value for e in app.error)
