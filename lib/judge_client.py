@@ -161,7 +161,7 @@ def make_client(config: JudgeConfig, api_key: str | None):
     """An ``openai.OpenAI`` client for this config. The key goes to the constructor and nowhere else."""
     if not api_key:
         raise MissingAPIKeyError(
-            "No API key: type one in the password field, add OPENAI_API_KEY to .streamlit/secrets.toml or set "
+            "No API key: type one in the password field, add OPENAI_API_KEY under [judgelens] in .streamlit/secrets.toml or set "
             "the OPENAI_API_KEY environment variable. (A local server that needs no key accepts any text.)")
     import openai
 
