@@ -1,7 +1,9 @@
-"""Command line: ``python -m lib.cli {ingest,scores,sources,remove,agreement,report,rejudge} …``.
+"""Command line: ``python -m lib.cli {ingest,scores,sources,remove,agreement,report,rejudge,probe,probe-runs,flags}``.
 
 Exit codes: 0 success, 1 bad input (nothing imported), 2 usage or unknown format,
-3 the database is in use by another process.
+3 the database is in use by another process. ``probe``: 0 every deciding probe passed, 1 a canary or
+position-swap probe failed or could not be evaluated (2 and 3 as above; a refused API key is 2).
+``flags`` always exits 0 on success: flags are findings to review.
 """
 from __future__ import annotations
 
@@ -99,6 +101,24 @@ def cmd_rejudge(args) -> int:
     return cli_rejudge(args, Store(args.db))
 
 
+def cmd_probe(args) -> int:
+    from .probes import cli_probe
+
+    return cli_probe(args, Store(args.db))
+
+
+def cmd_probe_runs(args) -> int:
+    from .probes import cli_probe_runs
+
+    return cli_probe_runs(args, Store(args.db))
+
+
+def cmd_flags(args) -> int:
+    from .flags import cli_flags
+
+    return cli_flags(args, Store(args.db))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lib.cli", description="JudgeLens: MT-Bench judge outputs in DuckDB.")
     db = argparse.ArgumentParser(add_help=False)
@@ -151,6 +171,28 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "API (key from OPENAI_API_KEY); stored as a new judge")
     add_rejudge_arguments(p)
     p.set_defaults(func=cmd_rejudge)
+
+    from .probes import add_probe_arguments
+
+    p = sub.add_parser("probe", parents=[db, fmt],
+                       help="probe a judge template (canaries, section-order ablation, position swap, repeat noise) "
+                            "through an OpenAI-compatible API (key from OPENAI_API_KEY); exit 1 if a probe fails")
+    add_probe_arguments(p)
+    p.set_defaults(func=cmd_probe)
+
+    p = sub.add_parser("probe-runs", parents=[db, fmt], help="list stored probe runs, or compare two")
+    p.add_argument("--compare", nargs=2, type=int, metavar=("RUN_A", "RUN_B"),
+                   help="what changed from run A to run B (fixed / broke)")
+    p.set_defaults(func=cmd_probe_runs)
+
+    p = sub.add_parser("flags", parents=[db, fmt], help="flags on stored data (no API calls): empty answers scored "
+                                                       "high, reference leaks, single-bracket and out-of-range "
+                                                       "ratings, Swallow turn-2 conditioning and truncation")
+    p.add_argument("--flag", help="comma-separated flag names (default: all)")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--judge", help="only this judge")
+    p.add_argument("--limit", type=int, default=10, help="table format: rows shown per flag (default 10)")
+    p.set_defaults(func=cmd_flags)
     return parser
 
 

@@ -12,6 +12,9 @@ Tables (one row per thing, every row tagged with the ``source_id`` of the file i
 - ``judge_prompts``      judge prompt templates shipped with a harness (judge_prompts.jsonl)
 - ``reported_metrics``   numbers a harness reported about itself (Swallow results_*.json, 0–1 scale)
 
+Probes (``lib.probes``): ``probe_runs`` (one probe suite run of a template version against a judge)
+and ``probe_results`` (one row per judged probe request).
+
 Derived: ``item_scores`` (a table kept current by ``refresh_item_scores``: one row per judged item,
 duplicates and Swallow samples averaged, parse failures left out); views ``current_questions`` (newest
 source wins per bench/question) and ``answers_view`` (adds ``text_no_think``).
@@ -189,6 +192,45 @@ CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged s
     request_hash VARCHAR NOT NULL,
     judge_model  VARCHAR NOT NULL,
     base_url     VARCHAR NOT NULL
+);
+
+-- Judge-prompt probes (lib.probes): one row per probe run, one per judged probe request. Probe
+-- requests go through judge_cache like re-judging but never become single_judgments rows.
+CREATE SEQUENCE IF NOT EXISTS probe_run_ids START 1;
+CREATE TABLE IF NOT EXISTS probe_runs (
+    run_id      INTEGER PRIMARY KEY DEFAULT nextval('probe_run_ids'),
+    template_id INTEGER NOT NULL,              -- the template version probed
+    template    VARCHAR NOT NULL,              -- name@vN
+    model       VARCHAR NOT NULL,              -- judge model
+    base_url    VARCHAR NOT NULL,
+    params      JSON NOT NULL,                 -- temperature, max tokens, item choice, repeats (never the key)
+    passed      BOOLEAN,                       -- no canary or position-swap probe failed
+    summary     JSON NOT NULL,                 -- {"text": plain words, "probes": [one object per probe], counts, cost}
+    created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+CREATE TABLE IF NOT EXISTS probe_results (
+    run_id       INTEGER NOT NULL,
+    probe        VARCHAR NOT NULL,             -- empty_answer, order_swap, position_swap, repeat_noise, real_answer ...
+    kind         VARCHAR NOT NULL,             -- canary | ablation | position | noise | baseline
+    layout       VARCHAR,                      -- 'original' or the ablation variant the prompt was rendered with
+    bench        VARCHAR NOT NULL,
+    question_id  VARCHAR NOT NULL,
+    turn         INTEGER NOT NULL,
+    model        VARCHAR NOT NULL,             -- pairwise: model A
+    model_b      VARCHAR,
+    sample       INTEGER NOT NULL,
+    position     VARCHAR,                      -- pairwise game: AB or BA
+    repeat       INTEGER,                      -- repeat noise: 0..n-1
+    expected     VARCHAR,                      -- low | high
+    score        DOUBLE,                       -- on the template's scale
+    score_10     DOUBLE,                       -- on the common 1-10 scale
+    verdict      VARCHAR,                      -- pairwise: A | B | tie
+    real_score   DOUBLE,                       -- the same item's real answer, same layout
+    failed       BOOLEAN,
+    status       VARCHAR NOT NULL,             -- pass | fail | error | skipped | info | no_score
+    rationale    VARCHAR,                      -- the judge's full output
+    request_hash VARCHAR,                      -- judge_cache key
+    detail       VARCHAR
 );
 
 CREATE OR REPLACE VIEW current_questions AS
