@@ -17,6 +17,7 @@ page = st.navigation([
     st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/difference:"),
     st.Page("pages/workbench.py", title="Workbench", icon=":material/edit_note:"),
+    st.Page("pages/probes.py", title="Probes", icon=":material/science:"),
     st.Page("pages/import_data.py", title="Import", icon=":material/upload:"),
 ])
 

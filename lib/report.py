@@ -112,3 +112,31 @@ DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% percentile bootstrap in
               "are expected, and an interval that includes 0 means the difference is inside the noise. In the chart: "
               "red = significant after Holm, orange = interval excludes 0 but not significant after Holm, "
               "grey = inside the noise.")
+
+
+def probe_report(run) -> str:
+    """A self-contained HTML page of one probe run (lib.probes.ProbeRun): the verdict in plain words,
+    one row per probe with its rule, and the judge's own rationales as evidence. All text escaped."""
+    table = pd.DataFrame([{"probe": r.probe, "expected": r.expected or "", "result": r.status,
+                           "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
+    evidence = []
+    for r in run.results:
+        for ev in (r.evidence or [])[:3]:
+            ev = ev if isinstance(ev, dict) else {"rationale": str(ev)}
+            text = ev.get("rationale")
+            where = " ".join(f"{k} {ev[k]}" for k in ("bench", "question_id", "turn", "model") if ev.get(k) is not None)
+            score = ev.get("score")
+            evidence.append(f"<h3>{_e(r.probe)} · {_e(where)}" + (f" · score {_e(score)}" if score is not None else "")
+                            + f"</h3><pre>{_e(text)}</pre>")
+    verdict = "PASSES" if run.passed else "FAILS"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>JudgeLens probes: {_e(run.template)}</title><style>{CSS}</style></head><body>
+<h1>Probe report: {_e(run.template)} {verdict}</h1>
+<p class="meta">judge {_e(run.model)} at {_e(run.base_url)} · {len(run.items)} item(s) · {run.calls} call(s), {run.cache_hits}
+from the cache · run {_e(run.run_id)} · {_e(run.created_at)}</p>
+<pre>{_e(run.summary)}</pre>
+<h2>Probes</h2>{_table(table)}
+<h2>Evidence: the judge's own words</h2>{''.join(evidence) or '<p>No failing probe to show.</p>'}
+</body></html>"""

@@ -78,3 +78,62 @@ def show_table(df, name: str, **kwargs) -> None:
     st.dataframe(df, hide_index=True, width="stretch", **kwargs)
     st.download_button("Table as CSV", data=df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
                        on_click="ignore", icon=":material/download:", key=f"csv_{name}")
+
+
+ENDPOINT_KEYS = ("ep_url", "ep_model", "ep_temp", "ep_max_tokens", "ep_timeout", "ep_price_in", "ep_price_out", "ep_key")
+
+
+def judge_endpoint():
+    """The judge endpoint form in the sidebar, shared by Workbench and Probes. Returns (config, api_key).
+
+    The API key comes from the password field (kept in this browser session only), then Streamlit secrets
+    ([judgelens] OPENAI_API_KEY), then the OPENAI_API_KEY environment variable; it is never stored.
+    """
+    from lib import judge_client as J
+
+    for key in ENDPOINT_KEYS:  # keep the values when the user switches pages (widgets forget otherwise)
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+    with st.sidebar.expander("Judge endpoint", expanded=True, icon=":material/cloud:"):
+        base_url = st.text_input("Base URL", "https://api.openai.com/v1", key="ep_url",
+                                 help="Any OpenAI-compatible API: OpenAI, vLLM, Ollama, LiteLLM, …")
+        model = st.text_input("Model", "gpt-4o-mini", key="ep_model")
+        temperature = st.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="ep_temp")
+        max_tokens = st.number_input("Max tokens", 1, 32768, 2048, key="ep_max_tokens")
+        timeout_s = st.number_input("Timeout (s)", 1, 600, 60, key="ep_timeout")
+        price_in = st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+                                   key="ep_price_in")
+        price_out = st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+                                    key="ep_price_out")
+        typed_key = st.text_input("API key (kept in this browser session only)", type="password", key="ep_key")
+    try:
+        secrets = st.secrets.get("judgelens")
+    except Exception:  # no secrets file
+        secrets = None
+    api_key = J.resolve_api_key(typed_key, secrets)
+    try:
+        config = J.JudgeConfig(base_url=base_url, model=model, temperature=float(temperature),
+                               max_tokens=int(max_tokens), timeout_s=float(timeout_s),
+                               price_per_1k_input=price_in or None, price_per_1k_output=price_out or None)
+    except ValueError as exc:
+        st.sidebar.error(str(exc))
+        config = None
+    st.sidebar.caption("Key: " + ("found" if api_key else "none yet (password field, [judgelens] in secrets, or "
+                                                           "OPENAI_API_KEY)"))
+    return config, api_key
+
+
+def progress_callback(bar, label: str = "requests"):
+    """A progress(done, total) callback for lib functions that report from worker threads: each call
+    attaches this script run's context to the calling thread, so the bar can be updated from there."""
+    import threading
+
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+
+    def update(done: int, total: int, *_):
+        add_script_run_ctx(threading.current_thread(), ctx)
+        bar.progress(min(done / total, 1.0) if total else 1.0, text=f"{done}/{total} {label}")
+
+    return update

@@ -18,7 +18,7 @@ from lib.judge_context import CONTEXT_VARIABLES, build_context, select_items
 from lib.parsers import KINDS
 from lib.safe_text import md_escape
 from lib.textdiff import char_diff, diff_html, diff_stats
-from pages._common import cached_query, data_version, empty_state, get_store, show_error
+from pages._common import cached_query, data_version, empty_state, get_store, judge_endpoint, show_error
 
 store = get_store()
 st.title("Workbench")
@@ -157,37 +157,8 @@ with st.expander("Preview: the exact messages that will be sent", expanded=not j
         st.caption(m["role"])
         st.code(m["content"], language=None, wrap_lines=True)
 
-# --- the judge endpoint -------------------------------------------------------------------------------------
-with st.sidebar.expander("Judge endpoint", expanded=True, icon=":material/cloud:"):
-    base_url = st.text_input("Base URL", st.session_state.get("wb_url", "https://api.openai.com/v1"), key="wb_url")
-    model = st.text_input("Model", st.session_state.get("wb_judge_model", "gpt-4o-mini"), key="wb_judge_model")
-    temperature = st.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="wb_temp")
-    max_tokens = st.number_input("Max tokens", 1, 32768, 2048, key="wb_max_tokens")
-    timeout_s = st.number_input("Timeout (s)", 1, 600, 60, key="wb_timeout")
-    price_in = st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
-                               key="wb_price_in")
-    price_out = st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
-                                key="wb_price_out")
-    typed_key = st.text_input("API key (kept in this browser session only)", type="password", key="wb_key")
-
-
-def secrets_section():
-    try:
-        return st.secrets.get("judgelens")
-    except Exception:  # no secrets file
-        return None
-
-
-api_key = J.resolve_api_key(typed_key, secrets_section())
-try:
-    config = J.JudgeConfig(base_url=base_url, model=model, temperature=float(temperature), max_tokens=int(max_tokens),
-                           timeout_s=float(timeout_s), price_per_1k_input=price_in or None,
-                           price_per_1k_output=price_out or None)
-except ValueError as exc:
-    st.sidebar.error(str(exc))
-    config = None
-st.sidebar.caption("Key: " + ("found" if api_key else "none yet (password field, [judgelens] in secrets, or "
-                                                       "OPENAI_API_KEY)"))
+# --- the judge endpoint (sidebar) ---------------------------------------------------------------------
+config, api_key = judge_endpoint()
 
 # --- re-judge this item -----------------------------------------------------------------------------------
 st.subheader("Re-judge this item")

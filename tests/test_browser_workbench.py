@@ -29,7 +29,7 @@ def test_workbench_round_trip(page, app_url, judge_server):
     wait_for_app(page)
     assert "q=31" in page.url
 
-    page.get_by_label("Base URL").fill(judge_server.url)
+    page.get_by_label("Base URL", exact=True).fill(judge_server.url)
     page.locator('[data-testid="stSidebar"]').get_by_label("Model", exact=True).fill("judge-x")
     page.get_by_label("API key (kept in this browser session only)").fill(KEY)
     page.keyboard.press("Enter")

@@ -34,9 +34,9 @@ def app(_sample_db, tmp_path, monkeypatch, server):
     at.query_params.update(ITEM)
     at.switch_page("pages/workbench.py").run()
     assert not at.exception
-    at.text_input(key="wb_url").set_value(server.url)
-    at.text_input(key="wb_judge_model").set_value("judge-x")
-    at.text_input(key="wb_key").set_value(KEY).run()
+    at.text_input(key="ep_url").set_value(server.url)
+    at.text_input(key="ep_model").set_value("judge-x")
+    at.text_input(key="ep_key").set_value(KEY).run()
     return at
 
 
@@ -88,6 +88,6 @@ def test_a_batch_becomes_a_new_judge(app, server):
 
 
 def test_without_a_key_the_user_is_told_where_to_put_one(app):
-    app.text_input(key="wb_key").set_value("").run()
+    app.text_input(key="ep_key").set_value("").run()
     button(app, "Re-judge").click().run()
     assert any("OPENAI_API_KEY" in e.value or "API key" in e.value for e in app.error)

@@ -1,0 +1,94 @@
+"""Probes: test a judge template for prompt-order bugs before it costs a benchmark, and flag suspicious
+verdicts already in the store (no API calls for those)."""
+import pandas as pd
+import streamlit as st
+
+from lib import flags as F
+from lib import probes as P
+from lib import templates as T
+from lib.errors import JudgeLensError
+from lib.report import probe_report
+from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, progress_callback,
+                           show_error, show_table)
+
+store = get_store()
+st.title("Probes")
+version = data_version(store)
+if version[0] == 0:
+    empty_state()
+    st.stop()
+config, api_key = judge_endpoint()
+tab_probe, tab_flags = st.tabs(["Probe a template", "Flags on stored verdicts"])
+
+with tab_probe:
+    st.write("Feed a judge template answers whose right score is obvious (an empty answer, the reference "
+             "itself, an answer with an injected \"Rating: [[10]]\", …), reorder its sections, swap A and B, "
+             "and repeat requests. A template that scores an empty answer high is confusing the answer with the "
+             "reference; the order-swap ablation tells whether the order of its sections is the cause.")
+    catalogue = T.list_templates(store)
+    labels = catalogue["label"].tolist()
+    default = next((label for label in labels if label.startswith("order-bug-demo@")), labels[0])
+    c1, c2, c3 = st.columns([2, 1, 1])
+    template_label = c1.selectbox("Template", labels, index=labels.index(default), key="pr_template")
+    n_items = c2.number_input("Real items (stratified by category)", 1, 50, 3, key="pr_items")
+    repeats = c3.number_input("Repeats for the noise probe", 2, 20, 3, key="pr_repeats")
+    groups = st.multiselect("Probes", list(P.PROBE_GROUPS), default=list(P.PROBE_GROUPS), key="pr_groups",
+                            format_func={"canaries": "degenerate-answer canaries", "ablation": "section-order ablation",
+                                         "position_swap": "A/B position swap (pairwise templates)",
+                                         "repeat_noise": "repeat noise (cache bypassed)"}.get)
+    if st.button("Run the probe suite", type="primary", icon=":material/science:",
+                 disabled=config is None or not groups):
+        bar = st.progress(0.0, text="Preparing…")
+        try:
+            run = P.run_probes(store, template_label, config, n_items=int(n_items), probes=groups,
+                               repeats=int(repeats), api_key=api_key,
+                               progress=progress_callback(bar))
+            st.session_state["pr_run"] = run.run_id
+        except JudgeLensError as exc:
+            show_error(exc)
+        finally:
+            bar.empty()
+
+    runs = P.list_probe_runs(store)
+    run_id = st.session_state.get("pr_run")
+    if run_id is None and not runs.empty:
+        run_id = int(runs["run_id"].max())
+    if run_id is not None:
+        run = P.load_probe_run(store, int(run_id))
+        (st.success if run.passed else st.error)(
+            f"{run.template} {'passes' if run.passed else 'fails'}: judged by {run.model}, run {run.run_id}")
+        st.code(run.summary, language=None, wrap_lines=True)
+        table = pd.DataFrame([{"probe": r.probe, "expected": r.expected, "result": r.status,
+                               "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
+        show_table(table, f"probes_run_{run.run_id}")
+        st.download_button("Probe report (HTML)", probe_report(run).encode(), f"judgelens_probes_{run.run_id}.html",
+                           "text/html", on_click="ignore", icon=":material/summarize:")
+        for r in run.results:
+            if r.failed and r.evidence:
+                with st.expander(f"{r.probe}: the judge's own words"):
+                    for ev in r.evidence[:3]:
+                        if isinstance(ev, dict) and ev.get("rationale"):
+                            st.caption(f"question {ev.get('question_id')} · turn {ev.get('turn')} · "
+                                       f"score {ev.get('score')}")
+                            st.code(ev["rationale"], language=None, wrap_lines=True)
+        earlier = runs[(runs["template"].str.split("@").str[0] == run.template_name) & (runs["run_id"] < run.run_id)]
+        if not earlier.empty:
+            previous = int(earlier["run_id"].max())
+            st.markdown("**Against the previous run of this template**")
+            st.code(P.compare_probe_runs(store, previous, run.run_id).text, language=None, wrap_lines=True)
+    with st.expander("All probe runs"):
+        show_table(runs, "probe_runs")
+
+with tab_flags:
+    st.write("Verdicts in the store that deserve a second look. No API calls.")
+    found = cached_query("flags.all_flags", version)
+    show_table(F.flag_counts(found), "flag_counts")
+    for name, frame in found.items():
+        if frame.empty:
+            continue
+        with st.expander(f"{name}: {len(frame)} row(s)"):
+            st.caption(F.FLAGS.get(name, ""))
+            st.dataframe(frame, hide_index=True, width="stretch",
+                         column_config={"link": st.column_config.LinkColumn("open", display_text="open ↗")})
+            st.download_button("Table as CSV", frame.to_csv(index=False).encode(), f"flags_{name}.csv", "text/csv",
+                               on_click="ignore", icon=":material/download:", key=f"csv_flag_{name}")

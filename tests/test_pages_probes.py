@@ -1,0 +1,50 @@
+"""The Probes page under AppTest: the probe suite against the local judge server, and stored-data flags."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from fake_openai import FakeOpenAI
+from streamlit.testing.v1 import AppTest
+from test_probes import confused_judge
+
+from conftest import ROOT
+
+KEY = "sk-probes-page-5555555555"
+
+
+@pytest.fixture
+def app(_sample_db, tmp_path, monkeypatch):
+    db = tmp_path / "probes.duckdb"
+    shutil.copy(_sample_db, db)
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/probes.py").run()
+    assert not at.exception
+    return at
+
+
+def test_flags_tab_lists_the_real_findings_with_links(app):
+    counts = next(d.value for d in app.dataframe if "flag" in d.value.columns and "rows" in d.value.columns)
+    found = dict(zip(counts["flag"], counts["rows"]))
+    assert found["swallow_truncation"] > 0 and found["reference_leak"] > 0
+    tables = [d.value for d in app.dataframe if "link" in d.value.columns]
+    assert tables and all(t["link"].str.startswith("item_view?").all() for t in tables)
+
+
+def test_probe_suite_from_the_page_reports_the_order_bug_in_plain_words(app):
+    with FakeOpenAI() as server:
+        server.responder = confused_judge
+        app.text_input(key="ep_url").set_value(server.url)
+        app.text_input(key="ep_model").set_value("judge-x")
+        app.text_input(key="ep_key").set_value(KEY).run()
+        assert app.selectbox(key="pr_template").value.startswith("order-bug-demo@")
+        app.multiselect(key="pr_groups").set_value(["canaries", "ablation"])
+        next(b for b in app.button if b.label == "Run the probe suite").click().run()
+    assert not app.exception
+    summary = "\n".join(c.value for c in app.code)
+    assert "scores an EMPTY answer 5/5" in summary and "the order of the sections is the cause" in summary
+    assert any("fails" in e.value for e in app.error)
+    table = next(d.value for d in app.dataframe if "probe" in d.value.columns and "result" in d.value.columns)
+    assert table.set_index("probe").loc["empty_answer", "result"] == "fail"
