@@ -75,3 +75,25 @@ def diff_html(ops: list[Op]) -> str:
         else:
             parts.append(f'<span style="{DELETED if op == "delete" else INSERTED}">{safe}</span>')
     return f'<div class="jl-diff" style="{BOX}">{"".join(parts)}</div>'
+
+
+REFERENCE_MARK = "background:#ffe0b2;color:#7a3e00"
+ANSWER_MARK = "background:#c8e6c9;color:#1b5e20"
+
+
+def highlight_html(text: str | None, reference_spans: list[tuple[int, int]],
+                   answer_spans: list[tuple[int, int]] = ()) -> str:
+    """``text`` with character spans marked (orange: copied from the reference, green: from the answer).
+    Every character is HTML-escaped; the only markup is ours."""
+    text = text or ""
+    marks = sorted([(a, b, REFERENCE_MARK) for a, b in reference_spans] + [(a, b, ANSWER_MARK) for a, b in answer_spans])
+    parts, pos = [], 0
+    for a, b, style in marks:
+        a = max(a, pos)
+        if a >= b:
+            continue
+        parts.append(html.escape(text[pos:a], quote=True))
+        parts.append(f'<span style="{style}">{html.escape(text[a:b], quote=True)}</span>')
+        pos = b
+    parts.append(html.escape(text[pos:], quote=True))
+    return f'<div class="jl-diff" style="{BOX}">{"".join(parts)}</div>'

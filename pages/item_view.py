@@ -7,7 +7,8 @@ import streamlit as st
 
 from lib import item_view as iv
 from lib.safe_text import md_escape
-from lib.textdiff import char_diff, diff_html, diff_stats
+from lib.flags import reference_overlap
+from lib.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from pages._common import empty_state, get_store
 
 store = get_store()
@@ -121,6 +122,12 @@ with right:
         if ans["temperature"] is not None:
             facts.append(f"temperature {ans['temperature']}")
         st.caption(" · ".join(facts))
+        if ans["truncated"]:
+            st.warning(f"The harness cut this answer at {ans['max_chars']:,} characters before the judge saw it.")
+        if key.turn == 2 and key.sample > 0 and (ans["temperature"] or 0) > 0:
+            st.info(f"Swallow generated every turn-2 sample after sample 0's turn-1 answer, but its judge saw it "
+                    f"after sample {key.sample}'s turn-1 answer: this turn-2 answer may not follow the turn 1 "
+                    "shown to the judge.")
         if ans["think"]:
             with st.expander(f"Reasoning in <think> ({len(ans['think']):,} characters; the judge saw it)"):
                 st.code(ans["think"], language=None, wrap_lines=True)
@@ -151,6 +158,16 @@ for start in range(0, len(chosen), 3):
                             "api_error": "API error ($ERROR$): the judge call failed.",
                             "out_of_range": f"Rating {v.raw_score:g} is outside 1-10."}.get(v.parse_status, v.parse_status))
             st.code(v.rationale or "", language=None, wrap_lines=True, height=360)
+            seen_ref = next((r.text for r in refs.itertuples() if v.judge in r.judges), None)
+            if seen_ref is None and not refs.empty:
+                seen_ref = refs["text"].iloc[0]
+            if seen_ref and ans:
+                overlap = reference_overlap(v.rationale, seen_ref, ans["text"])
+                if overlap.leak:
+                    st.warning(f"Quotes the reference far more than the answer ({overlap.ref_share:.0%} vs "
+                               f"{overlap.answer_share:.0%} of its text): did the judge grade the reference?")
+                    with st.expander("Show the copied spans (orange: reference, green: answer)"):
+                        st.html(highlight_html(v.rationale, overlap.ref_spans, overlap.answer_spans))
             with st.expander("Rendered judge prompt"):
                 st.code(v.judge_prompt or "(not recorded)", language=None, wrap_lines=True)
 

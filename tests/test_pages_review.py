@@ -120,3 +120,28 @@ def test_compare_page_two_judges_and_two_models(app):
     assert not app.exception
     table = next(f for f in frames(app) if "ci_low" in f.columns)
     assert set(table["n_questions"]) == {10}
+
+
+def test_item_view_flags_a_rationale_that_quotes_the_reference(app):
+    # GPT-4 on phi-3-dpo, mt_bench q128 turn 1: half the rationale is the reference's code (lib.flags finds it).
+    app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception
+    assert any("Quotes the reference far more than the answer" in w.value for w in app.warning)
+
+
+def test_item_view_explains_swallow_turn_two_conditioning(app):
+    # q71 is a writing question: Swallow samples it at temperature 0.7, so samples 1-4 differ from sample 0.
+    app.query_params.update({"bench": "japanese_mt_bench", "q": "71", "turn": "2",
+                             "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B", "sample": "3"})
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception and app.session_state["iv_sample"] == 3
+    assert any("after sample 0's turn-1 answer" in i.value for i in app.info)
+
+
+def test_item_view_says_when_the_harness_cut_the_answer(app):
+    # lib.flags finds the 8,192-character cut on q10 turn 1 of the Swallow chat run.
+    app.query_params.update({"bench": "japanese_mt_bench", "q": "10", "turn": "1",
+                             "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
+    app.switch_page("pages/item_view.py").run()
+    assert any("cut this answer at 8,192 characters" in w.value for w in app.warning)
