@@ -54,6 +54,24 @@ def _cached_query(name: str, db: str, version: tuple, **kwargs):
     return getattr(importlib.import_module(f"lib.{module or 'queries'}"), func)(_open_store(db), **kwargs)
 
 
+def page_start(title: str):
+    """Every data page begins the same way: its title, the store, the data version; an empty store
+    shows what to do and stops the page. Returns (store, version)."""
+    st.title(title)
+    store = get_store()
+    version = data_version(store)
+    if version[0] == 0:
+        empty_state()
+        st.stop()
+    return store, version
+
+
+def keep_valid(key: str, options: list, default=None) -> None:
+    """Keep a widget's session value one of its current options (data or filters may have changed)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default is not None else (options[0] if options else None)
+
+
 def show_error(exc: JudgeLensError) -> None:
     st.error(f"**{exc.title}**")
     st.code(exc.message, language=None, wrap_lines=True)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from lib import agreement, charts, item_view
 from lib.report import build_report
-from pages._common import cached_query, data_version, empty_state, get_store, show_chart, show_table
+from pages._common import cached_query, page_start, show_chart, show_table
 
 
 
@@ -13,12 +13,7 @@ def pairwise(matrix, judges):
     return agreement.pairwise_agreement(matrix, judges)
 
 
-st.title("Judge agreement")
-store = get_store()
-version = data_version(store)
-if version[0] == 0:
-    empty_state()
-    st.stop()
+store, version = page_start("Judge agreement")
 
 loaded = cached_query("judges_by_harness", version)
 benches = sorted(loaded["bench"].unique())

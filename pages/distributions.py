@@ -3,14 +3,9 @@ import streamlit as st
 
 from lib import charts, distributions
 from lib.safe_text import md_escape
-from pages._common import cached_query, data_version, empty_state, get_store, show_chart, show_table
+from pages._common import cached_query, page_start, show_chart, show_table
 
-st.title("Distributions")
-store = get_store()
-version = data_version(store)
-if version[0] == 0:
-    empty_state()
-    st.stop()
+store, version = page_start("Distributions")
 
 loaded = cached_query("judges_by_harness", version)
 benches = sorted(loaded["bench"].unique())

@@ -9,7 +9,7 @@ from lib import item_view as iv
 from lib.safe_text import md_escape
 from lib.flags import reference_overlap
 from lib.textdiff import char_diff, diff_html, diff_stats, highlight_html
-from pages._common import empty_state, get_store
+from pages._common import empty_state, get_store, keep_valid
 
 store = get_store()
 st.title("Item view")
@@ -32,10 +32,6 @@ if st.session_state.get("_iv_seeded") != dict(st.query_params):
             if value is not None:
                 st.session_state[key] = value
 
-
-def keep_valid(key: str, options: list, default=None):
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default is not None else (options[0] if options else None)
 
 
 keep_valid("iv_bench", benches)

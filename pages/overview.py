@@ -2,14 +2,9 @@
 import streamlit as st
 
 from lib import charts, queries
-from pages._common import cached_query, data_version, empty_state, get_store, show_chart
+from pages._common import cached_query, page_start, show_chart
 
-st.title("Overview")
-store = get_store()
-version = data_version(store)
-if version[0] == 0:
-    empty_state()
-    st.stop()
+store, version = page_start("Overview")
 
 counts = cached_query("overview_counts", version)
 cols = st.columns(7)

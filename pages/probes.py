@@ -8,15 +8,9 @@ from lib import probes as P
 from lib import templates as T
 from lib.errors import JudgeLensError
 from lib.report import probe_report
-from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, progress_callback,
-                           show_error, show_table)
+from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
 
-store = get_store()
-st.title("Probes")
-version = data_version(store)
-if version[0] == 0:
-    empty_state()
-    st.stop()
+store, version = page_start("Probes")
 config, api_key = judge_endpoint()
 tab_probe, tab_flags = st.tabs(["Probe a template", "Flags on stored verdicts"])
 

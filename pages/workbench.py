@@ -18,7 +18,7 @@ from lib.judge_context import CONTEXT_VARIABLES, build_context, select_items
 from lib.parsers import KINDS
 from lib.safe_text import md_escape
 from lib.textdiff import char_diff, diff_html, diff_stats
-from pages._common import cached_query, data_version, empty_state, get_store, judge_endpoint, show_error
+from pages._common import cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid, show_error
 
 store = get_store()
 st.title("Workbench")
@@ -47,10 +47,6 @@ if st.session_state.get("_wb_seeded") != dict(qp):
             st.session_state[key] = int(qp[param])
     st.session_state["_wb_seeded"] = dict(qp)
 
-
-def keep_valid(key, options, default=None):
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default is not None else (options[0] if options else None)
 
 
 keep_valid("wb_bench", benches)
