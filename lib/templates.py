@@ -426,6 +426,26 @@ def import_judge_prompts(path_or_records: str | os.PathLike | Iterable[dict], *,
     return out
 
 
+def stored_prompt_sources(store: "Store") -> "pd.DataFrame":
+    """Imported judge_prompts files (any fork's): source_id, file, path, number of prompts."""
+    with store.read() as cur:
+        return cur.execute("""SELECT p.source_id, s.file_name, s.path, count(*) AS prompts
+                              FROM judge_prompts p JOIN sources s USING (source_id)
+                              GROUP BY ALL ORDER BY p.source_id""").df()
+
+
+def save_stored_prompts(store: "Store", source_id: int, prefix: str = "") -> list[Template]:
+    """Turn the prompts of one imported judge_prompts file into stored templates (``prefix + name``)."""
+    with store.read() as cur:
+        rows = cur.execute("SELECT record FROM judge_prompts WHERE source_id = ? ORDER BY name", [source_id]).fetchall()
+        origin = cur.execute("SELECT path FROM sources WHERE source_id = ?", [source_id]).fetchone()
+    if not rows:
+        raise TemplateNotFound(f"Source {source_id} holds no judge prompts.")
+    found = import_judge_prompts([json.loads(r[0]) for r in rows], prefix=prefix,
+                                 provenance=f"imported from {origin[0] if origin else f'source {source_id}'}")
+    return [save_template(store, t) for t in found]
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

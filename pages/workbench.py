@@ -92,6 +92,18 @@ with right:
     st.selectbox("Start from template", names, key="wb_template",
                  help="Built-ins are converted from the harnesses' own prompt files; your edits are saved as "
                       "new versions of a name.")
+    with st.expander("Add templates from an imported judge_prompts.jsonl"):
+        prompt_files = T.stored_prompt_sources(store)
+        if prompt_files.empty:
+            st.caption("Import a fork's judge_prompts.jsonl on the Import page; its prompts can then be added here.")
+        else:
+            src = st.selectbox("File", prompt_files["source_id"].tolist(), key="wb_prompt_src",
+                               format_func=lambda i: "{} ({} prompts)".format(
+                                   *prompt_files.set_index("source_id").loc[i, ["path", "prompts"]]))
+            prefix = st.text_input("Name prefix", f"src{src}-", key="wb_prompt_prefix")
+            if st.button("Add as templates", key="wb_prompt_add"):
+                added = T.save_stored_prompts(store, int(src), prefix)
+                st.success(f"Added {len(added)} template(s): " + ", ".join(md_escape(t.label) for t in added))
     base = T.get_template(store, st.session_state["wb_template"])
     if base.provenance:
         st.caption("Provenance: " + md_escape(base.provenance)[:300])

@@ -354,3 +354,16 @@ def test_template_json_round_trip(store, tmp_path):
     saved = T.save_template(store, back)
     assert saved.content() == t.content() and saved.label == "mine@v1"
     assert saved.preprocess == {"strip_think": True, "strip_chat_tokens": False, "truncate": None}
+
+
+def test_an_imported_judge_prompts_file_becomes_templates(sample_store):
+    sources = T.stored_prompt_sources(sample_store)
+    assert list(sources["prompts"]) == [8]                       # the JA harness's judge_prompts.jsonl
+    added = T.save_stored_prompts(sample_store, int(sources["source_id"].iloc[0]), prefix="fork-")
+    assert sorted(t.name for t in added) == sorted(f"fork-{n}" for n in (
+        "pair-v2", "pair-v2-multi-turn", "pair-math-v1", "pair-math-v1-multi-turn",
+        "single-v1", "single-math-v1", "single-v1-multi-turn", "single-math-v1-multi-turn"))
+    single = next(t for t in added if t.name == "fork-single-v1")
+    assert "{{ question }}" in single.messages[-1]["content"] and single.parser["kind"] == "fastchat_single"
+    again = T.save_stored_prompts(sample_store, int(sources["source_id"].iloc[0]), prefix="fork-")
+    assert [t.template_id for t in again] == [t.template_id for t in added]   # same content: same versions
