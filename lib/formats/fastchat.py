@@ -249,7 +249,7 @@ def judge_prompt_rows(obj: dict) -> list[tuple]:
 
 SINGLE_COLUMNS = (
     "{question_id: 'JSON', model: 'JSON', judge: 'JSON', score: 'JSON', turn: 'JSON', "
-    "judgment: 'JSON', user_prompt: 'JSON', tstamp: 'JSON'}"
+    "judgment: 'VARCHAR', user_prompt: 'VARCHAR', tstamp: 'JSON'}"
 )
 
 
@@ -270,8 +270,12 @@ def single_judgments_select(max_object_size: int, max_line_bytes: int = MAX_LINE
     ), typed AS (
         SELECT
             json_type(question_id) AS t_qid, json_type(model) AS t_model, json_type(judge) AS t_judge,
-            json_type(score) AS t_score, json_type(turn) AS t_turn, json_type(judgment) AS t_judgment,
-            json_type(user_prompt) AS t_prompt, json_type(tstamp) AS t_tstamp,
+            json_type(score) AS t_score, json_type(turn) AS t_turn, json_type(tstamp) AS t_tstamp,
+            -- judgment and user_prompt are read as VARCHAR (no JSON copy to re-parse). DuckDB gives a
+            -- non-string value as its JSON text; real texts are not valid JSON, so one that is goes to
+            -- the line-by-line reader, which decides (a string like "[[5]]" is accepted there).
+            CASE WHEN json_valid(judgment) THEN 'NOT_A_STRING' END AS t_judgment,
+            CASE WHEN json_valid(user_prompt) THEN 'NOT_A_STRING' END AS t_prompt,
             trim(json_extract_string(question_id, '$'), {_SQL_WS}) AS qid,
             json_extract_string(model, '$') AS model_s,
             CASE WHEN json_type(judge) = 'ARRAY' THEN json_extract_string(judge, '$[0]')
@@ -279,8 +283,11 @@ def single_judgments_select(max_object_size: int, max_line_bytes: int = MAX_LINE
             CASE WHEN json_type(judge) = 'ARRAY' THEN json_extract_string(judge, '$[1]') END AS prompt_s,
             TRY_CAST(trim(json_extract_string(score, '$')) AS DOUBLE) AS raw_score,
             TRY_CAST(json_extract_string(turn, '$') AS DOUBLE) AS turn_d,
-            json_extract_string(judgment, '$') AS judgment_s,
-            json_extract_string(user_prompt, '$') AS prompt_text,
+            judgment AS judgment_s,
+            user_prompt AS prompt_text,
+            -- trim() copies the whole text: only run it on the few that contain the marker
+            CASE WHEN contains(judgment, '{ERROR_TEXT}') THEN trim(judgment, {_SQL_WS}) = '{ERROR_TEXT}'
+                 ELSE false END AS is_error,
             TRY_CAST(json_extract_string(tstamp, '$') AS DOUBLE) AS tstamp_d,
             judge,
             -- bytes of the fields read: a lower bound of the line's length (DuckDB itself lets lines of up
@@ -296,9 +303,9 @@ def single_judgments_select(max_object_size: int, max_line_bytes: int = MAX_LINE
         model_s AS model, qid AS question_id,
         CAST(coalesce(turn_d, CASE WHEN prompt_s LIKE '%multi-turn%' THEN 2 ELSE 1 END) AS INTEGER) AS turn,
         0 AS sample, raw_score,
-        CASE WHEN trim(coalesce(judgment_s, ''), {_SQL_WS}) = '{ERROR_TEXT}' OR raw_score = -1
+        CASE WHEN is_error OR raw_score = -1
                   OR raw_score NOT BETWEEN {SCORE_MIN} AND {SCORE_MAX} THEN NULL ELSE raw_score END AS score,
-        CASE WHEN trim(coalesce(judgment_s, ''), {_SQL_WS}) = '{ERROR_TEXT}' THEN 'api_error'
+        CASE WHEN is_error THEN 'api_error'
              WHEN raw_score = -1 THEN 'not_parsed'
              WHEN raw_score NOT BETWEEN {SCORE_MIN} AND {SCORE_MAX} THEN 'out_of_range'
              ELSE 'ok' END AS parse_status,
