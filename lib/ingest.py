@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -318,8 +319,9 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
 
 # DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default),
 # so without a limit a big file's import grows the process by about the file's size. Above the limit the
-# blocks are evicted (they are already in the database file), which measured no slower.
-IMPORT_MEMORY_LIMIT = "2GB"
+# blocks are evicted (they are already in the database file), which measured no slower
+# (bench/ingest_bench.py; JUDGELENS_IMPORT_MEMORY overrides the limit).
+IMPORT_MEMORY_LIMIT = os.environ.get("JUDGELENS_IMPORT_MEMORY", "1GB")
 
 
 def _write_bounded(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress) -> None:
