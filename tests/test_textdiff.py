@@ -1,0 +1,52 @@
+"""Character diffs (Japanese has no spaces) and the escaped HTML the pages hand to st.html."""
+import time
+
+from lib.safe_text import md_escape
+from lib.textdiff import char_diff, diff_html, diff_stats, highlight_html
+
+
+def rebuild(ops, side):
+    keep = {"equal", "delete"} if side == "left" else {"equal", "insert"}
+    return "".join(text for op, text in ops if op in keep)
+
+
+def test_diff_is_character_level_and_lossless_on_japanese():
+    a, b = "三角形の面積は3です。\n次の行。", "三角形の面積は6です。\n次の行。"
+    ops = char_diff(a, b)
+    assert rebuild(ops, "left") == a and rebuild(ops, "right") == b
+    assert ("delete", "3") in ops and ("insert", "6") in ops        # one character, not the whole line
+    stats = diff_stats(ops)
+    assert stats["deleted"] == stats["inserted"] == 1 and 0.9 < stats["similarity"] < 1
+
+
+def test_long_answers_diff_fast_and_stay_lossless():
+    a = "\n".join(f"行{i}: これは回答の文章です。" * 3 for i in range(300))
+    b = a.replace("行150:", "行一五〇:").replace("文章です。", "文です。", 5)
+    started = time.perf_counter()
+    ops = char_diff(a, b)
+    assert time.perf_counter() - started < 2.0
+    assert rebuild(ops, "left") == a and rebuild(ops, "right") == b
+
+
+def test_diff_html_escapes_every_character_of_the_inputs():
+    import re
+
+    html = diff_html(char_diff("<script>alert(1)</script>", '<img src=x onerror="alert(2)">'))
+    tags = re.findall(r"<[^>]*>", html)
+    assert tags and all(re.fullmatch(r'</?(div|span)( (class|style)="[^"<>]*")*>', t) for t in tags), tags
+    same = diff_html(char_diff("<script>x</script>", "<script>x</script>"))
+    assert "&lt;script&gt;x&lt;/script&gt;" in same
+
+
+def test_highlight_marks_spans_and_escapes():
+    text = "<b>copied from the reference</b> and mine"
+    html = highlight_html(text, [(3, 28)], [(37, 41)])
+    assert "<b>" not in html and "&lt;b&gt;" in html
+    assert html.count("<span") == 2 and ">copied from the reference</span>" in html
+
+
+def test_md_escape_neutralises_markdown_images_links_and_directives():
+    out = md_escape("![x](http://127.0.0.1:9/p.png) :red[hi] $x$ **b**")
+    for raw in ("![", "](", ":red[", "$x$", "**", "http://"):
+        assert raw not in out
+    assert out.replace("\\", "").replace("\u2060", "") == "![x](http://127.0.0.1:9/p.png) :red[hi] $x$ **b**"
