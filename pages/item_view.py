@@ -76,10 +76,10 @@ if len(sample_options) > 1:
     key = iv.ItemKey(key.bench, key.question_id, key.turn, key.model, int(st.session_state["iv_sample"] or 0))
 
 b1, b2, b3, b4 = st.columns([1, 1, 2, 2])
-b1.button("Previous", on_click=go, args=(-1,), icon=":material/arrow_back:", width="stretch")
-b2.button("Next", on_click=go, args=(1,), icon=":material/arrow_forward:", width="stretch")
+b1.button("Previous", on_click=go, args=(-1,), icon=":material/arrow_back:", width="stretch", shortcut="K")
+b2.button("Next", on_click=go, args=(1,), icon=":material/arrow_forward:", width="stretch", shortcut="J")
 b3.button("Next biggest disagreement", on_click=go_disagreement, icon=":material/bolt:", width="stretch",
-          help="Jump to the item (any model) where the judges' scores are furthest apart, after this one")
+          shortcut="D", help="Jump to the item (any model) where the judges' scores are furthest apart, after this one")
 b4.page_link("pages/workbench.py", label="Re-judge in Workbench", icon=":material/edit_note:",
              query_params={"bench": key.bench, "q": key.question_id, "turn": str(key.turn), "model": key.model})
 if notice := st.session_state.pop("iv_notice", None):

@@ -109,8 +109,9 @@ def test_deep_link_reopens_the_same_item_columns_and_diff(page, chromium, app_ur
     assert chosen == ["fastchat:gpt-4o", "fastchat:gpt-4.1-2025-04-14"]
     assert page.locator('[data-testid="stRadio"] input[type="radio"]').nth(1).is_checked()  # turn 2
 
-    # Next moves to question 32, turn 1, and the address bar follows.
-    page.get_by_role("button", name="Next", exact=True).click()
+    # Next (keyboard: J) moves to question 32, turn 1, and the address bar follows.
+    page.get_by_role("heading", name="Item view").click()  # focus the page, not a text field
+    page.keyboard.press("j")
     page.wait_for_function("() => location.search.includes('q=32')")
     wait_for_app(page)
     moved = page.url
