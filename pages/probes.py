@@ -70,8 +70,11 @@ with tab_probe:
             previous = int(earlier["run_id"].max())
             st.markdown("**Against the previous run of this template**")
             st.code(P.compare_probe_runs(store, previous, run.run_id).text, language=None, wrap_lines=True)
-    with st.expander("All probe runs"):
-        show_table(runs, "probe_runs")
+    if runs.empty:
+        st.caption("No probe runs yet: pick a template and an endpoint, then run the suite.")
+    else:
+        with st.expander("All probe runs"):
+            show_table(runs, "probe_runs")
 
 with tab_flags:
     st.write("Verdicts in the store that deserve a second look. No API calls.")
