@@ -1055,6 +1055,6 @@ def cli_rejudge(args, store: Store) -> int:
         raise box["error"]
     summary: BatchSummary = box["summary"]
     print(summary.text())
-    print(f"See it next to the other judges: python -m lib.cli scores --by judge,model,turn"
+    print("See it next to the other judges: python -m lib.cli scores --by judge,model,turn"
           + (f" --db {args.db}" if args.db else ""))
     return 1 if summary.error or (summary.not_renderable and not summary.written) else 0

@@ -9,7 +9,7 @@ import importlib
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lib import charts, queries
+from lib import charts
 from lib.errors import JudgeLensError
 from lib.store import Store, default_db_path
 

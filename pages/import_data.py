@@ -10,7 +10,7 @@ from lib.errors import IngestError, JudgeLensError
 from lib.ingest import ingest, remove_source
 from lib.sample import SAMPLE_DIR, load_sample
 from lib.uploads import allowed_import_roots, check_import_path, stage_uploads
-from pages._common import cached_query, data_version, get_store, show_error
+from pages._common import cached_query, data_version, get_store
 
 st.title("Import")
 store = get_store()
