@@ -324,19 +324,9 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
 IMPORT_MEMORY_LIMIT = os.environ.get("JUDGELENS_IMPORT_MEMORY", "1GB")
 
 
-def _write_bounded(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress) -> None:
-    with store.cursor() as cur:  # a database-wide setting: it also bounds queries running meanwhile
-        cur.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
-    try:
-        _write(store, items, skip_bad_lines, progress)
-    finally:
-        with store.cursor() as cur:
-            cur.execute("RESET memory_limit")
-
-
 def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress) -> None:
     todo = [i for i in items if i.status == "pending"]
-    with store.write() as cur:
+    with store.write(memory_limit=IMPORT_MEMORY_LIMIT) as cur:
         for n, item in enumerate(todo):
             progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
             existing = cur.execute(  # checked again under the write lock: another session may have won
@@ -425,7 +415,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         raise IngestError(problems)
     while True:
         try:
-            _write_bounded(store, items, skip_bad_lines, progress)
+            _write(store, items, skip_bad_lines, progress)
             break
         except _FastPathRefused as refused:
             item = refused.item  # the transaction rolled back: read this file line by line and try again

@@ -324,19 +324,28 @@ class Store:
             cur.close()
 
     @contextmanager
-    def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One writer at a time, one transaction: everything or nothing."""
+    def write(self, memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One writer at a time, one transaction: everything or nothing.
+
+        ``memory_limit`` (e.g. "1GB") bounds DuckDB's buffer pool from BEGIN until after COMMIT, under the
+        write lock. It is a database-wide setting, so queries running meanwhile share the bound.
+        """
         with self._write_lock:
             cur = self._con.cursor()
-            cur.execute("BEGIN TRANSACTION")
+            if memory_limit:
+                cur.execute(f"SET memory_limit = '{memory_limit}'")
             try:
-                yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
+                cur.execute("BEGIN TRANSACTION")
+                try:
+                    yield cur
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
+                cur.execute("COMMIT")
+            finally:
+                if memory_limit:
+                    cur.execute("RESET memory_limit")
                 cur.close()
-                raise
-            cur.execute("COMMIT")
-            cur.close()
 
     def close(self) -> None:
         self._con.close()

@@ -649,13 +649,14 @@ def get_template(store: "Store", ref: "str | int", version: int | None = None) -
     return _row_to_template(row, info)
 
 
-def suggest_template(store: "Store", prompt_name: str | None, bench: str | None, harness: str | None) -> str:
+def suggest_template(labels: list[str], prompt_name: str | None, bench: str | None, harness: str | None) -> str:
     """The template label that best matches a stored verdict's prompt, to start editing from.
 
     Re-judged verdicts carry their template's ``name@vN``; Swallow's already use ``swallow-<name>``;
     FastChat verdicts on a Japanese bench get the JA harness variant (``ja-<name>``) when there is one.
+    ``labels``: the stored versions (``list_templates(store)["label"]``).
     """
-    known = set(list_templates(store)["label"])
+    known = set(labels)
     latest = {}
     for label in sorted(known, key=lambda x: parse_ref(x)[1] or 0):
         latest[parse_ref(label)[0]] = label

@@ -72,6 +72,32 @@ def keep_valid(key: str, options: list, default=None) -> None:
         st.session_state[key] = default if default is not None else (options[0] if options else None)
 
 
+def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), lists: tuple[str, ...] = ()) -> None:
+    """Copy query parameters into widget state (``param -> widget key``) once per distinct URL; after
+    that the widgets own the state and ``publish_to_url`` writes it back, so the address bar is a deep link.
+    ``ints`` / ``lists`` name the params holding a whole number / a comma-separated list."""
+    marker = f"_{page}_seeded"
+    if st.session_state.get(marker) == dict(st.query_params):
+        return
+    for param, key in keys.items():
+        if param not in st.query_params:
+            continue
+        value = st.query_params[param]
+        if param in ints:
+            if not value.isdigit():
+                continue
+            value = int(value)
+        elif param in lists:
+            value = [v for v in value.split(",") if v]
+        st.session_state[key] = value
+    st.session_state[marker] = dict(st.query_params)
+
+
+def publish_to_url(page: str, params: dict[str, str]) -> None:
+    st.query_params.from_dict(params)
+    st.session_state[f"_{page}_seeded"] = dict(st.query_params)
+
+
 def show_error(exc: JudgeLensError) -> None:
     st.error(f"**{exc.title}**")
     st.code(exc.message, language=None, wrap_lines=True)

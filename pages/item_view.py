@@ -9,7 +9,7 @@ from lib import item_view as iv
 from lib.safe_text import md_escape
 from lib.flags import reference_overlap
 from lib.textdiff import char_diff, diff_html, diff_stats, highlight_html
-from pages._common import empty_state, get_store, keep_valid
+from pages._common import empty_state, get_store, keep_valid, publish_to_url, seed_from_url
 
 store = get_store()
 st.title("Item view")
@@ -19,19 +19,9 @@ if not benches:
     st.stop()
 
 # --- state: seeded once from the URL, then owned by the widgets ------------------------------------
-URL_KEYS = {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model": "iv_model", "sample": "iv_sample",
-            "cols": "iv_cols", "a": "iv_a", "b": "iv_b"}
-if st.session_state.get("_iv_seeded") != dict(st.query_params):
-    for param, key in URL_KEYS.items():
-        if param in st.query_params:
-            value = st.query_params[param]
-            if key in ("iv_turn", "iv_sample"):
-                value = int(value) if value.isdigit() else None
-            elif key == "iv_cols":
-                value = [c for c in value.split(",") if c]
-            if value is not None:
-                st.session_state[key] = value
-
+seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model": "iv_model",
+                     "sample": "iv_sample", "cols": "iv_cols", "a": "iv_a", "b": "iv_b"},
+              ints=("turn", "sample"), lists=("cols",))
 
 
 keep_valid("iv_bench", benches)
@@ -195,6 +185,5 @@ params = {"bench": bench, "q": key.question_id, "turn": str(key.turn), "model": 
           "cols": ",".join(chosen), "a": st.session_state["iv_a"], "b": st.session_state["iv_b"]}
 if len(sample_options) > 1:
     params["sample"] = str(key.sample)
-st.query_params.from_dict(params)
-st.session_state["_iv_seeded"] = dict(st.query_params)
+publish_to_url("iv", params)
 st.caption("The address bar links to exactly this view: item, columns and diff.")

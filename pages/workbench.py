@@ -18,7 +18,8 @@ from lib.judge_context import CONTEXT_VARIABLES, build_context, select_items
 from lib.parsers import KINDS
 from lib.safe_text import md_escape
 from lib.textdiff import char_diff, diff_html, diff_stats
-from pages._common import cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid, show_error
+from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid,
+                           publish_to_url, seed_from_url, show_error)
 
 store = get_store()
 st.title("Workbench")
@@ -37,16 +38,8 @@ def _builtins_stored(db: str) -> bool:
 _builtins_stored(str(store.path))
 
 # --- the item (seeded from the URL once) ------------------------------------------------------------
-qp = st.query_params
-if st.session_state.get("_wb_seeded") != dict(qp):
-    for param, key in (("bench", "wb_bench"), ("q", "wb_q"), ("model", "wb_model"), ("judge", "wb_judge")):
-        if param in qp:
-            st.session_state[key] = qp[param]
-    for param, key in (("turn", "wb_turn"), ("sample", "wb_sample")):
-        if param in qp and qp[param].isdigit():
-            st.session_state[key] = int(qp[param])
-    st.session_state["_wb_seeded"] = dict(qp)
-
+seed_from_url("wb", {"bench": "wb_bench", "q": "wb_q", "model": "wb_model", "judge": "wb_judge",
+                     "turn": "wb_turn", "sample": "wb_sample"}, ints=("turn", "sample"))
 
 
 keep_valid("wb_bench", benches)
@@ -71,15 +64,14 @@ stored = iv.verdicts(store, item)
 judges = stored["judge"].drop_duplicates().tolist()
 if judges:
     keep_valid("wb_judge", judges)
-st.query_params.from_dict({"bench": item.bench, "q": item.question_id, "turn": str(item.turn), "model": item.model,
-                           **({"judge": st.session_state["wb_judge"]} if judges else {})})
-st.session_state["_wb_seeded"] = dict(st.query_params)
+publish_to_url("wb", {"bench": item.bench, "q": item.question_id, "turn": str(item.turn), "model": item.model,
+                      **({"judge": st.session_state["wb_judge"]} if judges else {})})
 
 # --- the template ---------------------------------------------------------------------------------------
 catalogue = T.list_templates(store)
 names = catalogue["label"].tolist()
 stored_row = stored[stored["judge"] == st.session_state.get("wb_judge")].head(1)
-default = T.suggest_template(store, stored_row["prompt_name"].iloc[0] if len(stored_row) else None, bench,
+default = T.suggest_template(names, stored_row["prompt_name"].iloc[0] if len(stored_row) else None, bench,
                              stored_row["harness"].iloc[0] if len(stored_row) else None)
 left, right = st.columns([2, 1])
 with right:

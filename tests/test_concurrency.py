@@ -139,3 +139,20 @@ def test_store_raises_database_busy_error(tmp_path):
         holder.stdin.close()
         holder.wait(timeout=30)
     Store(path).close()  # free again once the other process is gone
+
+
+def test_an_import_bounds_memory_only_while_it_writes(store, monkeypatch):
+    from conftest import JA
+    from lib import ingest as ingest_module
+
+    def limit():
+        with store.read() as cur:
+            return cur.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+    before = limit()
+    seen = []
+    real_refresh = ingest_module.refresh_item_scores
+    monkeypatch.setattr(ingest_module, "refresh_item_scores", lambda cur, b: (seen.append(limit()), real_refresh(cur, b)))
+    ingest_module.ingest(store, [JA / "ja_mt_bench" / "question.jsonl"])
+    assert seen and seen[0] != before and seen[0].replace(" ", "").upper().startswith("95")  # 1 GB = 953.6 MiB
+    assert limit() == before
