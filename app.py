@@ -5,7 +5,7 @@ start) and hands over to the page the user picked. Run with ``bash scripts/run-a
 """
 import streamlit as st
 
-from lib.sample import load_sample_if_empty
+from lib.ingest.sample import load_sample_if_empty
 from pages._common import get_store
 
 st.set_page_config(page_title="JudgeLens", page_icon=":material/balance:", layout="wide")

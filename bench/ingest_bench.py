@@ -1,4 +1,4 @@
-"""Import benchmark: JudgeLens ``lib.ingest`` against a plain DuckDB ``read_ndjson`` load.
+"""Import benchmark: JudgeLens ``lib.ingest.importer`` against a plain DuckDB ``read_ndjson`` load.
 
 What it does (see shared/docs/performance-baselines.md, sections 0, 2 and 6):
 
@@ -15,7 +15,7 @@ What it does (see shared/docs/performance-baselines.md, sections 0, 2 and 6):
    - ``judgelens``: ``Store(fresh file)`` (timed separately), ``ingest(store, [path])`` then CHECKPOINT
      (timed in-process, split into hash / fast insert / notes / rest), then a re-import of the same
      file (must report "unchanged").
-   - ``sha256``: ``lib.ingest.sha256_of`` alone.
+   - ``sha256``: ``lib.ingest.importer.sha256_of`` alone.
    Ratios are JudgeLens / reference on the same file in the same run: goals are >= 1.0x rows/s and
    <= 1.0x peak RSS. "load CPU s" (process CPU time of the load, all threads) is steadier than wall
    time on a busy machine.
@@ -264,7 +264,7 @@ def child_reference(path: Path, db: Path) -> dict:
 def child_judgelens(path: Path, db: Path) -> dict:
     t0 = time.perf_counter()
     sys.path.insert(0, str(ROOT))
-    import lib.ingest as ing
+    import lib.ingest.importer as ing
     from lib.store import Store
     t_import = time.perf_counter() - t0
 
@@ -315,7 +315,7 @@ def child_judgelens(path: Path, db: Path) -> dict:
 
 def child_sha256(path: Path, db: Path) -> dict:
     sys.path.insert(0, str(ROOT))
-    from lib.ingest import sha256_of
+    from lib.ingest.importer import sha256_of
     t0, c0 = time.perf_counter(), time.process_time()
     sha256_of(path)
     return {"load_s": time.perf_counter() - t0, "load_cpu_s": time.process_time() - c0}

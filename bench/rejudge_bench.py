@@ -6,7 +6,7 @@ What it does:
 2. Starts ``tests/fake_openai.py`` in its own process (so the server does not share this process's
    GIL, like a real remote API) with ``--latency`` per request (default 0.2 s) and a score that
    depends on the prompt.
-3. Runs ``lib.judge_client.RejudgeBatch`` with the built-in ``single-v1`` template on the first
+3. Runs ``lib.judging.client.RejudgeBatch`` with the built-in ``single-v1`` template on the first
    ``--n`` answer items (default 1,000; ja_mt_bench, mt_bench and Swallow items), ``--concurrency``
    threads (default 16): prepare (contexts, sandboxed rendering, cache lookup, estimate) and run
    (HTTP, parsing, batched writes) are timed separately.
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from lib import judge_client as J  # noqa: E402
 from lib import judge_context as C  # noqa: E402
 from lib import templates as T  # noqa: E402
-from lib.ingest import ingest  # noqa: E402
+from lib.ingest.importer import ingest  # noqa: E402
 from lib.store import Store  # noqa: E402
 
 SERVER = f"""

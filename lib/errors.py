@@ -55,3 +55,9 @@ class FormatError(JudgeLensError):
     """The file is not in a format JudgeLens knows (or a known format it cannot read)."""
 
     title = "Unrecognised file format"
+
+
+class UsageError(JudgeLensError, ValueError):
+    """The user asked for something that does not exist or cannot be combined (an unknown key, flag, ...)."""
+
+    title = "Cannot do that"

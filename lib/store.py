@@ -36,7 +36,7 @@ from typing import Iterator
 
 import duckdb
 
-from .errors import DatabaseBusyError
+from lib.errors import DatabaseBusyError
 
 DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "judgelens.duckdb"
 SCHEMA_VERSION = "1"
@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS answers (
     source_id   INTEGER NOT NULL,
     harness     VARCHAR NOT NULL,
     bench       VARCHAR NOT NULL,
-    model       VARCHAR NOT NULL,              -- the name judgments use for it (see lib.formats.fastchat.answer_model_name)
+    model       VARCHAR NOT NULL,              -- the name judgments use for it (see lib.ingest.formats.fastchat.answer_model_name)
     model_id    VARCHAR,                       -- model_id written inside the file
     file_model  VARCHAR,                       -- model named by the file name ('__' read as '/')
     question_id VARCHAR NOT NULL,
@@ -153,7 +153,7 @@ CREATE TABLE IF NOT EXISTS reported_metrics (
     stderr    DOUBLE
 );
 
--- Re-judging (lib.templates, lib.judge_client): versioned judge templates and a cache of judge calls.
+-- Re-judging (lib.judging.templates, lib.judging.client): versioned judge templates and a cache of judge calls.
 -- Re-judged verdicts are ordinary single_judgments rows (harness 'judgelens', judge = the run's label)
 -- under a source of kind 'rejudge', so every page compares them like any imported judge.
 CREATE SEQUENCE IF NOT EXISTS template_ids START 1;
@@ -194,7 +194,7 @@ CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged s
     base_url     VARCHAR NOT NULL
 );
 
--- Judge-prompt probes (lib.probes): one row per probe run, one per judged probe request. Probe
+-- Judge-prompt probes (lib.probes.suite): one row per probe run, one per judged probe request. Probe
 -- requests go through judge_cache like re-judging but never become single_judgments rows.
 CREATE SEQUENCE IF NOT EXISTS probe_run_ids START 1;
 CREATE TABLE IF NOT EXISTS probe_runs (

@@ -4,12 +4,10 @@ Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or 
 """
 from __future__ import annotations
 
-import importlib
-
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lib import charts
+from lib.render import charts
 from lib.errors import JudgeLensError
 from lib.store import Store, default_db_path
 
@@ -41,17 +39,16 @@ def data_version(store: Store) -> tuple:
         return tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0) FROM sources").fetchone())
 
 
-def cached_query(name: str, version: tuple, **kwargs):
-    """Run ``lib.queries.<name>(store, **kwargs)`` (or ``lib.<module>.<name>`` for "module.name"),
-    cached until the data changes: reruns that only change how a result is drawn cost nothing."""
-    return _cached_query(name, str(default_db_path()), version, **kwargs)
+def cached_query(fn, version: tuple, **kwargs):
+    """Run ``fn(store, **kwargs)`` (a ``lib`` query function), cached until the data changes: reruns
+    that only change how a result is drawn cost nothing."""
+    return _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", str(default_db_path()), version, **kwargs)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _cached_query(name: str, db: str, version: tuple, **kwargs):
-    # ``db`` is part of the key: two database files can have the same version tuple.
-    module, _, func = name.rpartition(".")
-    return getattr(importlib.import_module(f"lib.{module or 'queries'}"), func)(_open_store(db), **kwargs)
+def _cached_query(_fn, name: str, db: str, version: tuple, **kwargs):
+    # ``name`` keys the cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
+    return _fn(_open_store(db), **kwargs)
 
 
 def page_start(title: str):
@@ -133,7 +130,7 @@ def judge_endpoint():
     The API key comes from the password field (kept in this browser session only), then Streamlit secrets
     ([judgelens] OPENAI_API_KEY), then the OPENAI_API_KEY environment variable; it is never stored.
     """
-    from lib import judge_client as J
+    from lib.judging import client as J
 
     for key in ENDPOINT_KEYS:  # keep the values when the user switches pages (widgets forget otherwise)
         if key in st.session_state:

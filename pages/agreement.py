@@ -2,8 +2,11 @@
 and parse failures."""
 import streamlit as st
 
-from lib import agreement, charts, item_view
-from lib.report import build_report
+from lib.analysis import queries
+from lib.analysis import agreement
+from lib.render import charts
+from lib.analysis import item_view
+from lib.render.report import build_report
 from pages._common import cached_query, page_start, show_chart, show_table
 
 
@@ -15,7 +18,7 @@ def pairwise(matrix, judges):
 
 store, version = page_start("Judge agreement")
 
-loaded = cached_query("judges_by_harness", version)
+loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())
 c1, c2 = st.columns([1, 3])
 bench = c1.selectbox("Bench", benches, key="agr_bench")
@@ -25,7 +28,7 @@ judges = c2.multiselect("Judges", all_judges, default=all_judges, key="agr_judge
 f1, f2, f3 = st.columns(3)
 model = f1.selectbox("Model", ["(all)", *sorted(here["model"].unique())], key="agr_model")
 turn = f2.selectbox("Turn", ["(all)", 1, 2], key="agr_turn")
-categories = sorted(cached_query("categories", version, bench=bench))
+categories = sorted(cached_query(queries.categories, version, bench=bench))
 category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
 filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
            "category": None if category == "(all)" else category}
@@ -46,7 +49,7 @@ with tab_agree:
         st.info("Agreement needs two or more judges that scored the same items. Import another judge's "
                 "judgments, or re-judge on the Workbench.")
     else:
-        matrix = cached_query("agreement.item_matrix", version, judges=judges, **filters)
+        matrix = cached_query(agreement.item_matrix, version, judges=judges, **filters)
         table = pairwise(matrix, judges)
         st.caption(agreement.AGREEMENT_NOTE)
         show_table(table, f"agreement_{bench}",
@@ -61,7 +64,7 @@ with tab_worst:
     if len(judges) < 2:
         st.info("Pick two or more judges.")
     else:
-        worst = cached_query("agreement.disagreements", version, judges=judges, limit=200, **filters)
+        worst = cached_query(agreement.disagreements, version, judges=judges, limit=200, **filters)
         if worst.empty:
             st.info("No item is scored by two of these judges.")
         else:
@@ -83,7 +86,7 @@ with tab_worst:
 with tab_pairs:
     policy = st.radio("Counting rule", list(agreement.PAIR_POLICIES), horizontal=True, key="agr_policy",
                       format_func=agreement.PAIR_POLICY_LABELS.get)
-    rates = cached_query("agreement.pair_win_rates", version, bench=bench, policy=policy)
+    rates = cached_query(agreement.pair_win_rates, version, bench=bench, policy=policy)
     if rates.empty:
         st.info("No pairwise judgments (model_judgment/<judge>_pair.jsonl) on this bench.")
     else:
@@ -100,7 +103,7 @@ with tab_fail:
     st.caption(agreement.RULES_NOTE)
     scan = st.toggle("Also find ratings read from a single bracket, e.g. a \"[1]\" list marker (reads every "
                      "rationale: about a second per million judgments)", value=True, key="agr_scan")
-    failures = cached_query("agreement.parse_failures", version, bench=bench, scan_text=scan)
+    failures = cached_query(agreement.parse_failures, version, bench=bench, scan_text=scan)
     show_table(failures[failures["judge"].isin(judges)], f"parse_failures_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("not_parsed_rate", "mean_fastchat_rule", "mean_swallow_rule", "mean_judgelens")})

@@ -1,12 +1,14 @@
 """Compare: A vs B per category and turn, paired by item, with bootstrap intervals and Holm correction."""
 import streamlit as st
 
-from lib import charts, deltas
+from lib.analysis import queries
+from lib.render import charts
+from lib.analysis import deltas
 from pages._common import cached_query, page_start, show_chart, show_table
 
 store, version = page_start("Compare")
 
-loaded = cached_query("judges_by_harness", version)
+loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())
 bench = st.selectbox("Bench", benches, key="cmp_bench")
 here = loaded[loaded["bench"] == bench]

@@ -1,13 +1,15 @@
 """Distributions: how scores spread per judge, model, harness, turn and category; the JA harness's views."""
 import streamlit as st
 
-from lib import charts, distributions
-from lib.safe_text import md_escape
+from lib.analysis import queries
+from lib.render import charts
+from lib.analysis import distributions
+from lib.render.safe_text import md_escape
 from pages._common import cached_query, page_start, show_chart, show_table
 
 store, version = page_start("Distributions")
 
-loaded = cached_query("judges_by_harness", version)
+loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())
 c1, c2, c3 = st.columns([1.2, 2, 2])
 bench = c1.selectbox("Bench", benches, key="dist_bench",

@@ -5,11 +5,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lib import queries
+from lib.analysis import queries
 from lib.errors import IngestError, JudgeLensError
-from lib.ingest import ingest, remove_source
-from lib.sample import SAMPLE_DIR, load_sample
-from lib.uploads import allowed_import_roots, check_import_path, stage_uploads
+from lib.ingest.importer import ingest, remove_source
+from lib.ingest.sample import SAMPLE_DIR, load_sample
+from lib.ingest.uploads import allowed_import_roots, check_import_path, stage_uploads
 from pages._common import cached_query, data_version, get_store
 
 st.title("Import")
@@ -87,7 +87,7 @@ if outcome:
 
 with sources_tab:
     version = data_version(store)
-    table = cached_query("sources", version)
+    table = cached_query(queries.sources, version)
     if table.empty:
         st.info("No sources yet: import something above, or load the bundled sample.")
     else:

@@ -5,10 +5,10 @@ All model, judge and file text is shown as text (st.code / st.text), never as Ma
 """
 import streamlit as st
 
-from lib import item_view as iv
-from lib.safe_text import md_escape
-from lib.flags import reference_overlap
-from lib.textdiff import char_diff, diff_html, diff_stats, highlight_html
+from lib.analysis import item_view as iv
+from lib.render.safe_text import md_escape
+from lib.analysis.flags import reference_overlap
+from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from pages._common import empty_state, get_store, keep_valid, publish_to_url, seed_from_url
 
 store = get_store()

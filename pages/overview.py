@@ -1,12 +1,13 @@
 """Overview: what is loaded, and a leaderboard with JudgeLens's means beside each harness's own."""
 import streamlit as st
 
-from lib import charts, queries
+from lib.render import charts
+from lib.analysis import queries
 from pages._common import cached_query, page_start, show_chart
 
 store, version = page_start("Overview")
 
-counts = cached_query("overview_counts", version)
+counts = cached_query(queries.overview_counts, version)
 cols = st.columns(7)
 for col, (label, key, helptext) in zip(cols, [
     ("Sources", "sources", "Imported files"),
@@ -19,7 +20,7 @@ for col, (label, key, helptext) in zip(cols, [
 ]):
     col.metric(label, f"{counts[key]:,}", help=helptext)
 
-board = cached_query("leaderboard", version)
+board = cached_query(queries.leaderboard, version)
 st.subheader("Leaderboard")
 benches = sorted(board["bench"].unique())
 left, right = st.columns([1, 3])
@@ -51,8 +52,8 @@ c1.page_link("pages/agreement.py", label="Where do the judges disagree?", icon="
 c2.page_link("pages/compare.py", label="Which differences are real?", icon=":material/difference:")
 
 st.subheader("What is loaded")
-st.dataframe(cached_query("judges_by_harness", version), hide_index=True, width="stretch")
-dups = cached_query("duplicate_items", version)
+st.dataframe(cached_query(queries.judges_by_harness, version), hide_index=True, width="stretch")
+dups = cached_query(queries.duplicate_items, version)
 if not dups.empty:
     st.warning(f"{int(dups['items'].sum())} item(s) are judged more than once by the same judge. All rows are "
                "kept; every mean here averages them per item first.", icon=":material/content_copy:")

@@ -3,11 +3,11 @@ verdicts already in the store (no API calls for those)."""
 import pandas as pd
 import streamlit as st
 
-from lib import flags as F
-from lib import probes as P
-from lib import templates as T
+from lib.analysis import flags as F
+from lib.probes import suite as P
+from lib.judging import templates as T
 from lib.errors import JudgeLensError
-from lib.report import probe_report
+from lib.render.report import probe_report
 from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
 
 store, version = page_start("Probes")
@@ -78,7 +78,7 @@ with tab_probe:
 
 with tab_flags:
     st.write("Verdicts in the store that deserve a second look. No API calls.")
-    found = cached_query("flags.all_flags", version)
+    found = cached_query(F.all_flags, version)
     show_table(F.flag_counts(found), "flag_counts")
     for name, frame in found.items():
         if frame.empty:

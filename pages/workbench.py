@@ -10,14 +10,15 @@ import time
 
 import streamlit as st
 
-from lib import item_view as iv
-from lib import judge_client as J
-from lib import templates as T
+from lib.analysis import queries
+from lib.analysis import item_view as iv
+from lib.judging import client as J
+from lib.judging import templates as T
 from lib.errors import JudgeLensError
-from lib.judge_context import CONTEXT_VARIABLES, build_context, select_items
-from lib.parsers import KINDS
-from lib.safe_text import md_escape
-from lib.textdiff import char_diff, diff_html, diff_stats
+from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
+from lib.judging.parsers import KINDS
+from lib.render.safe_text import md_escape
+from lib.render.textdiff import char_diff, diff_html, diff_stats
 from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid,
                            publish_to_url, seed_from_url, show_error)
 
@@ -226,7 +227,7 @@ filters = dict(bench=bench, category=None if cat == "(all)" else cat, turn=None 
 if order == "judged by the stored judge" and judges:
     filters["judged_by"] = st.session_state.get("wb_judge")
 elif order == "largest disagreements first":
-    bench_judges = sorted(cached_query("judges_by_harness", data_version(store)).query("bench == @bench")["judge"].unique())
+    bench_judges = sorted(cached_query(queries.judges_by_harness, data_version(store)).query("bench == @bench")["judge"].unique())
     if len(bench_judges) > 1:
         filters["disagreement_judges"] = bench_judges
     else:

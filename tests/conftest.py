@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.ingest import ingest
+from lib.ingest.importer import ingest
 from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from lib import agreement as ag
+from lib.analysis import agreement as ag
 from lib.store import refresh_item_scores
 from lib.cli import main
 

@@ -12,8 +12,8 @@ from conftest import JA, ROOT, TEST_DATA
 
 from lib import cli
 from lib.errors import FormatError, IngestError
-from lib.ingest import DATA_TABLES, ingest
-from lib.queries import skipped_lines
+from lib.ingest.importer import DATA_TABLES, ingest
+from lib.analysis.queries import skipped_lines
 from lib.store import Store
 
 BAD = TEST_DATA / "bad" / "model_judgment"

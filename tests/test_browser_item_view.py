@@ -15,7 +15,7 @@ import pytest
 
 from browser_support import wait_for_app
 from conftest import SAMPLE
-from lib.ingest import ingest
+from lib.ingest.importer import ingest
 from lib.store import Store
 
 pytestmark = pytest.mark.browser

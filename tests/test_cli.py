@@ -11,8 +11,9 @@ import sys
 import pytest
 from conftest import JA, ROOT, SAMPLE
 
-from lib import cli, queries
-from lib.ingest import DATA_TABLES, ingest, remove_source
+from lib import cli
+from lib.analysis import queries
+from lib.ingest.importer import DATA_TABLES, ingest, remove_source
 from lib.store import Store
 
 JA_BENCH = JA / "ja_mt_bench"

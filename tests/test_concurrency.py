@@ -9,9 +9,9 @@ import time
 
 from conftest import JA, ROOT
 
-from lib import queries
+from lib.analysis import queries
 from lib.errors import DatabaseBusyError
-from lib.ingest import ingest
+from lib.ingest.importer import ingest
 from lib.store import Store
 
 GPT4O = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
@@ -143,7 +143,7 @@ def test_store_raises_database_busy_error(tmp_path):
 
 def test_an_import_bounds_memory_only_while_it_writes(store, monkeypatch):
     from conftest import JA
-    from lib import ingest as ingest_module
+    from lib.ingest import importer as ingest_module
 
     def limit():
         with store.read() as cur:

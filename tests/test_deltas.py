@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from lib.deltas import ALL, _bootstrap, describe_comparison, holm, paired_deltas
+from lib.analysis.deltas import ALL, _bootstrap, describe_comparison, holm, paired_deltas
 from lib.store import refresh_item_scores
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from lib.distributions import HISTOGRAM_RULE, ja_overall, length_bias, radar_frame, score_histogram, score_summary
+from lib.analysis.distributions import HISTOGRAM_RULE, ja_overall, length_bias, radar_frame, score_histogram, score_summary
 from lib.store import refresh_item_scores
 
 JA = "ja_mt_bench"

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from lib import flags as F
+from lib.analysis import flags as F
 from lib.cli import main
 
 SWALLOW_JUDGE = "gpt-4o-2024-08-06"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import EN, JA, SAMPLE
 
-import lib.ingest
-from lib import queries
+import lib.ingest.importer
+from lib.analysis import queries
 from lib.errors import IngestError
-from lib.formats import fastchat
-from lib.formats.jsonl import parse_file
-from lib.ingest import TABLE_COLUMNS, discover, ingest
+from lib.ingest.formats import fastchat
+from lib.ingest.formats.jsonl import parse_file
+from lib.ingest.importer import TABLE_COLUMNS, discover, ingest
 
 SINGLE_COLS = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
 REAL_SINGLE_FILES = sorted(SAMPLE.rglob("model_judgment/*_single.jsonl"))
@@ -57,18 +57,18 @@ def stored_rows(store, source_id: int) -> list[tuple]:
 def fast_spy(monkeypatch):
     """Records every use of the DuckDB fast path: (file name, 'ok' or 'refused')."""
     calls: list[tuple[str, str]] = []
-    real = lib.ingest._insert_fast
+    real = lib.ingest.importer._insert_fast
 
     def spy(cur, item, source_id):
         try:
             n = real(cur, item, source_id)
-        except lib.ingest._FastPathRefused:
+        except lib.ingest.importer._FastPathRefused:
             calls.append((item.path.name, "refused"))
             raise
         calls.append((item.path.name, "ok"))
         return n
 
-    monkeypatch.setattr(lib.ingest, "_insert_fast", spy)
+    monkeypatch.setattr(lib.ingest.importer, "_insert_fast", spy)
     return calls
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import SWALLOW
 
 from lib.errors import IngestError
-from lib.ingest import DATA_TABLES, ingest
+from lib.ingest.importer import DATA_TABLES, ingest
 
 CHAT = "hosted_vllm/fake-org/Fake-JA-Chat-8B"
 REASONER = "hosted_vllm/fake-org/Fake-JA-Reasoner-32B"

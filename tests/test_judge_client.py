@@ -8,9 +8,9 @@ import time
 import pytest
 from fake_openai import FakeOpenAI, Reply
 
-from lib import judge_client as J
-from lib import templates as T
-from lib.judge_context import select_items
+from lib.judging import client as J
+from lib.judging import templates as T
+from lib.judging.context import select_items
 
 KEY = "sk-judgelens-test-KEY-7f3a9c21d4e8b6a0"
 MSGS = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Rate: 2+2=4. 答え"}]

@@ -1,19 +1,41 @@
-"""lib/ runs without Streamlit; pages stay thin."""
+"""lib/ runs without Streamlit; pages stay thin; only lib/cli parses arguments or prints."""
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+LIB_MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                     for p in (ROOT / "lib").rglob("*.py") if p.name != "__main__.py")
+
+
+def test_lib_is_organised_in_subpackages():
+    assert len(LIB_MODULES) > 20
+    assert {"lib.ingest", "lib.analysis", "lib.judging", "lib.probes", "lib.render", "lib.cli"} <= set(LIB_MODULES)
 
 
 def test_lib_never_imports_streamlit():
-    modules = sorted(p.stem for p in (ROOT / "lib").glob("*.py") if p.stem != "__init__")
     code = ("import importlib, sys\n"
-            f"for m in {modules!r}: importlib.import_module('lib.' + m)\n"
-            "import lib.formats.fastchat, lib.formats.swallow\n"
+            f"for m in {LIB_MODULES!r}: importlib.import_module(m)\n"
             "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_only_the_cli_parses_arguments_or_prints():
+    offenders = []
+    for path in (ROOT / "lib").rglob("*.py"):
+        if path.relative_to(ROOT).parts[:2] == ("lib", "cli"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+                if "argparse" in names:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports argparse")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: print()")
+    assert offenders == []
 
 
 def test_pages_do_not_read_raw_files_or_open_duckdb():

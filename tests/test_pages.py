@@ -1,7 +1,7 @@
 """The pages under Streamlit's AppTest: first start, empty state, server-folder import, bad lines, sources.
 
 Every test gets its own empty database (JUDGELENS_DB, set by the autouse fixture in conftest.py).
-Uploads cannot be driven through AppTest's st.file_uploader, so ``lib.uploads.stage_uploads`` (what the
+Uploads cannot be driven through AppTest's st.file_uploader, so ``lib.ingest.uploads.stage_uploads`` (what the
 upload button calls) is tested directly, followed by an ingest of what it staged.
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.ingest import ingest, remove_source
-from lib.sample import load_sample
+from lib.ingest.importer import ingest, remove_source
+from lib.ingest.sample import load_sample
 from lib.store import Store, default_db_path
-from lib.uploads import stage_uploads
+from lib.ingest.uploads import stage_uploads
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from lib import agreement
+from lib.analysis import agreement
 from lib.store import Store
 
 APP = str(ROOT / "app.py")
@@ -123,7 +123,7 @@ def test_compare_page_two_judges_and_two_models(app):
 
 
 def test_item_view_flags_a_rationale_that_quotes_the_reference(app):
-    # GPT-4 on phi-3-dpo, mt_bench q128 turn 1: half the rationale is the reference's code (lib.flags finds it).
+    # GPT-4 on phi-3-dpo, mt_bench q128 turn 1: half the rationale is the reference's code (lib.analysis.flags finds it).
     app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})
     app.switch_page("pages/item_view.py").run()
     assert not app.exception
@@ -140,7 +140,7 @@ def test_item_view_explains_swallow_turn_two_conditioning(app):
 
 
 def test_item_view_says_when_the_harness_cut_the_answer(app):
-    # lib.flags finds the 8,192-character cut on q10 turn 1 of the Swallow chat run.
+    # lib.analysis.flags finds the 8,192-character cut on q10 turn 1 of the Swallow chat run.
     app.query_params.update({"bench": "japanese_mt_bench", "q": "10", "turn": "1",
                              "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
     app.switch_page("pages/item_view.py").run()

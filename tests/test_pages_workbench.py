@@ -10,7 +10,7 @@ from fake_openai import FakeOpenAI
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from lib import queries
+from lib.analysis import queries
 from lib.store import Store
 
 KEY = "sk-workbench-test-7777777777"

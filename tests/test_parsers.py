@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from lib.parsers import ParserSpecError, check_spec, mode_of, parse, to_ten_scale
+from lib.judging.parsers import ParserSpecError, check_spec, mode_of, parse, to_ten_scale
 
 FC = {"kind": "fastchat_single"}
 

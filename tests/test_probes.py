@@ -10,11 +10,11 @@ import threading
 import pytest
 from fake_openai import FakeOpenAI
 
-from lib import judge_client as J
-from lib import probes as P
-from lib import templates as T
+from lib.judging import client as J
+from lib.probes import suite as P
+from lib.judging import templates as T
 from lib.cli import main
-from lib.item_view import ItemKey
+from lib.analysis.item_view import ItemKey
 
 KEY = "sk-probe-test-KEY-5e1d0c7b9a"
 

@@ -11,7 +11,7 @@ from statistics import mean
 import pytest
 from conftest import JA, ROOT, SWALLOW
 
-from lib import queries
+from lib.analysis import queries
 
 JA_JUDGMENTS = sorted((JA / "ja_mt_bench" / "model_judgment").glob("*_single.jsonl"))
 L70 = "shisa-ai/shisa-v2-llama3.3-70b"

@@ -6,12 +6,13 @@ import time
 import pytest
 from fake_openai import FakeOpenAI, Reply
 
-from lib import agreement, queries
-from lib import judge_client as J
-from lib import templates as T
+from lib.analysis import agreement
+from lib.analysis import queries
+from lib.judging import client as J
+from lib.judging import templates as T
 from lib.cli import main
-from lib.ingest import remove_source
-from lib.judge_context import select_items, select_pair_items
+from lib.ingest.importer import remove_source
+from lib.judging.context import select_items, select_pair_items
 
 KEY = "sk-batch-test-0123456789"
 

@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from lib import agreement
-from lib.ingest import ingest
-from lib.report import build_report
+from lib.analysis import agreement
+from lib.ingest.importer import ingest
+from lib.render.report import build_report
 
 JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lib import queries
-from lib.formats import fastchat
-from lib.formats.jsonl import WHITESPACE, parse_file
-from lib.ingest import ingest
+from lib.analysis import queries
+from lib.ingest.formats import fastchat
+from lib.ingest.formats.jsonl import WHITESPACE, parse_file
+from lib.ingest.importer import ingest
 from lib.store import Store
 
 # lone surrogates cannot be written as UTF-8 at all; everything else is fair game

@@ -1,8 +1,8 @@
 """Character diffs (Japanese has no spaces) and the escaped HTML the pages hand to st.html."""
 import time
 
-from lib.safe_text import md_escape
-from lib.textdiff import char_diff, diff_html, diff_stats, highlight_html
+from lib.render.safe_text import md_escape
+from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 
 
 def rebuild(ops, side):

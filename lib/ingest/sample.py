@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .ingest import IngestReport, Progress, ingest
-from .queries import has_data
-from .store import Store
+from lib.ingest.importer import IngestReport, Progress, ingest
+from lib.analysis.queries import has_data
+from lib.store import Store
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
+from lib.paths import DATA_DIR
+
+SAMPLE_DIR = DATA_DIR / "sample"
 
 
 def load_sample(store: Store, progress: Progress | None = None) -> IngestReport:

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import FormatError, LineProblem
-from .fastchat import parse_status
-from .jsonl import ParsedFile
+from lib.errors import FormatError, LineProblem
+from lib.ingest.formats.fastchat import parse_status
+from lib.ingest.formats.jsonl import ParsedFile
 
 HARNESS = "swallow"
 # The fork hard-codes its judge (main.py: JudgeLLMMTBenchSwallow(judge_model_name="gpt-4o-2024-08-06")).

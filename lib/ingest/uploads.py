@@ -6,10 +6,10 @@ import os
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .errors import JudgeLensError
-from .formats import fastchat
+from lib.errors import JudgeLensError
+from lib.ingest.formats import fastchat
 
-REPO_DATA = Path(__file__).resolve().parent.parent / "data"
+from lib.paths import DATA_DIR as REPO_DATA
 KIND_FOLDERS = {"questions": "", "reference_answers": "reference_answer", "answers": "model_answer",
                 "single_judgments": "model_judgment", "pair_judgments": "model_judgment"}
 MAX_ZIP_MEMBERS = 10_000

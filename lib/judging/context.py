@@ -41,9 +41,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import JudgeLensError
-from .item_view import ItemKey, split_think
-from .store import Store
+from lib.errors import JudgeLensError
+from lib.analysis.item_view import ItemKey, split_think
+from lib.store import Store
 
 CONTEXT_VARIABLES: dict[str, str] = {
     "question": "the judged turn's question",
@@ -311,11 +311,11 @@ def select_items(store: Store, *, bench: str | None = None, category: str | None
 
     Without ``judged_by`` every stored answer turn is a candidate; with it, only items that judge
     rated. ``disagreement_judges`` (two or more judges) orders the items by how much those judges
-    disagree (largest spread first, ``lib.agreement.disagreements``); then only sample 0 is used.
+    disagree (largest spread first, ``lib.analysis.agreement.disagreements``); then only sample 0 is used.
     ``samples='first'`` keeps sample 0 only (Swallow stores 5 samples per item).
     """
     if disagreement_judges:
-        from .agreement import disagreements
+        from lib.analysis.agreement import disagreements
 
         ranked = disagreements(store, list(disagreement_judges), bench=bench, model=model, turn=turn,
                                category=category, limit=limit or 1_000_000)

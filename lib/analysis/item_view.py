@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .store import Store
+from lib.store import Store
 
 # Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
 MODEL_KEY = "lower(replace({}, '__', '/'))"
@@ -142,7 +142,7 @@ def split_think(text: str) -> tuple[str, str]:
 def next_disagreement(store: Store, bench: str, question_id: str, turn: int, model: str,
                       limit: int = 1000) -> tuple[str, int, str] | None:
     """The item after this one in the ranking of judge disagreement (largest spread first), wrapping around."""
-    from .agreement import disagreements
+    from lib.analysis.agreement import disagreements
 
     with store.read() as cur:
         judges = [r[0] for r in cur.execute(

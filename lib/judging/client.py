@@ -42,12 +42,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .errors import JudgeLensError
-from .item_view import ItemKey
-from .judge_context import PairKey, build_contexts
-from .parsers import parse, to_ten_scale
-from .store import Store, refresh_item_scores
-from .templates import Template, TemplateError, _canon, get_template, render_many, save_template
+from lib.errors import JudgeLensError
+from lib.analysis.item_view import ItemKey
+from lib.judging.context import PairKey, build_contexts
+from lib.judging.parsers import parse, to_ten_scale
+from lib.store import Store, refresh_item_scores
+from lib.judging.templates import Template, TemplateError, _canon, get_template, render_many, save_template
 
 log = logging.getLogger("judgelens.judge_client")
 
@@ -945,116 +945,3 @@ def run_batch(store: Store, template: Template, config: JudgeConfig, items: list
                          judge_hint=judge_hint, force=force)
     batch.prepare()
     return batch.run(api_key=api_key, concurrency=concurrency, progress=progress, cancel=cancel)
-
-
-# ------------------------------------------------------------------------------------------------
-# Command line (``python -m lib.cli rejudge``; lib/cli.py only registers it)
-
-def add_rejudge_arguments(p) -> None:
-    p.add_argument("--template", required=True,
-                   help="a template name (single-v1, ja-single-v1, swallow-single-v1, name@v2, ...), a template .json "
-                        "file, or a judge_prompts .jsonl file (FILE#NAME picks one record)")
-    p.add_argument("--model", required=True, help="the judge model, e.g. gpt-4o-mini")
-    p.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
-    p.add_argument("--label", help="name of the new judge (default: MODEL+TEMPLATE@vN)")
-    p.add_argument("--bench", help="only this bench")
-    p.add_argument("--category", help="only this question category")
-    p.add_argument("--turn", type=int, help="only this turn")
-    p.add_argument("--answer-model", help="only this answering model (pairwise templates: model A)")
-    p.add_argument("--vs", help="pairwise templates: model B")
-    p.add_argument("--judged-by", help="only items this judge rated (its reference answers are used)")
-    p.add_argument("--reference-judge", help="use the reference answers stored under this judge name")
-    p.add_argument("--limit", type=int, help="at most this many items")
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=2048)
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    p.add_argument("--max-retries", type=int, default=4)
-    p.add_argument("--price-in", type=float, help="price per 1k prompt tokens, for the cost estimate")
-    p.add_argument("--price-out", type=float, help="price per 1k completion tokens")
-    p.add_argument("--force", action="store_true", help="ignore the cache and call the API again")
-
-
-def _cli_template(store: Store, ref: str) -> Template:
-    from pathlib import Path
-
-    from .templates import get_template, import_judge_prompts, template_from_json
-
-    path_text, _, pick = ref.partition("#")
-    path = Path(path_text)
-    if path.suffix in (".json", ".jsonl") and path.is_file():
-        if path.suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict):
-                return save_template(store, template_from_json(data))
-        found = import_judge_prompts(path)
-        if pick:
-            found = [t for t in found if t.name == pick]
-        if len(found) != 1:
-            names = ", ".join(t.name for t in import_judge_prompts(path))
-            raise ValueError(f"{path} holds {len(found)} matching prompts; pick one with {path}#NAME ({names}).")
-        return save_template(store, found[0])
-    return get_template(store, ref)
-
-
-def cli_rejudge(args, store: Store) -> int:
-    import sys
-
-    from .judge_context import select_items, select_pair_items
-
-    template = _cli_template(store, args.template)
-    config = JudgeConfig(base_url=args.base_url, model=args.model, temperature=args.temperature,
-                         max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=args.max_retries,
-                         price_per_1k_input=args.price_in, price_per_1k_output=args.price_out)
-    if template.mode == "pairwise":
-        if not (args.answer_model and args.vs):
-            raise ValueError(f"{template.label} is a pairwise template: name both models with --answer-model A --vs B.")
-        items = select_pair_items(store, args.answer_model, args.vs, bench=args.bench, category=args.category,
-                                  turn=args.turn, limit=args.limit)
-    else:
-        items = select_items(store, bench=args.bench, category=args.category, turn=args.turn,
-                             model=args.answer_model, judged_by=args.judged_by, limit=args.limit)
-    if not items:
-        print("No items match these filters.", file=sys.stderr)
-        return 1
-    batch = RejudgeBatch(store, template, config, items, args.label, reference_judge=args.reference_judge,
-                         judge_hint=args.judged_by, force=args.force)
-    est = batch.prepare()
-    cost = (f"; estimated cost ~${est.cost_expected:.4f} (at most ${est.cost_upper:.4f})"
-            if est.cost_expected is not None else "")
-    print(f"{batch.label}: {template.label} on {len(items)} item(s): {est.requests} request(s), {est.cached} from "
-          f"the cache, {est.to_send} to send (~{est.prompt_tokens} prompt tokens){cost}", file=sys.stderr)
-    api_key = resolve_api_key(None, None) if est.to_send else None
-    cancel = threading.Event()
-    last = [0.0]
-
-    def progress(done: int, total: int, eta: float | None) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 2 or done == total:
-            last[0] = now
-            print(f"  {done}/{total}" + (f", ~{eta:.0f} s left" if eta else ""), file=sys.stderr)
-
-    box: dict = {}
-
-    def work():
-        try:
-            box["summary"] = batch.run(api_key=api_key, concurrency=args.concurrency, progress=progress, cancel=cancel)
-        except BaseException as exc:  # handed to the main thread
-            box["error"] = exc
-
-    t = threading.Thread(target=work, name="judgelens-rejudge", daemon=True)
-    t.start()
-    try:
-        while t.is_alive():
-            t.join(0.2)
-    except KeyboardInterrupt:
-        print("cancelling (requests in flight are kept; run the same command again to resume) ...", file=sys.stderr)
-        cancel.set()
-        t.join()
-    if "error" in box:
-        raise box["error"]
-    summary: BatchSummary = box["summary"]
-    print(summary.text())
-    print("See it next to the other judges: python -m lib.cli scores --by judge,model,turn"
-          + (f" --db {args.db}" if args.db else ""))
-    return 1 if summary.error or (summary.not_renderable and not summary.written) else 0

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import FormatError
-from .jsonl import (MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number, as_optional_number, as_text,
+from lib.errors import FormatError
+from lib.ingest.formats.jsonl import (MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number, as_optional_number, as_text,
                     as_turn, need)
 
 HARNESS = "fastchat"

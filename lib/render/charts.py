@@ -1,4 +1,4 @@
-"""Plotly figures built from the DataFrames of lib.queries / distributions / deltas / agreement.
+"""Plotly figures built from the DataFrames of lib.analysis.queries / distributions / deltas / agreement.
 
 Pure functions: a frame in, a ``go.Figure`` out, so pages and the HTML report draw the same charts.
 Charts receive aggregates (bins, quantiles, counts), never one point per judgment.

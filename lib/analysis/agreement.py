@@ -25,8 +25,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from .errors import JudgeLensError
-from .store import Store
+from lib.errors import JudgeLensError
+from lib.store import Store
 
 ITEM_KEYS = ("bench", "question_id", "model", "turn")
 MATRIX_KEYS = ITEM_KEYS + ("category",)

@@ -1,8 +1,8 @@
 """Judge prompt templates: Jinja2 chat messages plus an output parser, versioned in the store.
 
 A ``Template`` is a list of chat messages (``{"role": "system"|"user"|"assistant", "content": "<Jinja2>"}``;
-few-shot turns are just more user/assistant messages), a parser spec (``lib.parsers``) and optional
-declarative pre-processing of the judged text (``lib.judge_context.PREPROCESS_KEYS``). No
+few-shot turns are just more user/assistant messages), a parser spec (``lib.judging.parsers``) and optional
+declarative pre-processing of the judged text (``lib.judging.context.PREPROCESS_KEYS``). No
 user-supplied Python ever runs.
 
 Rendering and safety (``render``, ``render_many``)
@@ -19,7 +19,7 @@ layers:
    (no ``format``, ``attr``, ``random``, ``lipsum``, ``batch``, ``slice``…), the template source is
    capped (``MAX_TEMPLATE_CHARS``) and every rendered message is capped while it streams
    (``MAX_MESSAGE_CHARS``).
-2. **A separate worker process** (``python -m lib.templates``) does every render, with an address
+2. **A separate worker process** (``python -m lib.judging.templates``) does every render, with an address
    space limit (``SANDBOX_MEMORY_MB``) and a wall-clock limit per item (``RENDER_TIMEOUT_S``): if an
    item takes longer, the parent kills the worker (a thread cannot be stopped) and raises a
    ``TemplateError``; the next render starts a fresh worker. Data is passed as JSON, never as
@@ -54,15 +54,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .errors import JudgeLensError
-from .parsers import check_spec, mode_of
+from lib.errors import JudgeLensError
+from lib.judging.parsers import check_spec, mode_of
 
 if TYPE_CHECKING:  # the worker process never imports duckdb or pandas
     import pandas as pd
 
-    from .store import Store
+    from lib.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+from lib.paths import REPO_ROOT as ROOT
 LMSYS_PROMPTS = ROOT / "data" / "templates" / "lmsys_judge_prompts.jsonl"
 JA_PROMPTS = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness" / "judge_prompts.jsonl"
 SWALLOW_PROMPTS = ROOT / "data" / "sample" / "swallow" / "judge_prompt_templates.json"
@@ -786,7 +786,7 @@ class _Worker:
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")}
         env.update(PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1",
                    JUDGELENS_SANDBOX_MEMORY_MB=str(SANDBOX_MEMORY_MB))
-        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from lib.templates import _worker_main; _worker_main()"
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from lib.judging.templates import _worker_main; _worker_main()"
         self._proc = subprocess.Popen([sys.executable, "-s", "-c", code], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
                                       close_fds=True)
@@ -1186,3 +1186,23 @@ class _Fatal(Exception):
 
 if __name__ == "__main__":  # pragma: no cover
     _worker_main()
+
+
+def resolve_template_ref(store: Store, ref: str) -> Template:
+    """A template named on the command line: a name (``single-v1``, ``name@v2``), a template ``.json``
+    file, or a judge_prompts ``.jsonl`` file (``FILE#NAME`` picks one record). Files are saved as templates."""
+    path_text, _, pick = ref.partition("#")
+    path = Path(path_text)
+    if path.suffix in (".json", ".jsonl") and path.is_file():
+        if path.suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                return save_template(store, template_from_json(data))
+        found = import_judge_prompts(path)
+        if pick:
+            found = [t for t in found if t.name == pick]
+        if len(found) != 1:
+            names = ", ".join(t.name for t in import_judge_prompts(path))
+            raise TemplateError(f"{path} holds {len(found)} matching prompts; pick one with {path}#NAME ({names}).")
+        return save_template(store, found[0])
+    return get_template(store, ref)

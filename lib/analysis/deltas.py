@@ -12,7 +12,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from .store import Store
+from lib.store import Store
 
 SIDE_KEYS = ("harness", "bench", "judge", "model")
 # Keys that may pair items on top of (bench, question_id, turn).

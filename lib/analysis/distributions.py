@@ -7,7 +7,7 @@ Two units of counting, chosen with ``unit=``:
 
 - ``"item"`` (default): one value per judged item (harness, bench, judge, model, question, turn)
   from the ``item_scores`` view: repeats and Swallow's 5 samples averaged, parse failures left out
-  (``lib.queries.MEAN_RULE``). Item means can be fractions such as 7.4.
+  (``lib.analysis.queries.MEAN_RULE``). Item means can be fractions such as 7.4.
 - ``"judgment"``: one value per ``single_judgments`` row that has a usable score, so a Swallow item
   counts 5 times (once per sample) and a FastChat re-run counts twice.
 
@@ -20,7 +20,7 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
-from .store import Store
+from lib.store import Store
 
 GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
 FILTER_KEYS = GROUP_KEYS + ("question_id",)

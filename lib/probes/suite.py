@@ -2,7 +2,7 @@
 
 A probe run takes one template version, one judge endpoint (``JudgeConfig``) and a small sample of
 real items (stratified by category, ``sample_items``) and sends crafted requests through the same
-client, cache and cost accounting as re-judging (``lib.judge_client.call_judge``). Nothing it sends
+client, cache and cost accounting as re-judging (``lib.judging.client.call_judge``). Nothing it sends
 becomes a verdict in ``single_judgments``; the run and every result are stored in ``probe_runs`` /
 ``probe_results`` (``save_probe_run``), and two runs compare with ``compare_probe_runs`` ("v2 fixed
 empty_answer, broke nothing else"). ``run_probes`` does it all; ``summary_text`` says in plain words
@@ -106,14 +106,14 @@ from typing import Callable
 
 import pandas as pd
 
-from .errors import JudgeLensError
-from .item_view import ItemKey
-from .judge_client import (CallResult, JudgeAPIError, JudgeConfig, _cache_get, _insert, call_judge, make_client,
+from lib.errors import JudgeLensError
+from lib.analysis.item_view import ItemKey
+from lib.judging.client import (CallResult, JudgeAPIError, JudgeConfig, _cache_get, _insert, call_judge, make_client,
                            request_hash)
-from .judge_context import ContextResult, PairKey, build_contexts, preprocess_text, select_items, select_pair_items
-from .parsers import ParseResult, check_spec, parse, to_ten_scale
-from .store import Store
-from .templates import Template, TemplateError, check_template, get_template, render_many, save_template
+from lib.judging.context import ContextResult, PairKey, build_contexts, preprocess_text, select_items, select_pair_items
+from lib.judging.parsers import ParseResult, check_spec, parse, to_ten_scale
+from lib.store import Store
+from lib.judging.templates import Template, TemplateError, check_template, get_template, render_many, save_template
 
 POSITION_CONSISTENCY_MIN = 0.7
 NOISE_MAX_STD = 1.0
@@ -628,7 +628,7 @@ def canary_text(name: str, ctx: dict, *, hi: float, parser_kind: str | None = No
 
 def with_answer(ctx: dict, text: str, preprocess: dict | None, side: str | None = None) -> dict:
     """A copy of a context whose judged answer (or pairwise side 'a'/'b') is ``text``."""
-    from .judge_context import reasoning_of
+    from lib.judging.context import reasoning_of
 
     out = copy.deepcopy(ctx)
     t = int(out["turn"])
@@ -1043,7 +1043,7 @@ def _run_single(store, template, config, items, wanted, repeats, noise_items, re
                 share = None
                 ref = _reference_of(ctxs[k].context)
                 if shows_reference and ref and name != "reference_copy":
-                    from .flags import reference_overlap
+                    from lib.analysis.flags import reference_overlap
 
                     share = reference_overlap(r.result.text, ref, job[3].get("answer")).ref_share
                 quoted = (f"the rationale quotes the reference ({share:.0%} of its 8-grams)"
@@ -1498,7 +1498,7 @@ def summary_text(run: ProbeRun) -> str:
 def _confuses_reference(run: ProbeRun, r: ProbeResult) -> bool:
     """The template shows a reference and either swapping or removing it fixes the empty answer, or a
     failing rationale quotes the reference (at least CONFUSION_REF_SHARE of its 8-grams,
-    ``lib.flags.reference_overlap``)."""
+    ``lib.analysis.flags.reference_overlap``)."""
     if any(a.kind == "ablation" and a.probe in ("order_swap", "no_reference") and a.status == "pass"
            for a in run.results):
         return True
@@ -1643,35 +1643,6 @@ def compare_probe_runs(store: Store, run_a: int, run_b: int) -> ProbeComparison:
     return ProbeComparison(int(run_a), int(run_b), a.template, b.template, table, fixed, broken, still)
 
 
-# ------------------------------------------------------------------------------------------------
-# Command line (``python -m lib.cli probe`` / ``probe-runs``; lib/cli.py only registers them)
-
-def add_probe_arguments(p) -> None:
-    p.add_argument("--template", required=True,
-                   help="a template name (order-bug-demo, single-v1, name@v2, ...), a template .json file, or a "
-                        "judge_prompts .jsonl file (FILE#NAME picks one record)")
-    p.add_argument("--model", required=True, help="the judge model, e.g. gpt-4o-mini")
-    p.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
-    p.add_argument("--items", type=int, default=DEFAULT_ITEMS,
-                   help=f"how many real items to probe, stratified by category (default {DEFAULT_ITEMS})")
-    p.add_argument("--bench", help="take the items from this bench (default: the bench with most usable items)")
-    p.add_argument("--turn", type=int, help="judged turn (default: 2 for multi-turn templates, else 1)")
-    p.add_argument("--probes", help=f"comma-separated probes or groups ({', '.join(PROBE_GROUPS)}); default: all")
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="repeat noise: requests per item")
-    p.add_argument("--noise-items", type=int, default=DEFAULT_NOISE_ITEMS, help="repeat noise: items")
-    p.add_argument("--answer-model", help="pairwise templates: model A")
-    p.add_argument("--vs", help="pairwise templates: model B")
-    p.add_argument("--reference-judge", help="use the reference answers stored under this judge name")
-    p.add_argument("--seed", type=int, default=0, help="item sampling seed")
-    p.add_argument("--concurrency", type=int, default=4)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=2048)
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    p.add_argument("--max-retries", type=int, default=4)
-    p.add_argument("--price-in", type=float, help="price per 1k prompt tokens, for the cost")
-    p.add_argument("--price-out", type=float, help="price per 1k completion tokens")
-
-
 def probe_table(run: ProbeRun) -> pd.DataFrame:
     """One row per probe: probe, kind, expected, status, failed, scores, n_items, n_failed, detail."""
     rows = [{"probe": r.probe, "kind": r.kind, "expected": r.expected, "status": r.status, "failed": r.failed,
@@ -1680,62 +1651,3 @@ def probe_table(run: ProbeRun) -> pd.DataFrame:
              "n_items": r.n_items, "n_failed": r.n_failed, "detail": r.detail} for r in run.results]
     return pd.DataFrame(rows, columns=["probe", "kind", "expected", "status", "failed", "scores", "n_items",
                                        "n_failed", "detail"])
-
-
-def cli_probe(args, store: Store) -> int:
-    """Exit code: 0 every deciding probe (canaries, position swap) passed; 1 one failed or could not be
-    evaluated. (2: bad input or a fatal API error, 3: database busy, as every command.)"""
-    import sys
-
-    from .judge_client import _cli_template, resolve_api_key
-
-    template = _cli_template(store, args.template)
-    config = JudgeConfig(base_url=args.base_url, model=args.model, temperature=args.temperature,
-                         max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=args.max_retries,
-                         price_per_1k_input=args.price_in, price_per_1k_output=args.price_out)
-    probes = [p for p in (args.probes or "").split(",") if p.strip()] or None
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if total and (now - last[0] >= 2 or done == total):
-            last[0] = now
-            print(f"  {done}/{total} request(s)", file=sys.stderr)
-
-    run = run_probes(store, template, config, n_items=args.items, bench=args.bench, turn=args.turn, probes=probes,
-                     repeats=args.repeats, noise_items=args.noise_items, model_a=args.answer_model,
-                     model_b=args.vs, reference_judge=args.reference_judge, seed=args.seed,
-                     api_key=resolve_api_key(None, None), concurrency=args.concurrency, progress=progress)
-    if args.format == "json":
-        print(json.dumps(run.to_json(), ensure_ascii=False, indent=1, default=str))
-    elif args.format == "csv":
-        print(probe_table(run).to_csv(index=False).rstrip("\n"))
-    else:
-        table = probe_table(run).drop(columns=["detail", "failed"])
-        print(run.summary + "\n\n" + table.to_string(index=False))
-    print(f"stored as probe run {run.run_id}; compare two runs with: python -m lib.cli probe-runs --compare A B"
-          + (f" --db {args.db}" if args.db else ""), file=sys.stderr)
-    return 0 if run.passed else 1
-
-
-def cli_probe_runs(args, store: Store) -> int:
-    if args.compare:
-        cmp = compare_probe_runs(store, args.compare[0], args.compare[1])
-        if args.format == "json":
-            print(json.dumps({"text": cmp.text, "fixed": cmp.fixed, "broken": cmp.broken,
-                              "still_failing": cmp.still_failing,
-                              "probes": json.loads(cmp.table.to_json(orient="records"))}, ensure_ascii=False,
-                             indent=1))
-        elif args.format == "csv":
-            print(cmp.table.to_csv(index=False).rstrip("\n"))
-        else:
-            print(cmp.text + "\n\n" + cmp.table.drop(columns=["detail_b"]).to_string(index=False))
-        return 0
-    df = list_probe_runs(store)
-    if args.format == "json":
-        print(df.to_json(orient="records", date_format="iso", indent=1))
-    elif args.format == "csv":
-        print(df.to_csv(index=False).rstrip("\n"))
-    else:
-        print(df.to_string(index=False) if not df.empty else "(no probe runs yet: python -m lib.cli probe ...)")
-    return 0

@@ -11,8 +11,11 @@ import html
 
 import pandas as pd
 
-from . import agreement, charts, deltas, item_view
-from .store import Store
+from lib.analysis import agreement
+from lib.render import charts
+from lib.analysis import deltas
+from lib.analysis import item_view
+from lib.store import Store
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
@@ -115,7 +118,7 @@ DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% percentile bootstrap in
 
 
 def probe_report(run) -> str:
-    """A self-contained HTML page of one probe run (lib.probes.ProbeRun): the verdict in plain words,
+    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words,
     one row per probe with its rule, and the judge's own rationales as evidence. All text escaped."""
     table = pd.DataFrame([{"probe": r.probe, "expected": r.expected or "", "result": r.status,
                            "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])

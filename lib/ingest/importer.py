@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import FormatError, IngestError, LineProblem
-from .formats import fastchat, swallow
-from .formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
-from .store import Store, refresh_item_scores
+from lib.errors import FormatError, IngestError, LineProblem
+from lib.ingest.formats import fastchat, swallow
+from lib.ingest.formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
+from lib.store import Store, refresh_item_scores
 
 Progress = Callable[[float, str], None]
 

@@ -1,6 +1,6 @@
 """Line-by-line JSON Lines reading that says exactly which line is wrong and why.
 
-This is the reference reader: every FastChat file can go through it. ``lib.ingest`` takes a
+This is the reference reader: every FastChat file can go through it. ``lib.ingest.importer`` takes a
 faster DuckDB path for big judgment files and falls back to this one to explain any failure.
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..errors import LineProblem
+from lib.errors import LineProblem
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # one record; DuckDB's own default is 16 MB
 BOM = b"\xef\xbb\xbf"
 # What ids and the "$ERROR$" marker are trimmed of. ASCII only, so the DuckDB fast path
-# (lib.formats.fastchat.single_judgments_select) can trim exactly the same characters.
+# (lib.ingest.formats.fastchat.single_judgments_select) can trim exactly the same characters.
 WHITESPACE = " \t\n\r\v\f"
 MAX_INT = 2**31 - 1  # turn and choice index are INTEGER columns
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .store import Store
+from lib.store import Store
+from lib.errors import UsageError
 
 MEAN_RULE = ("n = judged items (question x turn). Repeated judgments of one item (re-runs, Swallow's 5 samples) "
              "are averaged per item first; judgments with no usable score (-1, $ERROR$, out of range) are left out.")
@@ -30,7 +31,7 @@ def parse_group_keys(text: str) -> list[str]:
     keys = [k.strip() for k in text.split(",") if k.strip()]
     unknown = [k for k in keys if k not in GROUP_KEYS]
     if unknown:
-        raise ValueError(f"unknown group key(s) {', '.join(unknown)}; choose from {', '.join(GROUP_KEYS)}")
+        raise UsageError(f"unknown group key(s) {', '.join(unknown)}; choose from {', '.join(GROUP_KEYS)}")
     return keys
 
 
@@ -40,11 +41,11 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
     by = list(by)
     for key in by:
         if key not in GROUP_KEYS:
-            raise ValueError(f"unknown group key {key!r}")
+            raise UsageError(f"unknown group key {key!r}")
     conditions, params = ["score IS NOT NULL"], {}
     for i, (key, value) in enumerate((where or {}).items()):
         if key not in GROUP_KEYS:
-            raise ValueError(f"unknown filter {key!r}")
+            raise UsageError(f"unknown filter {key!r}")
         conditions.append(f"{key} = $p{i}")
         params[f"p{i}"] = value
     keys = ", ".join(by)

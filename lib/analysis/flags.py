@@ -3,7 +3,7 @@
 Every flag returns a DataFrame with one row per flagged judgment (or item), always with the columns
 ``flag, harness, bench, question_id, model, turn, judge, prompt_name, sample, score, evidence, link``
 (``score`` is on the common 1-10 scale; ``link`` opens the item view on that item, judge column and
-sample: ``lib.item_view.link``) plus the flag's own evidence columns. Each flag is one SQL query over
+sample: ``lib.analysis.item_view.link``) plus the flag's own evidence columns. Each flag is one SQL query over
 keys and scores first; text is read only for the rows that query returns, except where the flag is
 about the text itself (the reference-leak flag, below).
 
@@ -63,9 +63,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .agreement import _DOUBLE_BRACKET, _SINGLE_BRACKET  # FastChat's rating regexes (fastchat-format.md §7)
-from .item_view import link, link_params
-from .store import Store
+from lib.analysis.agreement import _DOUBLE_BRACKET, _SINGLE_BRACKET  # FastChat's rating regexes (fastchat-format.md §7)
+from lib.analysis.item_view import link, link_params
+from lib.store import Store
+from lib.errors import UsageError
 
 NEAR_EMPTY_CHARS = 5
 HIGH_SCORE = 6.0
@@ -76,7 +77,7 @@ SCREEN_MARGIN = 0.5         # the screen keeps rationales whose sampled referenc
 SNIPPET_CHARS = 40          # the reference's first characters, searched for in the stored judge prompt
 CONTEXT_CHARS = 40          # characters shown either side of a match in the evidence
 
-MK = "lower(replace({}, '__', '/'))"       # the model key lib.item_view and lib.judge_context use
+MK = "lower(replace({}, '__', '/'))"       # the model key lib.analysis.item_view and lib.judging.context use
 THINK_SQL = r"(?s)<think>.*?(?:</think>|$)\s*"
 WHITESPACE = " \t\n\r\x0b\x0c\u3000"
 _RATING_LABEL = re.compile(r"(rating|score|評価|点数|スコア)\s*[:：]?\s*$", re.IGNORECASE)
@@ -413,7 +414,7 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
     """Judgments whose rating came from the single-bracket fallback ``[N]`` (no ``[[N]]`` in the
     output). Extra columns: raw_score, parse_status, match, match_span, looks_like, suspicious,
     n_single_brackets, context."""
-    from .parsers import parse
+    from lib.judging.parsers import parse
 
     where, params = _filters(bench, judge)
     params.update(double=_DOUBLE_BRACKET, single=_SINGLE_BRACKET)
@@ -623,7 +624,7 @@ def all_flags(store: Store, *, bench: str | None = None, judge: str | None = Non
     names = list(only) if only else list(FLAG_FUNCTIONS)
     unknown = [n for n in names if n not in FLAG_FUNCTIONS]
     if unknown:
-        raise ValueError(f"Unknown flag(s) {', '.join(unknown)}; the flags are {', '.join(FLAG_FUNCTIONS)}.")
+        raise UsageError(f"Unknown flag(s) {', '.join(unknown)}; the flags are {', '.join(FLAG_FUNCTIONS)}.")
     return {name: FLAG_FUNCTIONS[name](store, bench=bench, judge=judge) for name in names}
 
 
@@ -634,36 +635,3 @@ def flag_counts(flags: dict[str, pd.DataFrame]) -> pd.DataFrame:
         items = 0 if df.empty else len(df[["bench", "question_id", "model", "turn"]].drop_duplicates())
         rows.append({"flag": name, "rows": len(df), "items": items, "description": FLAGS.get(name, "")})
     return pd.DataFrame(rows, columns=["flag", "rows", "items", "description"])
-
-
-# ------------------------------------------------------------------------------------------------
-# Command line (``python -m lib.cli flags``; lib/cli.py only registers it)
-
-def cli_flags(args, store: Store) -> int:
-    """Exit code 0 (flags are findings to review, not errors)."""
-    only = [f.strip() for f in (args.flag or "").split(",") if f.strip()] or None
-    found = all_flags(store, bench=args.bench, judge=args.judge, only=only)
-    if args.format == "json":
-        rows = []
-        for df in found.values():
-            rows.extend(json.loads(df.to_json(orient="records", force_ascii=False)))
-        print(json.dumps(rows, ensure_ascii=False, indent=1))
-        return 0
-    if args.format == "csv":
-        frames = [df[BASE_COLUMNS] for df in found.values() if not df.empty]
-        out = pd.concat(frames) if frames else pd.DataFrame(columns=BASE_COLUMNS)
-        print(out.to_csv(index=False).rstrip("\n"))
-        return 0
-    counts = flag_counts(found)
-    parts = [counts.to_string(index=False)]
-    for name, df in found.items():
-        if df.empty:
-            continue
-        parts.append(f"\n== {name}: {len(df)} row(s) — {FLAGS[name]}\n" + summarize(df).to_string(index=False))
-        shown = df[["bench", "question_id", "turn", "model", "judge", "sample", "score", "evidence", "link"]].head(
-            args.limit)
-        parts.append(shown.to_string(index=False, max_colwidth=90))
-        if len(df) > args.limit:
-            parts.append(f"… {len(df) - args.limit} more (--limit, or --format json for all)")
-    print("\n".join(parts))
-    return 0

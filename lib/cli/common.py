@@ -1,0 +1,58 @@
+"""What every command shares: the ``--db`` and ``--format`` options, the judge endpoint options, output."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from lib.store import Store, default_db_path
+
+
+def parents() -> dict[str, argparse.ArgumentParser]:
+    """Parent parsers a command may inherit: ``db`` (--db), ``fmt`` (--format), ``endpoint`` (judge API)."""
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", type=Path, default=None,
+                    help=f"DuckDB file (default: $JUDGELENS_DB or {default_db_path()})")
+    fmt = argparse.ArgumentParser(add_help=False)
+    fmt.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    endpoint = argparse.ArgumentParser(add_help=False)
+    endpoint.add_argument("--model", required=True, help="the judge model, e.g. gpt-4o-mini")
+    endpoint.add_argument("--base-url", required=True,
+                          help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
+    endpoint.add_argument("--temperature", type=float, default=0.0)
+    endpoint.add_argument("--max-tokens", type=int, default=2048)
+    endpoint.add_argument("--timeout", type=float, default=60.0,
+                          help="seconds per request, from sending it to the last byte of the answer (default 60)")
+    endpoint.add_argument("--max-retries", type=int, default=4)
+    endpoint.add_argument("--price-in", type=float, help="price per 1k prompt tokens, for the cost estimate")
+    endpoint.add_argument("--price-out", type=float, help="price per 1k completion tokens")
+    return {"db": db, "fmt": fmt, "endpoint": endpoint}
+
+
+def judge_config(args):
+    """The JudgeConfig the endpoint options describe."""
+    from lib.judging.client import JudgeConfig
+
+    return JudgeConfig(base_url=args.base_url, model=args.model, temperature=args.temperature,
+                       max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=args.max_retries,
+                       price_per_1k_input=args.price_in, price_per_1k_output=args.price_out)
+
+
+def open_store(args) -> Store:
+    return Store(args.db)
+
+
+def split_list(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def frame_out(df, fmt: str, note: str | None = None) -> str:
+    """A DataFrame as the user asked for it: an aligned table (with a note below), CSV or JSON."""
+    if fmt == "json":
+        return json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=1)
+    if fmt == "csv":
+        return df.to_csv(index=False).rstrip("\n")
+    if df.empty:
+        return "(nothing)"
+    text = df.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    return f"{text}\n\n{note}" if note else text

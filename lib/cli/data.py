@@ -1,0 +1,62 @@
+"""``ingest``, ``sources``, ``remove``, ``scores``: getting data in and reading means out."""
+from __future__ import annotations
+
+import sys
+
+from lib.analysis import queries
+from lib.cli.common import frame_out, open_store
+from lib.ingest.importer import ingest, remove_source
+
+
+def cmd_ingest(args) -> int:
+    report = ingest(open_store(args), args.paths, skip_bad_lines=args.skip_bad_lines)
+    print(report.summary())
+    return 0
+
+
+def cmd_scores(args) -> int:
+    by = queries.parse_group_keys(args.by)
+    where = {k: v for k, v in (("bench", args.bench), ("harness", args.harness)) if v}
+    df = queries.scores(open_store(args), by, where)
+    print(frame_out(df, args.format, queries.MEAN_RULE))
+    if args.format != "table":
+        print(queries.MEAN_RULE, file=sys.stderr)
+    return 0
+
+
+def cmd_sources(args) -> int:
+    df = queries.sources(open_store(args))
+    if args.format == "table":
+        df = df[["source_id", "harness", "kind", "bench", "file_name", "rows_imported", "rows_skipped", "warnings"]]
+    print(frame_out(df, args.format))
+    return 0
+
+
+def cmd_remove(args) -> int:
+    if not remove_source(open_store(args), args.source_id):
+        print(f"No source {args.source_id}. See `python -m lib.cli sources`.", file=sys.stderr)
+        return 2
+    print(f"Removed source {args.source_id} and everything imported from it.")
+    return 0
+
+
+def register(sub, parents) -> None:
+    db, fmt = parents["db"], parents["fmt"]
+    p = sub.add_parser("ingest", parents=[db], help="import FastChat / Swallow files or folders")
+    p.add_argument("paths", nargs="+", help="files or folders (a FastChat data root, a bench folder, lighteval outputs)")
+    p.add_argument("--skip-bad-lines", action="store_true",
+                   help="import the valid lines and record the bad ones in the source's report")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("scores", parents=[db, fmt], help="mean score and n per group")
+    p.add_argument("--by", default="judge,model,turn", help=f"comma-separated: {','.join(queries.GROUP_KEYS)}")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--harness", choices=("fastchat", "swallow"), help="only this harness")
+    p.set_defaults(func=cmd_scores)
+
+    p = sub.add_parser("sources", parents=[db, fmt], help="list imported files")
+    p.set_defaults(func=cmd_sources)
+
+    p = sub.add_parser("remove", parents=[db], help="remove one source and all its rows")
+    p.add_argument("source_id", type=int)
+    p.set_defaults(func=cmd_remove)

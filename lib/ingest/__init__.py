@@ -1,0 +1,1 @@
+"""Getting harness files into the store: formats, discovery, one-transaction import, uploads, the sample."""

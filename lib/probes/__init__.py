@@ -1,0 +1,1 @@
+"""Judge-prompt probes: canaries, section-order ablation, position swap, repeat noise."""
