@@ -102,9 +102,9 @@ def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
         "distributions: histogram by judge": lambda: distributions.score_histogram(store, ["judge"], filters={"bench": "bench_x"}),
         "distributions: box summary by judge": lambda: distributions.score_summary(store, ["judge"], filters={"bench": "bench_x"}),
         "distributions: JA overall": lambda: distributions.ja_overall(store, bench="bench_x"),
-        "compare: paired deltas, 2 judges on one model": lambda: deltas.paired_deltas(
+        "compare: paired deltas, 2 judges on one model": lambda: deltas.compare_levels(
             store, {"bench": "bench_x", "judge": j2[0], "model": "model-7"}, {"bench": "bench_x", "judge": j2[1], "model": "model-7"}),
-        "compare: paired deltas, 2 models under one judge": lambda: deltas.paired_deltas(
+        "compare: paired deltas, 2 models under one judge": lambda: deltas.compare_levels(
             store, {"bench": "bench_x", "judge": j2[0], "model": "model-7"}, {"bench": "bench_x", "judge": j2[0], "model": "model-8"}),
     }
 

@@ -1,12 +1,16 @@
-"""Paired A - B deltas: pairing, the question-level bootstrap, Holm, and the real JA numbers."""
+"""Paired A - B deltas: pairing, questions as the unit, the t method, Holm families, selectors, real JA numbers."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from lib.analysis.deltas import ALL, _bootstrap, describe_comparison, holm, paired_deltas
+from lib.analysis.deltas import (COLUMNS, NO_CATEGORY, cluster_t, compare, compare_levels, compare_pairs,
+                                 describe_comparison, holm, paired_items)
+from lib.analysis.selectors import describe, parse_selector
+from lib.errors import UsageError
 from lib.store import refresh_item_scores
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
@@ -39,6 +43,39 @@ def add_judgments(store, rows, *, bench: str = "b", harness: str = "fastchat"):
         refresh_item_scores(cur)  # what ingest does after writing judgments
 
 
+def synthetic_pairs(rng, shift_category: str | None = None, shift: float = 0.0, per_category: int = 10):
+    """80 questions x 2 turns; item delta = question effect + turn noise, each from {-1,0,0,0,+1}."""
+    rows = []
+    for c, cat in enumerate(CATEGORIES):
+        for k in range(per_category):
+            u = rng.choice([-1, 0, 0, 0, 1])
+            for turn in (1, 2):
+                b = int(rng.integers(3, 8))
+                d = u + rng.choice([-1, 0, 0, 0, 1]) + (shift if cat == shift_category else 0)
+                rows.append({"question": f"b:{c * per_category + k}", "category": cat, "turn": turn,
+                             "score_a": b + d, "score_b": b})
+    return pd.DataFrame(rows)
+
+
+def test_columns_levels_and_nulls(store):
+    qs = add_questions(store, 2)
+    add_judgments(store, [(j, "M", q, t, s) for q, _ in qs for t in (1, 2) for j, s in (("A", 8), ("B", 6))])
+    df = compare(store, {"judge": "A"}, {"judge": "B"})
+    assert list(df.columns) == COLUMNS
+    assert df.level.value_counts().to_dict() == {"cell": 16, "category": 8, "turn": 2, "all": 1}
+    assert df.model.isna().all()
+    cells = df[df.level == "cell"]
+    assert (cells.n_items == 2).all() and (cells.n_questions == 2).all()
+    cats = df[df.level == "category"]
+    assert cats.turn.isna().all() and sorted(cats.category) == CATEGORIES and (cats.n_items == 4).all()
+    turns = df[df.level == "turn"]
+    assert turns.category.isna().all() and turns.turn.tolist() == [1, 2] and (turns.n_questions == 16).all()
+    everything = df[df.level == "all"].iloc[0]
+    assert pd.isna(everything.category) and pd.isna(everything.turn)
+    assert (everything.n_items, everything.n_questions, everything.delta) == (32, 16, 2)
+    assert df.attrs["family"] == "all rows of level(s) cell, category, turn, all"
+
+
 def test_constant_shift_gives_an_exact_interval(store):
     qs = add_questions(store, 5)
     rng = np.random.default_rng(1)
@@ -48,11 +85,10 @@ def test_constant_shift_gives_an_exact_interval(store):
             a = int(rng.integers(1, 10))
             rows += [("A", "M", q, turn, a), ("B", "M", q, turn, a + 1)]
     add_judgments(store, rows)
-    df = paired_deltas(store, {"judge": "A", "model": "M"}, {"judge": "B", "model": "M"}, n_boot=500)
+    df = compare(store, {"judge": "A", "model": "M"}, {"judge": "B", "model": "M"})
     assert len(df) == 16 + 8 + 2 + 1
     assert (df.delta == -1).all() and (df.ci_low == -1).all() and (df.ci_high == -1).all()
-    assert (df.p_value == 1 / 500).all()                       # floored: no draw reaches 0
-    assert df.significant.all() and not df.inside_noise.any()
+    assert (df.p_value == 0).all() and df.significant.all()
     assert (df.mean_b - df.mean_a == 1).all()
 
 
@@ -61,27 +97,51 @@ def test_identical_sides_are_inside_the_noise(store):
     rows = [(judge, "M", q, turn, (int(q) * 7 + turn) % 10 + 1)
             for q, _ in qs for turn in (1, 2) for judge in ("A", "B")]
     add_judgments(store, rows)
-    df = paired_deltas(store, {"judge": "A"}, {"judge": "B"}, n_boot=300)
+    df = compare(store, {"judge": "A"}, {"judge": "B"})
     assert (df.delta == 0).all() and (df.ci_low == 0).all() and (df.ci_high == 0).all()
-    assert (df.p_value == 1).all() and (df.p_holm == 1).all()
-    assert df.inside_noise.all() and not df.significant.any()
+    assert (df.p_value == 1).all() and (df.p_adjusted == 1).all() and not df.significant.any()
 
 
-def test_rows_and_summary_markers(store):
-    qs = add_questions(store, 2)
-    add_judgments(store, [(j, "M", q, t, s) for q, _ in qs for t in (1, 2) for j, s in (("A", 8), ("B", 6))])
-    df = paired_deltas(store, {"judge": "A"}, {"judge": "B"}, n_boot=200)
-    assert df.level.value_counts().to_dict() == {"cell": 16, "category": 8, "turn": 2, "all": 1}
-    cells = df[df.level == "cell"]
-    assert (cells.n_items == 2).all() and (cells.n_questions == 2).all()
-    cats = df[df.level == "category"]
-    assert cats.turn.isna().all() and sorted(cats.category) == CATEGORIES and (cats.n_items == 4).all()
-    turns = df[df.level == "turn"]
-    assert (turns.category == ALL).all() and turns.turn.tolist() == [1, 2] and (turns.n_questions == 16).all()
-    everything = df[df.level == "all"].iloc[0]
-    assert everything.category == ALL and pd.isna(everything.turn)
-    assert (everything.n_items, everything.n_questions, everything.delta) == (32, 16, 2)
-    assert set(df.holm_family) == {"cell rows (16)", "category rows (8)", "turn rows (2)", "all rows (1)"}
+def test_the_test_is_the_one_sample_t_on_question_means():
+    pairs = synthetic_pairs(np.random.default_rng(5))
+    df = compare_pairs(pairs, levels=("category", "all"))
+    for row in df.itertuples():
+        part = pairs if row.level == "all" else pairs[pairs.category == row.category]
+        q = (part.score_a - part.score_b).groupby(part.question).mean()
+        test = stats.ttest_1samp(q, 0.0)
+        interval = test.confidence_interval(0.95)
+        assert row.n_questions == len(q) and row.delta == pytest.approx(q.mean())
+        assert row.p_value == pytest.approx(test.pvalue, rel=1e-9)
+        assert (row.ci_low, row.ci_high) == pytest.approx((interval.low, interval.high), rel=1e-9)
+
+
+def test_unbalanced_rows_stay_centred_on_the_item_mean():
+    """A question with one turn missing: delta stays mean_a - mean_b, se is the cluster-robust one."""
+    pairs = synthetic_pairs(np.random.default_rng(6)).iloc[1:]          # question b:0 keeps turn 2 only
+    row = compare_pairs(pairs, levels=("all",)).iloc[0]
+    d = (pairs.score_a - pairs.score_b).to_numpy()
+    assert row.delta == pytest.approx(d.mean()) == pytest.approx(row.mean_a - row.mean_b)
+    sums = (pairs.score_a - pairs.score_b).groupby(pairs.question).sum()
+    counts = pairs.groupby("question").size()
+    g, n = len(sums), len(d)
+    se = np.sqrt(g / (g - 1) * ((sums - counts * d.mean()) ** 2).sum()) / n
+    assert row.ci_high - row.delta == pytest.approx(stats.t.ppf(0.975, g - 1) * se)
+    assert row.p_value == pytest.approx(2 * stats.t.sf(abs(d.mean()) / se, g - 1))
+
+
+def test_questions_are_the_unit(store):
+    """Turn 1 differs by +x and turn 2 by -x in every question: each question contributes 0, so rows over
+    both turns have the interval [0, 0]; the per-turn rows do not."""
+    qs = add_questions(store, 10)
+    rows = []
+    for i, (q, _) in enumerate(qs):
+        x = i % 4 + 1
+        rows += [("A", "M", q, 1, 5 + x), ("A", "M", q, 2, 5 - x), ("B", "M", q, 1, 5), ("B", "M", q, 2, 5)]
+    add_judgments(store, rows)
+    df = compare(store, {"judge": "A"}, {"judge": "B"})
+    both_turns = df[df.level.isin(["category", "all"])]
+    assert (both_turns.ci_low == 0).all() and (both_turns.ci_high == 0).all()
+    assert (df[df.level == "turn"].ci_high - df[df.level == "turn"].ci_low > 0.2).all()
 
 
 def test_pairing_respects_unfixed_keys_and_drops_one_sided_items(store):
@@ -97,83 +157,94 @@ def test_pairing_respects_unfixed_keys_and_drops_one_sided_items(store):
     # The same question ids in another bench, judged by J1 only: never paired with bench b.
     add_judgments(store, [("J1", "M1", q, t, 10) for q, _ in qs for t in (1, 2)], bench="other")
 
-    df = paired_deltas(store, {"judge": "J1"}, {"judge": "J2"}, by=("model",), n_boot=200)
-    assert df.attrs["pair_keys"] == ["bench", "question_id", "turn", "harness", "model"]
-    per_model = df[df.level == "cell"].set_index("model")
-    assert per_model.loc["M1", ["n_items", "n_questions", "delta"]].tolist() == [32, 16, 1]
-    assert per_model.loc["M2", ["n_items", "n_questions", "delta"]].tolist() == [30, 16, 2]
-    everything = df[df.level == "all"].iloc[0]
+    pairs = paired_items(store, {"judge": "J1"}, {"judge": "J2"})
+    assert pairs.attrs["pair_keys"] == ["bench", "question_id", "turn", "harness", "model"]
+    assert set(pairs.question.str.split(":").str[0]) == {"b"}
+    df = compare_pairs(pairs, levels=("all",), per_model=True).set_index("model")
+    assert df.loc["M1", ["n_items", "n_questions", "delta"]].tolist() == [32, 16, 1]
+    assert df.loc["M2", ["n_items", "n_questions", "delta"]].tolist() == [30, 16, 2]
+    everything = compare_pairs(pairs, levels=("all",)).iloc[0]
     assert everything.n_items == 62 and everything.delta == pytest.approx((32 * 1 + 30 * 2) / 62)
     assert everything.n_questions == 16                             # clusters are questions, across models
 
-    # Two models under one judge: a key named on one side only applies to both.
-    models = paired_deltas(store, {"judge": "J1", "model": "M1"}, {"model": "M2"}, n_boot=200)
-    assert models.attrs["b"] == {"judge": "J1", "model": "M2"}
-    assert models[models.level == "all"][["n_items", "delta"]].iloc[0].tolist() == [32, 5]
+    # Two models under one judge: A's judge applies to A; pairing on judge keeps B's items of J1 only.
+    models = compare(store, {"judge": "J1", "model": "M1"}, {"model": "M2"}, levels=("all",))
+    assert models.attrs["b"] == {"model": "M2"} and "judge" in models.attrs["pair_keys"]
+    assert models[["n_items", "delta"]].iloc[0].tolist() == [32, 5]
+    with pytest.raises(UsageError, match="different models"):
+        compare(store, {"judge": "J1", "model": "M1"}, {"model": "M2"}, per_model=True)
 
     # A and B from different harnesses (e.g. an imported judge and a re-judge) pair only when harness is named.
     add_judgments(store, [("J3", "M1", q, t, 6) for q, _ in qs for t in (1, 2)], harness="judgelens")
-    none = paired_deltas(store, {"judge": "J1", "model": "M1"}, {"judge": "J3"}, n_boot=50)
+    none = compare(store, {"judge": "J1", "model": "M1"}, {"judge": "J3"})
     assert none.empty and "harness" in none.attrs["note"]
-    named = paired_deltas(store, {"judge": "J1", "model": "M1", "harness": "fastchat"},
-                          {"judge": "J3", "harness": "judgelens"}, n_boot=50)
-    assert named[named.level == "all"][["n_items", "delta"]].iloc[0].tolist() == [32, 2]
+    named = compare(store, {"judge": "J1", "model": "M1", "harness": "fastchat"},
+                    {"judge": "J3", "harness": "judgelens"}, levels=("all",))
+    assert named[["n_items", "delta"]].iloc[0].tolist() == [32, 2]
 
-    with pytest.raises(ValueError, match="different benches"):
-        paired_deltas(store, {"judge": "J1", "bench": "b"}, {"judge": "J2", "bench": "other"})
-    with pytest.raises(ValueError, match="unknown key"):
-        paired_deltas(store, {"judge": "J1", "category": "math"}, {"judge": "J2"})
-
-
-def test_bootstrap_resamples_questions_not_items(store):
-    """Turn 1 differs by +x and turn 2 by -x in every question: each drawn question contributes 0,
-    so rows over both turns have the interval [0, 0]. Resampling items would scatter it."""
-    qs = add_questions(store, 10)
-    rows = []
-    for i, (q, _) in enumerate(qs):
-        x = i % 4 + 1
-        rows += [("A", "M", q, 1, 5 + x), ("A", "M", q, 2, 5 - x), ("B", "M", q, 1, 5), ("B", "M", q, 2, 5)]
-    add_judgments(store, rows)
-    df = paired_deltas(store, {"judge": "A"}, {"judge": "B"}, n_boot=500)
-    both_turns = df[df.level.isin(["category", "all"])]
-    assert (both_turns.ci_low == 0).all() and (both_turns.ci_high == 0).all()
-    assert (df[df.level == "turn"].ci_high - df[df.level == "turn"].ci_low > 0.2).all()
-    diff = np.array([x for i in range(80) for x in (i % 4 + 1, -(i % 4 + 1))], dtype=float)
-    item_level = _bootstrap(diff, np.arange(160), np.repeat(np.arange(8), 20), 500, np.random.default_rng(0))
-    assert np.ptp(np.quantile(item_level, [0.025, 0.975])) > 0.5
-
-
-def test_correlated_turns_widen_the_interval(store):
-    """When both turns of a question move together, the question-level interval is about sqrt(2)
-    wider than the interval an item-level bootstrap would (wrongly) give."""
-    qs = add_questions(store, 10)
-    rng = np.random.default_rng(3)
-    rows = []
-    for q, _ in qs:
-        x = int(rng.integers(-3, 4))
-        rows += [("A", "M", q, t, 5 + x) for t in (1, 2)] + [("B", "M", q, t, 5) for t in (1, 2)]
-    add_judgments(store, rows)
-    row = paired_deltas(store, {"judge": "A"}, {"judge": "B"}, n_boot=2000).query("level == 'all'").iloc[0]
-    with store.read() as cur:
-        diff = np.array([r[0] for r in cur.execute(
-            "SELECT a.score - b.score FROM item_scores a JOIN item_scores b USING (question_id, turn) "
-            "WHERE a.judge = 'A' AND b.judge = 'B' ORDER BY a.category").fetchall()])
-    item = _bootstrap(diff, np.arange(len(diff)), np.repeat(np.arange(8), 20), 2000, np.random.default_rng(0))
-    item_width = np.ptp(np.quantile(item, [0.025, 0.975]))
-    assert row.ci_high - row.ci_low > 1.2 * item_width
+    with pytest.raises(UsageError, match="different benches"):
+        compare(store, {"judge": "J1", "bench": "b"}, {"judge": "J2", "bench": "other"})
+    with pytest.raises(UsageError, match="allowed keys: harness, bench, judge, model"):
+        compare(store, {"judge": "J1", "category": "math"}, {"judge": "J2"})
 
 
 def test_single_question_has_no_interval(store):
     add_questions(store, 1)
     add_judgments(store, [("A", "M", "1", 1, 9), ("B", "M", "1", 1, 4)])
-    df = paired_deltas(store, {"judge": "A"}, {"judge": "B"})
-    row = df[df.level == "all"].iloc[0]
-    assert row.delta == 5 and np.isnan(row.ci_low) and np.isnan(row.p_value) and row.inside_noise
+    row = compare(store, {"judge": "A"}, {"judge": "B"}, levels=("all",)).iloc[0]
+    assert row.delta == 5 and np.isnan(row.ci_low) and np.isnan(row.p_value) and np.isnan(row.p_adjusted)
     assert not row.significant
 
 
+def test_holm_family_is_every_requested_row_of_one_model():
+    rng = np.random.default_rng(11)
+    pairs = pd.concat([synthetic_pairs(rng, "math", 1.0).assign(model="M1"),
+                       synthetic_pairs(rng).assign(model="M2")])
+    pooled = compare_pairs(pairs)
+    assert pooled.p_adjusted.to_numpy() == pytest.approx(multipletests(pooled.p_value, method="holm")[1])
+    per_model = compare_pairs(pairs, levels=("category", "turn"), per_model=True)
+    assert per_model.model.value_counts().to_dict() == {"M1": 10, "M2": 10}
+    for _, family in per_model.groupby("model"):
+        assert family.p_adjusted.to_numpy() == pytest.approx(multipletests(family.p_value, method="holm")[1])
+        assert (family.significant == (family.p_adjusted < 0.05)).all()
+    # One level at a time (the page, the CLI): each level is its own family.
+    single = compare_pairs(pairs, levels=("category",))
+    assert len(single) == 8
+    assert single.p_adjusted.to_numpy() == pytest.approx(multipletests(single.p_value, method="holm")[1])
+    assert compare_pairs(pairs, seed=1).equals(compare_pairs(pairs, seed=2))
+
+
+def test_holm_matches_statsmodels_and_skips_nan():
+    rng = np.random.default_rng(0)
+    for p in (rng.uniform(size=16), np.array([0.01, 0.01, 0.04, 0.5, 0.0005]), rng.uniform(0, 0.02, size=8)):
+        assert holm(p) == pytest.approx(multipletests(p, method="holm")[1])
+    with_nan = np.array([0.01, np.nan, 0.02, 0.5])
+    out = holm(with_nan)
+    assert np.isnan(out[1]) and out[[0, 2, 3]] == pytest.approx(multipletests([0.01, 0.02, 0.5], method="holm")[1])
+    batch = rng.uniform(size=(5, 8))
+    assert holm(batch) == pytest.approx(np.stack([multipletests(r, method="holm")[1] for r in batch]))
+
+
+def test_cluster_t_is_vectorised_like_the_table():
+    pairs = synthetic_pairs(np.random.default_rng(3))
+    table = compare_pairs(pairs, levels=("category",))
+    d = (pairs.score_a - pairs.score_b).to_numpy().reshape(8, 10, 2)
+    r = cluster_t(d.sum(axis=-1), np.full((8, 10), 2))
+    assert r["p_value"] == pytest.approx(table.p_value.to_numpy())
+    assert r["ci_low"] == pytest.approx(table.ci_low.to_numpy())
+
+
+def test_compare_levels_stacks_one_family_per_level(sample_store):
+    stacked = compare_levels(sample_store, {"judge": "gpt-4o"}, {"judge": "gpt-4.1-2025-04-14"}, per_model=True)
+    for level in ("cell", "category", "turn", "all"):
+        alone = compare(sample_store, {"judge": "gpt-4o"}, {"judge": "gpt-4.1-2025-04-14"}, levels=(level,),
+                        per_model=True)
+        pd.testing.assert_frame_equal(stacked[stacked.level == level].reset_index(drop=True), alone)
+    assert set(stacked.model) == {L8, "shisa-ai/shisa-v2-llama3.3-70b"}
+
+
 def test_real_ja_delta_equals_difference_of_overall_means(sample_store):
-    df = paired_deltas(sample_store, GPT4O, GPT41)
+    df = compare(sample_store, GPT4O, GPT41)
     everything = df[df.level == "all"].iloc[0]
     with sample_store.read() as cur:
         means = dict(cur.execute("SELECT judge, avg(score) FROM item_scores WHERE bench = ? AND model = ? "
@@ -185,30 +256,22 @@ def test_real_ja_delta_equals_difference_of_overall_means(sample_store):
     cells = df[df.level == "cell"]
     assert len(cells) == 16 and (cells.n_items == 10).all()
     assert df.attrs["label"] == "gpt-4o vs gpt-4.1-2025-04-14 on shisa-ai/shisa-v2-llama3.1-8b"
-
-
-def test_seeded_and_deterministic(sample_store):
-    first = paired_deltas(sample_store, GPT4O, GPT41, n_boot=500, seed=7)
-    again = paired_deltas(sample_store, GPT4O, GPT41, n_boot=500, seed=7)
-    pd.testing.assert_frame_equal(first, again)
-    other = paired_deltas(sample_store, GPT4O, GPT41, n_boot=500, seed=8)
-    assert (first.delta == other.delta).all()
-    assert not np.allclose(first[["ci_low", "ci_high", "p_value"]], other[["ci_low", "ci_high", "p_value"]])
-
-
-def test_holm_matches_statsmodels(sample_store):
-    df = paired_deltas(sample_store, GPT4O, GPT41)
-    assert (df.p_holm >= df.p_value).all()
-    for level, family in df.groupby("level"):
-        expected = multipletests(family.p_value.to_numpy(), method="holm")[1]
-        assert family.p_holm.to_numpy() == pytest.approx(expected)
-        assert (family.significant == (family.p_holm < 0.05)).all()
-    rng = np.random.default_rng(0)
-    for p in (rng.uniform(size=16), np.array([0.01, 0.01, 0.04, 0.5, 0.0005]), rng.uniform(0, 0.02, size=8)):
-        assert holm(p) == pytest.approx(multipletests(p, method="holm")[1])
+    assert NO_CATEGORY not in set(df.category.dropna())
 
 
 def test_describe_comparison():
     assert describe_comparison(GPT4O, GPT41) == "gpt-4o vs gpt-4.1-2025-04-14 on shisa-ai/shisa-v2-llama3.1-8b"
     assert describe_comparison({"judge": "J", "model": "M1"}, {"model": "M2"}) == "M1 vs M2, judged by J"
     assert describe_comparison({"judge": "J1"}, {"judge": "J2"}) == "J1 vs J2, paired per model"
+
+
+def test_selectors_parse_and_describe():
+    sel = parse_selector(" judge=gpt-4o , model=shisa-ai/x=y ")
+    assert sel == {"judge": "gpt-4o", "model": "shisa-ai/x=y"}
+    assert describe(sel) == "judge=gpt-4o, model=shisa-ai/x=y" and parse_selector(describe(sel)) == sel
+    assert parse_selector("") == {} and describe({}) == "everything"
+    for bad, why in (("category=math", "unknown selector key"), ("judge", "bad selector part"),
+                     ("judge=", "bad selector part"), ("judge=a,judge=b", "given twice")):
+        with pytest.raises(UsageError, match=why) as err:
+            parse_selector(bad)
+        assert "harness, bench, judge, model" in str(err.value)

@@ -116,6 +116,11 @@ def test_compare_page_two_judges_and_two_models(app):
     assert not app.exception
     table = next(f for f in frames(app) if "ci_low" in f.columns)
     assert len(table) == 8 and (table["ci_low"] <= table["delta"]).all() and (table["delta"] <= table["ci_high"]).all()
+    assert "p_adjusted" in table.columns and "model" not in table.columns
+    app.toggle(key="cmp_per_model").set_value(True).run()
+    assert not app.exception
+    table = next(f for f in frames(app) if "ci_low" in f.columns)
+    assert len(table) == 16 and table["model"].nunique() == 2
     app.radio(key="cmp_mode").set_value("two models under one judge").run()
     assert not app.exception
     table = next(f for f in frames(app) if "ci_low" in f.columns)

@@ -71,17 +71,23 @@ def radar(frame: pd.DataFrame, series: str) -> go.Figure:
 
 
 def delta_forest(deltas: pd.DataFrame, label_a: str, label_b: str) -> go.Figure:
-    """Delta (A - B) with its bootstrap interval per row; grey when the interval includes 0."""
+    """Delta (A - B) with its interval per row (a ``deltas.compare_pairs`` table): red when significant
+    after the correction, orange when only the interval excludes 0, grey when it includes 0."""
     frame = deltas.copy()
-    frame["row"] = [f"{c} · turn {int(t)}" if pd.notna(t) else f"{c} · both turns"
-                    for c, t in zip(frame["category"], frame["turn"])]
+    names = []
+    for c, t, m in zip(frame["category"], frame["turn"], frame.get("model", [None] * len(frame))):
+        where = "all categories" if c is None or (not isinstance(c, str) and pd.isna(c)) else str(c)
+        when = f"turn {int(t)}" if pd.notna(t) else "both turns"
+        names.append((f"{m} · " if isinstance(m, str) else "") + f"{where} · {when}")
+    frame["row"] = names
     frame = frame.iloc[::-1]
-    color = np.where(frame["significant"], "#c0392b", np.where(frame["inside_noise"], "#999999", "#e67e22"))
+    inside = ~((frame["ci_low"] > 0) | (frame["ci_high"] < 0))
+    color = np.where(frame["significant"], "#c0392b", np.where(inside, "#999999", "#e67e22"))
     fig = go.Figure(go.Scatter(
         x=frame["delta"], y=frame["row"], mode="markers", marker=dict(color=color, size=9),
         error_x=dict(type="data", symmetric=False, array=frame["ci_high"] - frame["delta"],
                      arrayminus=frame["delta"] - frame["ci_low"], color="#888"),
-        customdata=np.stack([frame["n_questions"], frame["p_holm"]], axis=1),
+        customdata=np.stack([frame["n_questions"], frame["p_adjusted"]], axis=1),
         hovertemplate="%{y}<br>delta %{x:.3f}<br>questions %{customdata[0]}<br>Holm p %{customdata[1]:.3f}"
                       "<extra></extra>"))
     fig.add_vline(x=0, line_color="#444", line_width=1)

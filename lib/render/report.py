@@ -46,7 +46,7 @@ def _table(df: pd.DataFrame, digits: int = 3) -> str:
 
 
 def build_report(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
-                 turn: int | None = None, category: str | None = None, top: int = 15, n_boot: int = 2000) -> str:
+                 turn: int | None = None, category: str | None = None, top: int = 15) -> str:
     """The report as one HTML string (about 5 MB: plotly.js is inlined so it works offline)."""
     judges = agreement.check_judges(store, judges, minimum=2)
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
@@ -62,10 +62,10 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
         for b in benches:
             a_side = {"bench": b, "judge": judges[0], **({"model": model} if model else {})}
             b_side = {"bench": b, "judge": judges[1], **({"model": model} if model else {})}
-            d = deltas.paired_deltas(store, a_side, b_side, n_boot=n_boot)
+            d = deltas.compare_levels(store, a_side, b_side, levels=("category", "turn", "all"))
             if d.empty:
                 continue
-            cat = d[d["level"].isin(["category", "turn", "all"])].drop(columns=["level", "holm_family"])
+            cat = d.drop(columns=["model"])
             cat["turn"] = ["both" if pd.isna(t) else int(t) for t in cat["turn"]]
             sections.append(f"<h2>Per-category deltas · {_e(deltas.describe_comparison(a_side, b_side))}</h2>"
                             f'<p class="note">{_e(DELTA_NOTE)}</p>{_table(cat)}')
@@ -110,8 +110,9 @@ with each judge's full rationale.</p>{''.join(items) or '<p>None: no item is sco
 </body></html>"""
 
 
-DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% percentile bootstrap intervals redraw whole questions; "
-              "p-values are Holm-corrected within each level. A category holds 10 questions: wide intervals "
+DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% t intervals and p-values on question-level mean deltas "
+              "(questions are the unit: both turns and every paired model move together); p_adjusted is "
+              "Holm-corrected within each level. A category holds 10 questions: wide intervals "
               "are expected, and an interval that includes 0 means the difference is inside the noise. In the chart: "
               "red = significant after Holm, orange = interval excludes 0 but not significant after Holm, "
               "grey = inside the noise.")
