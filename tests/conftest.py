@@ -14,6 +14,7 @@ SAMPLE = ROOT / "data" / "sample"
 JA = SAMPLE / "shisa-ja-mt-bench-harness"          # FastChat JA harness data root
 EN = SAMPLE / "stefanstud-fastchat"                # FastChat English fork with pairwise judgments
 SWALLOW = SAMPLE / "swallow" / "lighteval" / "outputs"
+SAME_MODELS = SAMPLE / "swallow-same-models" / "lighteval" / "outputs"  # the JA harness's two models, Swallow's way
 TEST_DATA = Path(__file__).resolve().parent / "data"
 
 

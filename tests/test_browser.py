@@ -41,7 +41,7 @@ def open_overview(page, app_url: str) -> None:
 def test_overview_shows_the_bundled_sample(page, app_url):
     open_overview(page, app_url)
     assert page.get_by_role("heading", name="Overview").is_visible()
-    assert metric_value(page, "Sources") == "20"
+    assert metric_value(page, "Sources") == "24"
 
     board = page.get_by_test_id("stDataFrame").first
     board.locator("table td").first.wait_for(state="attached")  # the accessible table is hidden

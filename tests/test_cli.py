@@ -158,8 +158,8 @@ def test_nothing_to_import(tmp_path, capsys):
 def test_sample_twice_changes_nothing(sample_store):
     before = counts(sample_store)
     report = ingest(sample_store, [SAMPLE])
-    assert report.imported == [] and len(report.unchanged) == before["sources"] == 20
-    assert report.summary().splitlines()[0] == "0 file(s) imported, 20 unchanged (already imported): nothing changed"
+    assert report.imported == [] and len(report.unchanged) == before["sources"] == 24
+    assert report.summary().splitlines()[0] == "0 file(s) imported, 24 unchanged (already imported): nothing changed"
     assert counts(sample_store) == before
 
 

@@ -101,15 +101,17 @@ def test_histogram_counts_sum_to_n_and_units(sample_store):
     for df in (by_item, by_judgment):
         assert (df.groupby("model")["count"].sum() == df.groupby("model")["n"].first()).all()
         assert (df.groupby("model").size() == 10).all()                # every bin present, 0 where empty
-        assert df.groupby("model")["share"].sum().tolist() == pytest.approx([1, 1])
+        assert df.groupby("model")["share"].sum().tolist() == pytest.approx([1, 1, 1, 1])
     with sample_store.read() as cur:
         judgments = dict(cur.execute("SELECT model, count(score) FROM single_judgments WHERE harness = 'swallow' "
                                      "GROUP BY ALL").fetchall())
         items = dict(cur.execute("SELECT model, count(score) FROM item_scores WHERE harness = 'swallow' "
                                  "GROUP BY ALL").fetchall())
     # 5 samples x 160 items = 800 judgments per model, minus parse failures (-1) and items with none valid
-    assert judgments == {"hosted_vllm/fake-org/Fake-JA-Chat-8B": 774, "hosted_vllm/fake-org/Fake-JA-Reasoner-32B": 756}
-    assert items == {"hosted_vllm/fake-org/Fake-JA-Chat-8B": 159, "hosted_vllm/fake-org/Fake-JA-Reasoner-32B": 154}
+    assert judgments == {"hosted_vllm/fake-org/Fake-JA-Chat-8B": 774, "hosted_vllm/fake-org/Fake-JA-Reasoner-32B": 756,
+                         "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b": 781, "hosted_vllm/shisa-ai/shisa-v2-llama3.3-70b": 789}
+    assert items == {"hosted_vllm/fake-org/Fake-JA-Chat-8B": 159, "hosted_vllm/fake-org/Fake-JA-Reasoner-32B": 154,
+                     "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b": 160, "hosted_vllm/shisa-ai/shisa-v2-llama3.3-70b": 160}
     assert by_judgment.groupby("model")["n"].first().to_dict() == judgments
     assert by_item.groupby("model")["n"].first().to_dict() == items
 
@@ -142,7 +144,7 @@ def test_score_summary_matches_numpy(sample_store):
     assert [row["q1"], row["median"], row["q3"]] == pytest.approx(list(np.quantile(scores, [0.25, 0.5, 0.75])))
     assert (row["min"], row["max"]) == (scores.min(), scores.max())
     judgment = score_summary(sample_store, ["model"], unit="judgment", filters={"harness": "swallow"})
-    assert judgment.n.tolist() == [774, 756]
+    assert judgment.n.tolist() == [774, 756, 781, 789]  # 800 samples minus the -1s (26, 44, 19, 11)
 
 
 def test_unknown_keys_are_refused(store):
@@ -175,7 +177,7 @@ def test_length_bias_on_the_ja_data(sample_store):
 
 def test_length_bias_uses_each_swallow_sample(sample_store):
     points, stats = length_bias(sample_store, bench=SWALLOW)
-    assert len(points) == 774 + 756                                    # one point per scored sample
+    assert len(points) == 774 + 756 + 781 + 789                        # one point per scored sample
     assert points["sample"].nunique() == 5
     with sample_store.read() as cur:
         rows = cur.execute("""SELECT a.sample, length(a.text), j.score FROM answers a JOIN single_judgments j

@@ -97,7 +97,7 @@ def test_reference_leaks_in_gpt4_math_judgments(sample_flags):
     # (extraction questions), and then the shared text counts for neither side
     everything = F.reference_leaks(store, include_all=True)
     no_ref = everything[everything["prompt_name"].isin(["single-v1", "single-v1-multi-turn", "swallow-single-v1"])]
-    assert len(no_ref) == 15 and set(no_ref["question_id"]) == {"11", "12", "15", "17"} and not no_ref["leak"].any()
+    assert len(no_ref) == 30 and set(no_ref["question_id"]) == {"11", "12", "15", "17"} and not no_ref["leak"].any()
     assert everything["leak"].sum() == 8 and len(everything) > 900
 
 
@@ -126,7 +126,7 @@ def test_turn2_conditioning_applies_to_every_swallow_turn2_item_with_temperature
     df = found["swallow_turn2_conditioning"]
     expected = {(m, qid) for m, qid in q(store, """SELECT DISTINCT model, question_id FROM answers
                                                    WHERE harness = 'swallow' AND turn = 2 AND temperature > 0""")}
-    assert len(expected) == 80
+    assert len(expected) == 160  # 4 Swallow runs x 40 questions at temperature > 0
     assert set(zip(df["model"], df["question_id"])) == expected
     assert (df["turn"] == 2).all() and (df["samples"].map(tuple) == (1, 2, 3, 4)).all()
     assert set(df["temperature"]) == {0.1, 0.7} and (df["sample"] == 1).all()
@@ -157,7 +157,7 @@ def test_cli_flags_json_and_table(sample_flags, capsys):
     store, found = sample_flags
     assert main(["flags", "--db", str(store.path), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data) == sum(len(df) for df in found.values()) == 51 + 8 + 43 + 80 + 42
+    assert len(data) == sum(len(df) for df in found.values()) == 51 + 8 + 43 + 160 + 42
     assert {"flag", "bench", "question_id", "model", "turn", "judge", "sample", "evidence", "link"} <= set(data[0])
     leak = next(d for d in data if d["flag"] == "reference_leak")
     assert isinstance(leak["ref_spans"], list) and isinstance(leak["ref_spans"][0], list)

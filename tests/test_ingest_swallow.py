@@ -14,6 +14,8 @@ from lib.ingest.importer import DATA_TABLES, ingest
 
 CHAT = "hosted_vllm/fake-org/Fake-JA-Chat-8B"
 REASONER = "hosted_vllm/fake-org/Fake-JA-Reasoner-32B"
+SHISA_8B = "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b"    # data/sample/swallow-same-models/
+SHISA_70B = "hosted_vllm/shisa-ai/shisa-v2-llama3.3-70b"
 CHAT_RUN = "2026-11-22T05-37-47.223639"
 CHAT_DETAILS = SWALLOW / "details" / CHAT / CHAT_RUN / f"details_swallow|japanese_mt_bench|0_{CHAT_RUN}.parquet"
 CHAT_RESULTS = SWALLOW / "results" / CHAT / f"results_{CHAT_RUN}.json"
@@ -34,16 +36,18 @@ def test_details_explode_per_run(sample_store):
                min(sample), max(sample), min(turn), max(turn), any_value(judge)
         FROM single_judgments WHERE harness = 'swallow' GROUP BY model ORDER BY model""")
     assert got == [(CHAT, 800, 80, 800, 0, 4, 1, 2, "gpt-4o-2024-08-06"),
-                   (REASONER, 800, 80, 800, 0, 4, 1, 2, "gpt-4o-2024-08-06")]
+                   (REASONER, 800, 80, 800, 0, 4, 1, 2, "gpt-4o-2024-08-06"),
+                   (SHISA_8B, 800, 80, 800, 0, 4, 1, 2, "gpt-4o-2024-08-06"),
+                   (SHISA_70B, 800, 80, 800, 0, 4, 1, 2, "gpt-4o-2024-08-06")]
     answers = rows_of(sample_store, """SELECT model, count(*), count(DISTINCT (question_id, turn, sample))
                                        FROM answers WHERE harness = 'swallow' GROUP BY model ORDER BY model""")
-    assert answers == [(CHAT, 800, 800), (REASONER, 800, 800)]
+    assert answers == [(CHAT, 800, 800), (REASONER, 800, 800), (SHISA_8B, 800, 800), (SHISA_70B, 800, 800)]
     # one question row per details row; failures (-1) kept and flagged, as the sample's README counts them
-    assert rows_of(sample_store, "SELECT count(*) FROM questions WHERE bench = 'japanese_mt_bench'") == [(160,)]
+    assert rows_of(sample_store, "SELECT count(*) FROM questions WHERE bench = 'japanese_mt_bench'") == [(320,)]
     assert rows_of(sample_store, """SELECT model, count(*) FILTER (parse_status = 'not_parsed'),
                                            count(*) FILTER (raw_score = -1), count(*) FILTER (score IS NULL)
                                     FROM single_judgments WHERE harness = 'swallow' GROUP BY model ORDER BY model""") == [
-        (CHAT, 26, 26, 26), (REASONER, 44, 44, 44)]
+        (CHAT, 26, 26, 26), (REASONER, 44, 44, 44), (SHISA_8B, 19, 19, 19), (SHISA_70B, 11, 11, 11)]
 
 
 def test_answers_carry_system_prompt_temperature_and_truncation(sample_store):
@@ -52,7 +56,10 @@ def test_answers_carry_system_prompt_temperature_and_truncation(sample_store):
                count(*) FILTER (length(text) = 8192), max(length(text))
         FROM answers WHERE harness = 'swallow' GROUP BY model ORDER BY model""")
     assert got == [(CHAT, 1, "あなたは誠実で優秀な日本人のアシスタントです。", 8192, 8192, 23, 8192),
-                   (REASONER, 1, "あなたは誠実で優秀な日本人のアシスタントです。", 8192, 8192, 0, 239)]
+                   (REASONER, 1, "あなたは誠実で優秀な日本人のアシスタントです。", 8192, 8192, 0, 239),
+                   # same-models: the real JA-harness answers, at most 2,519 characters (its README)
+                   (SHISA_8B, 1, "あなたは誠実で優秀な日本人のアシスタントです。", 8192, 8192, 0, 2519),
+                   (SHISA_70B, 1, "あなたは誠実で優秀な日本人のアシスタントです。", 8192, 8192, 0, 2416)]
     # temperature per question, as the details say (the fork's per-category temperatures)
     specifics = pq.read_table(CHAT_DETAILS, columns=["specifics"]).column("specifics").to_pylist()
     expected = {(str(s["id"]), s["temperature"]) for s in specifics}
@@ -187,7 +194,9 @@ def test_results_json_metrics(sample_store):
     got = rows_of(sample_store, """
         SELECT model, run_id, count(*), count(stderr) FROM reported_metrics
         WHERE task = 'swallow|japanese_mt_bench|0' GROUP BY ALL ORDER BY model""")
-    assert [(m, r) for m, r, *_ in got] == [(CHAT, CHAT_RUN), (REASONER, "2026-11-22T05-27-50.682239")]
+    assert [(m, r) for m, r, *_ in got] == [(CHAT, CHAT_RUN), (REASONER, "2026-11-22T05-27-50.682239"),
+                                            (SHISA_8B, "2026-11-22T20-29-40.350830"),
+                                            (SHISA_70B, "2026-11-22T20-56-44.808344")]
     assert all(n > 30 and n_err > 0 for *_, n, n_err in got)
     assert rows_of(sample_store, "SELECT value FROM reported_metrics WHERE model = ? AND "
                                  "metric = 'judge_score_overall_turn_1_avg'", [CHAT]) == [(0.5930379746835442,)]

@@ -115,8 +115,8 @@ def test_first_start_loads_the_sample_and_shows_the_leaderboard():
     no_exception(at)
     assert [t.value for t in at.title] == ["Overview"]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Sources"] == "20"
-    assert len(at.toast) == 1 and "Loaded the bundled sample: 20 files" in at.toast[0].value
+    assert metrics["Sources"] == "24"
+    assert len(at.toast) == 1 and "Loaded the bundled sample: 24 files" in at.toast[0].value
 
     board = at.dataframe[0].value
     assert {MODEL_8B, MODEL_70B, SWALLOW_8B} <= set(board["model"])
@@ -128,13 +128,13 @@ def test_first_start_loads_the_sample_and_shows_the_leaderboard():
     at.run()  # a rerun of the same session does not import again
     no_exception(at)
     assert len(at.toast) == 0
-    assert {m.label: m.value for m in at.metric}["Sources"] == "20"
+    assert {m.label: m.value for m in at.metric}["Sources"] == "24"
 
     again = AppTest.from_file(APP, default_timeout=60).run()  # a new session on the same database neither
     no_exception(again)
     assert len(again.toast) == 0
-    assert {m.label: m.value for m in again.metric}["Sources"] == "20"
-    assert source_count() == 20
+    assert {m.label: m.value for m in again.metric}["Sources"] == "24"
+    assert source_count() == 24
 
 
 def test_overview_bench_filter():
@@ -244,7 +244,7 @@ def test_sources_label_of_a_file_without_bench(import_page):
     button(at, "Load the bundled sample").click()
     at.run()
     no_exception(at)
-    assert at.success[0].value.startswith("20 file(s) imported")
+    assert at.success[0].value.startswith("24 file(s) imported")
     options = at.multiselect(key="remove_sources").options
     assert "1: judge_prompts.jsonl (judge_prompts, -)" in options
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from statistics import mean
 
 import pytest
-from conftest import JA, ROOT, SWALLOW
+from conftest import JA, ROOT, SAME_MODELS, SWALLOW
 
 from lib.analysis import queries
 
@@ -25,7 +25,9 @@ HARNESS_MEANS = {
     ("gpt-4.1-2025-04-14", L8): (7.4125, 6.5750),
     ("gpt-4.1-mini-2025-04-14", L8): (7.6125, 6.9375),
 }
-SWALLOW_RUNS = ["hosted_vllm/fake-org/Fake-JA-Chat-8B", "hosted_vllm/fake-org/Fake-JA-Reasoner-32B"]
+SWALLOW_RUNS = ["hosted_vllm/fake-org/Fake-JA-Chat-8B", "hosted_vllm/fake-org/Fake-JA-Reasoner-32B",
+                # data/sample/swallow-same-models: the two JA-harness models through the Swallow pipeline
+                "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b", "hosted_vllm/shisa-ai/shisa-v2-llama3.3-70b"]
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +105,9 @@ def test_swallow_reported_turn_average_is_reproduced(sample_store, model, turn):
 
 
 def test_swallow_results_file_is_what_was_stored(sample_store):
-    for path in sorted((SWALLOW / "results").rglob("results_*.json")):
+    paths = sorted((SWALLOW / "results").rglob("results_*.json")) + sorted((SAME_MODELS / "results").rglob("results_*.json"))
+    assert len(paths) == 4
+    for path in paths:
         doc = json.loads(path.read_text(encoding="utf-8"))
         model = doc["config_general"]["model_name"]
         metrics = doc["results"]["swallow|japanese_mt_bench|0"]
@@ -127,7 +131,9 @@ def test_leaderboard(sample_store):
         with sample_store.read() as cur:
             raw = cur.execute("SELECT question_id, turn, raw_score FROM single_judgments WHERE model = ?", [model]).fetchall()
         assert swallow.loc[model, "n_items"] == len({(q, t) for q, t, r in raw if r != -1})
-    assert swallow["n_items"].to_dict() == {SWALLOW_RUNS[0]: 159, SWALLOW_RUNS[1]: 154}
+    # same-models: 19 and 11 failed samples, but no item lost all five (its README)
+    assert swallow["n_items"].to_dict() == {SWALLOW_RUNS[0]: 159, SWALLOW_RUNS[1]: 154, SWALLOW_RUNS[2]: 160,
+                                            SWALLOW_RUNS[3]: 160}
     ja = board[(board.harness == "fastchat") & (board.bench == "ja_mt_bench")].set_index(["judge", "model"])
     for (judge, model), (t1, t2) in HARNESS_MEANS.items():
         assert ja.loc[(judge, model), "t1"] == pytest.approx(t1, abs=5e-5)

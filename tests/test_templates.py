@@ -81,9 +81,9 @@ def test_fastchat_and_ja_builtins_reproduce_every_stored_judge_prompt(sample_sto
 
 
 def test_swallow_builtins_reproduce_every_stored_message_list(sample_store):
-    """Swallow stores the exact message list it sent: all 1,600 are reproduced (system + user)."""
+    """Swallow stores the exact message list it sent: all 3,200 (4 runs) are reproduced (system + user)."""
     rows = _stored_prompts(sample_store, "swallow")
-    assert len(rows) == 1600
+    assert len(rows) == 3200
     groups: dict = {}
     for bench, judge, prompt, model, qid, turn, sample, stored in rows:
         groups.setdefault(prompt, []).append((ItemKey(bench, qid, turn, model, sample), json.loads(stored)))
