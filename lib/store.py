@@ -15,6 +15,9 @@ Tables (one row per thing, every row tagged with the ``source_id`` of the file i
 Probes (``lib.probes``): ``probe_runs`` (one probe suite run of a template version against a judge)
 and ``probe_results`` (one row per judged probe request).
 
+Cross-harness: ``question_links`` (the same question in two benches: exact, edited, fuzzy or manual) and
+``model_aliases`` (one model under several names), see ``lib.analysis.linking`` and ``lib.analysis.aliases``.
+
 Derived: ``item_scores`` (a table kept current by ``refresh_item_scores``: one row per judged item,
 duplicates and Swallow samples averaged, parse failures left out); views ``current_questions`` (newest
 source wins per bench/question) and ``answers_view`` (adds ``text_no_think``).
@@ -250,6 +253,28 @@ FROM answers;
 CREATE TABLE IF NOT EXISTS item_scores (
     harness VARCHAR, bench VARCHAR, judge VARCHAR, model VARCHAR, question_id VARCHAR, turn INTEGER,
     category VARCHAR, score DOUBLE, n_rows BIGINT, n_valid BIGINT, score_std DOUBLE, n_failed BIGINT
+);
+
+-- Harness vs harness (lib.analysis.linking, lib.analysis.aliases). A question link says two benches ask the
+-- same question (bench_a < bench_b alphabetically; each question has at most one link per bench pair).
+-- Automatic links are recomputed after every import; 'manual' links and 'removed' marks (a link the user
+-- removed: auto-linking leaves both questions alone) are never overwritten.
+CREATE TABLE IF NOT EXISTS question_links (
+    bench_a       VARCHAR NOT NULL,
+    question_id_a VARCHAR NOT NULL,
+    bench_b       VARCHAR NOT NULL,
+    question_id_b VARCHAR NOT NULL,
+    method        VARCHAR NOT NULL,            -- exact | edited | fuzzy | manual | removed
+    similarity    DOUBLE,                      -- 0-1: rapidfuzz ratio of both turns after NFKC + whitespace normalisation
+    edited_turns  INTEGER[] NOT NULL DEFAULT [],  -- turns whose normalised text differs
+    created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+-- One answering model under several names (provider prefixes, '__' for '/', case): name -> canonical.
+CREATE TABLE IF NOT EXISTS model_aliases (
+    name       VARCHAR PRIMARY KEY,
+    canonical  VARCHAR NOT NULL,
+    method     VARCHAR NOT NULL,               -- auto | manual | removed (the user undid it: auto leaves it alone)
+    created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
 );
 """
 

@@ -440,8 +440,22 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
                         file_problems += _problems(other)
                 raise IngestError(file_problems)
             item.skipped = file_problems
+    if any(i.status == "imported" for i in items):
+        progress(0.97, "linking benches and model names")
+        relink(store, questions_changed=any(i.status == "imported" and i.kind in ("questions", "swallow_details")
+                                            for i in items))
     progress(1.0, "done")
     return IngestReport(items)
+
+
+def relink(store: Store, questions_changed: bool = True) -> None:
+    """After an import or a removal: link the same question across benches and alias the same model's names
+    (automatic links and aliases only; the user's own are kept). See lib.analysis.linking / aliases."""
+    from lib.analysis import aliases, linking
+
+    if questions_changed:
+        linking.auto_link_all(store)
+    aliases.auto_alias(store)
 
 
 def _is_judgment_note(text: str) -> bool:
@@ -460,4 +474,5 @@ def remove_source(store: Store, source_id: int) -> bool:
             cur.execute(f"DELETE FROM {table} WHERE source_id = ?", [source_id])
         cur.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
         refresh_item_scores(cur, benches)
+    relink(store)
     return True
