@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lib.cli import data, judging, links, review
+from lib.cli import data, harness, judging, links, review
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
 
-COMMAND_MODULES = (data, review, judging, links)
+COMMAND_MODULES = (data, review, judging, links, harness)
 
 
 def build_parser() -> argparse.ArgumentParser:

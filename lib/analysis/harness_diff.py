@@ -1,0 +1,437 @@
+"""How two runs were set up, computed from the imported files alone (a computed version of the published
+table comparing the JA MT-Bench harness with Swallow's lighteval fork).
+
+``harness_diff(store, a, b)`` returns one row per area (``AREAS``) with columns ``area, a, b, differs,
+evidence, example``: what run A and run B did, whether that differs (``None``: cannot tell, e.g. FastChat
+does not record the answers' system prompt), the numbers behind it, and a relative link to an example item
+(``lib.analysis.item_view.link``). ``judge_prompt_diff`` gives the reconstructed judge templates of both runs
+side by side, with the sentences only one of them has.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+from lib.analysis import linking
+from lib.analysis.item_view import ItemKey, link, link_params
+from lib.analysis.runs import Run, resolve_run
+from lib.store import Store
+
+AREAS = ("judge_model", "judge_prompt", "system_prompt", "samples", "temperature", "truncation", "reasoning",
+         "references", "parse_failures", "scale", "questions")
+AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "system_prompt": "answer system prompt",
+               "samples": "samples per item", "temperature": "generation temperature", "truncation": "truncation",
+               "reasoning": "reasoning (<think>)", "references": "reference answers", "parse_failures":
+               "parse failures", "scale": "score scale", "questions": "questions"}
+COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
+TRUNCATION_LIMITS = (8192, 6144)
+_SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
+_MODEL_KEY = "lower(replace({}, '__', '/'))"
+
+
+def _rows(store: Store, sql: str, params) -> list[tuple]:
+    with store.read() as cur:
+        return cur.execute(sql, params).fetchall()
+
+
+def _answers(store: Store, run: Run) -> pd.DataFrame:
+    """The answers the run's judge saw: the run's model in its bench (judgment names match an answer file's
+    model, model_id or file name, '/' and '__' alike, as the item view matches them)."""
+    mk = _MODEL_KEY
+    with store.read() as cur:
+        return cur.execute(f"""
+            SELECT a.question_id, a.turn, a.sample, a.text, a.temperature, a.system_prompt, a.max_chars,
+                   q.category, length(coalesce(a.text, '')) AS chars, contains(coalesce(a.text, ''), '<think>') AS think
+            FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
+            WHERE a.bench = $bench AND {mk.format('$model')} IN ({mk.format('a.model')},
+                  {mk.format("coalesce(a.model_id, '')")}, {mk.format("coalesce(a.file_model, '')")})""",
+                           {"bench": run.bench, "model": run.model}).df()
+
+
+def _example(run: Run, qid, turn, sample: int = 0) -> str:
+    params = link_params(run.bench, str(qid), int(turn), run.model, [run.judge], harness=run.harness)
+    if sample:
+        params["sample"] = str(int(sample))
+    return link(params)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judge prompt templates, reconstructed from the stored rendered prompts
+# ---------------------------------------------------------------------------------------------
+
+def _kind(prompt_name: str | None) -> str:
+    """'swallow-single-math-v1-multi-turn' / 'ja-single-v1@v2' -> 'single-math-v1-multi-turn' / 'single-v1'."""
+    name = (prompt_name or "?").split("@")[0]
+    for prefix in ("swallow-", "ja-", "stability-"):
+        name = name.removeprefix(prefix)
+    return name
+
+
+def _messages(stored: str | None) -> list[dict]:
+    """A stored judge prompt as messages: Swallow stores the JSON message list, FastChat the user prompt."""
+    text = stored or ""
+    if text.startswith("["):
+        try:
+            msgs = json.loads(text)
+            if isinstance(msgs, list) and all(isinstance(m, dict) for m in msgs):
+                return [{"role": m.get("role"), "content": m.get("content") or ""} for m in msgs]
+        except ValueError:
+            pass
+    return [{"role": "user", "content": text}]
+
+
+def _placeholders(store: Store, run: Run, qid: str, turn: int, sample: int) -> dict[str, str]:
+    from lib.judging.context import build_contexts
+
+    ctx = build_contexts(store, [ItemKey(run.bench, qid, turn, run.model, sample)], judge_hint=run.judge)[0].context
+    if ctx is None:
+        return {}
+    names = (["question", "answer", "ref_answer_1"] if turn == 1 else
+             ["question_1", "answer_1", "question_2", "answer_2", "ref_answer_1", "ref_answer_2"])
+    return {n: ctx[n] for n in names if isinstance(ctx.get(n), str) and ctx[n].strip()}
+
+
+def prompt_templates(store: Store, run: Run) -> dict[str, dict]:
+    """Per prompt kind (single-v1, single-math-v1, ... without harness prefixes): the template the run's
+    judge saw, rebuilt from one stored rendered prompt by putting the question, answer and reference texts
+    back as FastChat placeholders. FastChat does not store the system prompt: it comes from the imported
+    judge_prompts.jsonl of that name when one matches, else it is marked not recorded."""
+    rows = _rows(store, """SELECT prompt_name, any_value(question_id), any_value(turn), any_value(sample),
+                                  any_value(judge_prompt), count(*)
+                           FROM (SELECT * FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ?
+                                 AND model = ? AND judge_prompt IS NOT NULL AND sample = 0 ORDER BY question_id, turn)
+                           GROUP BY prompt_name ORDER BY prompt_name""", list(run.selector.values()))
+    out = {}
+    for name, qid, turn, sample, stored, n in rows:
+        msgs = _messages(stored)
+        values = _placeholders(store, run, qid, int(turn), int(sample))
+        for m in msgs:
+            for key, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
+                m["content"] = m["content"].replace(value, "{" + key + "}")
+        system_note = None
+        if not any(m["role"] == "system" for m in msgs):
+            recs = _rows(store, "SELECT system_prompt FROM judge_prompts WHERE name = ? ORDER BY source_id DESC",
+                         [name])
+            if recs and recs[0][0]:
+                msgs.insert(0, {"role": "system", "content": recs[0][0]})
+                system_note = "system prompt from the imported judge_prompts.jsonl (FastChat does not store it)"
+            else:
+                system_note = "system prompt not recorded"
+        text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in msgs)
+        out[_kind(name)] = {"prompt_name": name, "text": text, "messages": msgs, "judgments": int(n),
+                            "example": (qid, int(turn), int(sample)), "note": system_note}
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip() and not re.fullmatch(r"\[\w+\]|\{\w+\}", s.strip())]
+
+
+def judge_prompt_diff(store: Store, a: dict | Run, b: dict | Run) -> list[dict]:
+    """Per prompt kind both runs used: both reconstructed templates, the character diff (``char_diff`` ops)
+    and the sentences only A / only B has (e.g. Swallow's "The expected language is Japanese. ...")."""
+    from lib.render.textdiff import char_diff
+
+    run_a = a if isinstance(a, Run) else resolve_run(store, a, "A")
+    run_b = b if isinstance(b, Run) else resolve_run(store, b, "B")
+    ta, tb = prompt_templates(store, run_a), prompt_templates(store, run_b)
+    out = []
+    for kind in sorted(set(ta) | set(tb)):
+        xa, xb = ta.get(kind), tb.get(kind)
+        sa, sb = sentences(xa["text"]) if xa else [], sentences(xb["text"]) if xb else []
+        out.append({"kind": kind, "a": xa, "b": xb, "ops": char_diff(xa["text"] if xa else "", xb["text"] if xb else ""),
+                    "only_a": [s for s in sa if s not in sb], "only_b": [s for s in sb if s not in sa]})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _row(area, a, b, differs, evidence, example=None) -> dict:
+    return {"area": area, "a": a, "b": b, "differs": differs, "evidence": evidence, "example": example}
+
+
+def _judge_model(store, ra: Run, rb: Run) -> dict:
+    n = {r: _rows(store, "SELECT count(*) FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND "
+                         "model = ?", list(r.selector.values()))[0][0] for r in (ra, rb)}
+    differs = ra.judge != rb.judge
+    ev = f"A: {n[ra]} judgments named {ra.judge!r}; B: {n[rb]} named {rb.judge!r}."
+    if differs and (ra.judge.startswith(rb.judge) or rb.judge.startswith(ra.judge)):
+        ev += (" One name is a dated snapshot of the other: an undated alias points at whichever snapshot was "
+               "current when the run was judged, so the two may or may not be the same weights.")
+    if rb.harness == "swallow" or ra.harness == "swallow":
+        ev += " The Swallow fork hard-codes gpt-4o-2024-08-06 as its judge."
+    return _row("judge_model", ra.judge, rb.judge, differs, ev)
+
+
+def _judge_prompt(store, ra: Run, rb: Run) -> dict:
+    diffs = judge_prompt_diff(store, ra, rb)
+    if not diffs:
+        return _row("judge_prompt", "no stored prompts", "no stored prompts", None,
+                    "Neither run stored the rendered judge prompts.")
+    desc = {}
+    for side, key in (("a", ra), ("b", rb)):
+        names = [d[side]["prompt_name"] for d in diffs if d[side]]
+        desc[side] = f"{len(names)} template(s): " + ", ".join(names) if names else "no stored prompts"
+    only_a = list(dict.fromkeys(s for d in diffs for s in d["only_a"]))
+    only_b = list(dict.fromkeys(s for d in diffs for s in d["only_b"]))
+    differs = bool(only_a or only_b or any(not d["a"] or not d["b"] for d in diffs))
+    parts = []
+    if only_b:
+        parts.append("only in B: " + " | ".join(f"“{_short(s, 220)}”" for s in only_b[:6]))
+    if only_a:
+        parts.append("only in A: " + " | ".join(f"“{_short(s, 220)}”" for s in only_a[:6]))
+    notes = {d[s]["note"] for d in diffs for s in ("a", "b") if d[s] and d[s]["note"]}
+    ev = ("Templates rebuilt from the stored rendered prompts (question, answer and reference put back as "
+          "placeholders); " + ("; ".join(parts) if parts else "the same sentences") + "."
+          + (" " + "; ".join(sorted(notes)) + "." if notes else ""))
+    first = next((d for d in diffs if d["b"]), diffs[0])
+    ex = first["b"]["example"] if first["b"] else first["a"]["example"]
+    run = rb if first["b"] else ra
+    return _row("judge_prompt", desc["a"], desc["b"], differs, ev, _example(run, *ex))
+
+
+def _system_prompt(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    vals = {}
+    for r in (ra, rb):
+        sp = ans[r]["system_prompt"].dropna().unique().tolist()
+        vals[r] = sp
+    def text(sp, run):
+        if not sp:
+            return ("not recorded (FastChat answer files do not store it)" if run.harness == "fastchat"
+                    else "none recorded")
+        return " / ".join(f"“{_short(s, 120)}”" for s in sp[:3])
+    differs = None if (not vals[ra] or not vals[rb]) else sorted(vals[ra]) != sorted(vals[rb])
+    ev = ("The answers' system prompt is part of how the answers were made (it is not a judge-side factor); "
+          "Swallow records it in every turn context (full_prompt), FastChat does not.")
+    return _row("system_prompt", text(vals[ra], ra), text(vals[rb], rb), differs, ev)
+
+
+def _samples(store, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    desc, per = {}, {}
+    example = None
+    for r in (ra, rb):
+        df = ans[r]
+        if df.empty:
+            desc[r], per[r] = "no answers stored", 0
+            continue
+        g = df.groupby(["question_id", "turn"])
+        n = int(g["sample"].nunique().max())
+        per[r] = n
+        text = f"{n} sample(s) per item"
+        if n > 1:
+            distinct = g["text"].nunique()
+            copies = int((distinct == 1).sum())
+            cats = sorted(df[df.set_index(["question_id", "turn"]).index.isin(distinct[distinct == 1].index)]
+                          ["category"].dropna().unique())
+            text += (f"; identical copies on {copies} of {len(distinct)} items"
+                     + (f" ({', '.join(cats)})" if cats else ""))
+            varied = distinct[distinct > 1]
+            if len(varied) and example is None:
+                qid, turn = varied.index[0]
+                example = _example(r, qid, turn, 1)
+        judged = _rows(store, "SELECT count(DISTINCT sample) FROM single_judgments WHERE harness = ? AND bench = ? "
+                              "AND judge = ? AND model = ?", list(r.selector.values()))[0][0]
+        text += f"; {judged} judged per item"
+        desc[r] = text
+    # are the two runs' first answers the same texts?
+    same = ""
+    a0 = ans[ra][ans[ra]["sample"] == 0][["question_id", "turn", "text"]]
+    b0 = ans[rb][ans[rb]["sample"] == 0][["question_id", "turn", "text"]]
+    lf = linking.link_map(store, ra.bench, rb.bench)
+    if not a0.empty and not b0.empty and lf:
+        a0 = a0.assign(qb=a0["question_id"].map(lambda q: lf.get(q, (None,))[0]))
+        m = a0.merge(b0, left_on=["qb", "turn"], right_on=["question_id", "turn"], suffixes=("_a", "_b"))
+        if len(m):
+            eq = int((m["text_a"] == m["text_b"]).sum())
+            same = (f" Sample 0 of B is the same text as A's answer on {eq} of {len(m)} linked items"
+                    + (": the answers themselves are shared, so a gap comes from judging." if eq == len(m) else "."))
+    ev = ("Swallow generates 5 samples per item and judges each (the harness averages them); at temperature 0 the "
+          "fork makes one call and copies it 5 times. FastChat judges choices[0] only." + same)
+    return _row("samples", desc[ra], desc[rb], per[ra] != per[rb], ev, example)
+
+
+def _temperature(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    desc, vals = {}, {}
+    for r in (ra, rb):
+        df = ans[r].dropna(subset=["temperature"])
+        if df.empty:
+            desc[r], vals[r] = ("not recorded" + (" (FastChat answer files do not store it; gen_api_answer uses "
+                                                  "its per-category temperature_config unless forced)"
+                                                  if r.harness == "fastchat" else "")), None
+            continue
+        t = df.groupby("category")["temperature"].agg(lambda s: sorted(set(s)))
+        vals[r] = {c: v for c, v in t.items()}
+        desc[r] = ", ".join(f"{c} {'/'.join(f'{x:g}' for x in v)}" for c, v in t.items())
+    differs = None if vals[ra] is None or vals[rb] is None else vals[ra] != vals[rb]
+    return _row("temperature", desc[ra], desc[rb], differs,
+                "Per category, as recorded with the answers (Swallow: specifics.temperature, the fork's "
+                "CATEGORY_TEMPERATURE_MAP, which overrides any user setting).")
+
+
+def _truncation(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    desc, limits, example = {}, {}, None
+    at_limit = {}
+    for r in (ra, rb):
+        df = ans[r]
+        if df.empty:
+            desc[r], limits[r], at_limit[r] = "no answers", None, 0
+            continue
+        lim = df["max_chars"].dropna().unique().tolist()
+        limits[r] = int(lim[0]) if lim else None
+        counts = {n: int((df["chars"] == n).sum()) for n in TRUNCATION_LIMITS}
+        at_limit[r] = sum(counts.values())
+        desc[r] = (f"longest answer {int(df['chars'].max()):,} chars; "
+                   + ", ".join(f"{v} at exactly {k:,}" for k, v in counts.items())
+                   + (f"; cut at {limits[r]:,} chars" if limits[r] else "; no limit recorded"))
+        hit = df[df["chars"].isin(TRUNCATION_LIMITS)]
+        if len(hit) and example is None:
+            row = hit.iloc[0]
+            example = _example(r, row["question_id"], row["turn"], row["sample"])
+    ev = ("Swallow keeps the first 8,192 characters of each answer (6,144 for the _truncate_6144 task), after "
+          "reasoning removal, in both turns; FastChat does not cut. ")
+    ev += ("No answer reaches a limit here, so truncation cannot explain a gap." if not any(at_limit.values())
+           else f"{at_limit[ra]} (A) and {at_limit[rb]} (B) answers are exactly at a limit: cut there.")
+    return _row("truncation", desc[ra], desc[rb], limits[ra] != limits[rb], ev, example)
+
+
+def _reasoning(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    desc, n, example = {}, {}, None
+    for r in (ra, rb):
+        df = ans[r]
+        n[r] = int(df["think"].sum()) if len(df) else 0
+        desc[r] = f"{n[r]} of {len(df)} judged answers contain <think>"
+        if n[r] and example is None:
+            row = df[df["think"]].iloc[0]
+            example = _example(r, row["question_id"], row["turn"], row["sample"])
+    ev = ("What the judge saw: FastChat (any version we could read) judges answers with their <think> blocks; "
+          "Swallow stores only the final content when a reasoning parser split it off (LiteLLM also moves a "
+          "leading <think> block away), so its judge never sees reasoning unless the tag was never closed.")
+    return _row("reasoning", desc[ra], desc[rb], (n[ra] > 0) != (n[rb] > 0), ev, example)
+
+
+def _reference_sets(store, run: Run) -> tuple[str, dict]:
+    """(description, {(qid, turn): text} of the references this run's judge used)."""
+    rows = _rows(store, "SELECT judge, question_id, turn, text FROM reference_answers WHERE bench = ? ORDER BY source_id",
+                 [run.bench])
+    by_judge: dict[str, dict] = {}
+    for judge, qid, turn, text in rows:
+        by_judge.setdefault(judge, {})[(qid, int(turn))] = text
+    if not by_judge:
+        return "none stored", {}
+    used = run.judge if run.judge in by_judge else sorted(by_judge)[0]
+    distinct = {json.dumps(sorted((f"{q}:{t}", linking.normalize(x)) for (q, t), x in v.items()), ensure_ascii=False)
+                for v in by_judge.values()}
+    if run.harness == "swallow":
+        desc = f"one set (the dataset's reference column, {len({q for q, _ in by_judge[used]})} questions)"
+    else:
+        desc = (f"{len(by_judge)} file(s) ({', '.join(sorted(by_judge))})"
+                + ("; identical content" if len(distinct) == 1 else f"; {len(distinct)} different contents")
+                + f"; judge {run.judge} reads {used}.jsonl")
+    return desc, by_judge[used]
+
+
+def _references(store, ra: Run, rb: Run) -> dict:
+    da, refs_a = _reference_sets(store, ra)
+    db, refs_b = _reference_sets(store, rb)
+    lm = linking.link_map(store, ra.bench, rb.bench)
+    differ, compared, example = [], 0, None
+    for (qid, turn), text in sorted(refs_a.items(), key=lambda kv: (linking.id_key(kv[0][0]).zfill(8), kv[0][1])):
+        if qid not in lm or (lm[qid][0], turn) not in refs_b:
+            continue
+        compared += 1
+        if linking.normalize(text) != linking.normalize(refs_b[(lm[qid][0], turn)]):
+            differ.append((qid, turn))
+    qs = sorted({q for q, _ in differ}, key=linking.id_key)
+    if differ:
+        example = _example(ra, differ[0][0], differ[0][1])
+    ev = (f"Compared on {compared} linked question turns: the reference texts differ on {len(differ)} "
+          f"({len(qs)} questions{': ' + ', '.join(qs[:10]) if qs else ''}). Only math, reasoning and coding "
+          "prompts show the reference to the judge.")
+    return _row("references", da, db, bool(differ) if compared else None, ev, example)
+
+
+def _parse_failures(store, ra: Run, rb: Run) -> dict:
+    desc, rates, example = {}, {}, None
+    for r in (ra, rb):
+        total, failed, qid, turn, sample = _rows(store, """
+            SELECT count(*), count(*) FILTER (parse_status <> 'ok'),
+                   arg_min(question_id, CASE WHEN parse_status <> 'ok' THEN 0 ELSE 1 END),
+                   arg_min(turn, CASE WHEN parse_status <> 'ok' THEN 0 ELSE 1 END),
+                   arg_min(sample, CASE WHEN parse_status <> 'ok' THEN 0 ELSE 1 END)
+            FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND model = ?""",
+            list(r.selector.values()))[0]
+        rule = ("the harness drops -1 (show_result)" if r.harness == "fastchat" else
+                "the harness averages -1 into the item's 5-sample mean and drops an item only if that mean is -1"
+                if r.harness == "swallow" else "left out of means")
+        desc[r] = f"{failed} of {total} judgments without a rating ({100 * failed / max(total, 1):.1f}%); {rule}"
+        rates[r] = (failed, r.harness)
+        if failed and example is None:
+            example = _example(r, qid, turn, sample)
+    ev = ("JudgeLens leaves every judgment without a usable rating out of its means, the same way for both runs; "
+          "a harness's own number may treat them differently (see the Overview's harness column).")
+    differs = rates[ra][1] != rates[rb][1] or (rates[ra][0] > 0) != (rates[rb][0] > 0)
+    return _row("parse_failures", desc[ra], desc[rb], differs, ev, example)
+
+
+def _scale(store, ra: Run, rb: Run) -> dict:
+    desc = {}
+    for r in (ra, rb):
+        lo, hi = _rows(store, "SELECT min(score), max(score) FROM single_judgments WHERE harness = ? AND bench = ? "
+                              "AND judge = ? AND model = ?", list(r.selector.values()))[0]
+        reported = _rows(store, "SELECT count(*) FROM reported_metrics WHERE model = ? AND bench = ?",
+                         [r.model, r.bench])[0][0]
+        desc[r] = (f"1-10 per judgment (seen {lo:g}-{hi:g})" if lo is not None else "no scores") + (
+            "; the results file reports 0-1 (means ÷ 10)" if reported and r.harness == "swallow" else "")
+    return _row("scale", desc[ra], desc[rb], desc[ra].split(";")[1:] != desc[rb].split(";")[1:],
+                "JudgeLens compares every run on the judges' 1-10 ratings; Swallow's headline numbers are the same "
+                "means divided by 10.")
+
+
+def _questions(store, ra: Run, rb: Run) -> dict:
+    n = {}
+    for r in (ra, rb):
+        n[r] = _rows(store, "SELECT count(*) FROM current_questions WHERE bench = ?", [r.bench])[0][0]
+    if ra.bench == rb.bench:
+        return _row("questions", f"{n[ra]} in {ra.bench}", f"{n[rb]} in {rb.bench}", False, "The same bench.")
+    s = linking.link_summary(store, ra.bench, rb.bench)
+    links_df = linking.links(store, ra.bench, rb.bench)
+    loose = links_df[links_df["method"].isin(["edited", "fuzzy"])]
+    example = _example(ra, loose.iloc[0]["question_id_a"], (loose.iloc[0]["edited_turns"] or [1])[0]) if len(loose) else None
+    ev = (f"{s['linked']} linked: {s['exact']} exact, {s['edited']} edited, {s['fuzzy']} fuzzy, {s['manual']} manual; "
+          f"{n[ra] - s['linked']} of A's questions unlinked. Edited and fuzzy links ask a differently worded question.")
+    return _row("questions", f"{n[ra]} in {ra.bench}", f"{n[rb]} in {rb.bench}",
+                bool(s["edited"] or s["fuzzy"] or s["linked"] < max(n[ra], n[rb])), ev, example)
+
+
+def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
+    """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link)."""
+    ra = a if isinstance(a, Run) else resolve_run(store, a, "A")
+    rb = b if isinstance(b, Run) else resolve_run(store, b, "B")
+    ans = {ra: _answers(store, ra), rb: _answers(store, rb)}
+    rows = [_judge_model(store, ra, rb), _judge_prompt(store, ra, rb), _system_prompt(ans, ra, rb),
+            _samples(store, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),
+            _reasoning(ans, ra, rb), _references(store, ra, rb), _parse_failures(store, ra, rb),
+            _scale(store, ra, rb), _questions(store, ra, rb)]
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df["differs"] = df["differs"].astype(object)
+    df["example"] = df["example"].astype(object).where(df["example"].notna(), None)
+    df.attrs.update(run_a=ra, run_b=rb)
+    return df
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """The table as the CLI's JSON: area, a, b, differs, evidence (an example item's link ends the evidence)."""
+    out = []
+    for row in df.to_dict(orient="records"):
+        ev = row["evidence"] + (f" Example: {row['example']}" if row.get("example") else "")
+        out.append({"area": row["area"], "a": row["a"], "b": row["b"], "differs": row["differs"], "evidence": ev})
+    return out

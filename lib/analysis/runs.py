@@ -1,0 +1,204 @@
+"""Runs and their comparison across linked benches (harness vs harness).
+
+A *run* is one harness's judgments of one model on one bench by one judge: (harness, bench, judge,
+model). A selector (``lib.analysis.selectors``) names a run with any subset of those keys; the model
+name resolves through ``lib.analysis.aliases`` (``model=shisa-ai/shisa-v2-llama3.1-8b`` finds Swallow's
+``hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b``).
+
+``paired_runs(store, a, b)`` pairs run A's items with run B's on *linked* questions
+(``lib.analysis.linking``: the same question in two benches) and the same turn, and returns the frame
+``lib.analysis.deltas.compare_pairs`` takes. Item scores:
+
+- ``swallow_samples="mean"`` (default): the item's mean over its valid samples (Swallow's 5; FastChat's
+  repeats), parse failures left out, as everywhere in JudgeLens;
+- ``"first"``: sample 0 only, the closest thing to FastChat's single sample (FastChat items are sample 0
+  anyway; repeated judgments of it are averaged).
+
+Links that are ``edited`` or ``fuzzy`` (the question text differs between the benches) are kept and marked
+in the ``link`` column; ``exclude_links=("edited", "fuzzy")`` leaves them out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from lib.analysis import aliases, linking
+from lib.analysis.selectors import check_selector, describe
+from lib.errors import UsageError
+from lib.store import Store
+
+SAMPLE_MODES = ("mean", "first")
+PAIR_COLUMNS = ["question", "bench_a", "question_id_a", "bench_b", "question_id_b", "link", "similarity",
+                "category", "turn", "score_a", "score_b"]
+
+
+@dataclass(frozen=True)
+class Run:
+    harness: str
+    bench: str
+    judge: str
+    model: str
+
+    @property
+    def selector(self) -> dict:
+        return {"harness": self.harness, "bench": self.bench, "judge": self.judge, "model": self.model}
+
+    @property
+    def label(self) -> str:
+        return f"{self.harness} · {self.bench} · {self.judge} · {self.model}"
+
+
+def runs(store: Store) -> pd.DataFrame:
+    """Every run in the store with its canonical model name and item count."""
+    with store.read() as cur:
+        df = cur.execute("""SELECT harness, bench, judge, model, count(*) FILTER (score IS NOT NULL) AS items
+                            FROM item_scores GROUP BY ALL ORDER BY harness, bench, judge, model""").df()
+    table = {n: aliases.canonical(store, n) for n in df["model"].unique()}
+    df.insert(4, "canonical", df["model"].map(table))
+    return df
+
+
+def resolve_run(store: Store, selector: dict, name: str = "selector") -> Run:
+    """The one run a selector names. ``UsageError`` if it names none or several (with the candidates)."""
+    sel = check_selector(selector, name)
+    with store.read() as cur:
+        cands = cur.execute("SELECT DISTINCT harness, bench, judge, model FROM item_scores WHERE score IS NOT NULL "
+                            "ORDER BY ALL").fetchall()
+    if "model" in sel:
+        same = set(aliases.names_for(store, sel["model"], known=sorted({c[3] for c in cands})))
+    for key, i in (("harness", 0), ("bench", 1), ("judge", 2)):
+        if key in sel:
+            cands = [c for c in cands if c[i] == sel[key] or c[i].casefold() == sel[key].casefold()]
+    if "model" in sel:
+        cands = [c for c in cands if c[3] in same]
+    if not cands:
+        raise UsageError(f"{name} {describe(sel)!r} selects no judged items. See python -m lib.cli scores "
+                         "--by harness,bench,judge,model for what is loaded.")
+    if len(cands) > 1:
+        shown = "; ".join(f"harness={h},bench={b},judge={j},model={m}" for h, b, j, m in cands[:8])
+        more = f" (and {len(cands) - 8} more)" if len(cands) > 8 else ""
+        raise UsageError(f"{name} {describe(sel)!r} matches {len(cands)} runs: {shown}{more}. Add keys to pick one.")
+    return Run(*cands[0])
+
+
+def _item_scores(store: Store, run: Run, samples: str) -> pd.DataFrame:
+    if samples not in SAMPLE_MODES:
+        raise UsageError(f"swallow samples: choose {' or '.join(SAMPLE_MODES)}, not {samples!r}")
+    params = list(run.selector.values())
+    with store.read() as cur:
+        if samples == "mean":
+            return cur.execute("""SELECT question_id, turn, category, score FROM item_scores
+                                  WHERE harness = ? AND bench = ? AND judge = ? AND model = ? AND score IS NOT NULL""",
+                               params).df()
+        return cur.execute("""SELECT j.question_id, j.turn, any_value(q.category) AS category, avg(j.score) AS score
+                              FROM single_judgments j
+                              LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id
+                              WHERE j.harness = ? AND j.bench = ? AND j.judge = ? AND j.model = ? AND j.sample = 0
+                                AND j.score IS NOT NULL
+                              GROUP BY j.question_id, j.turn""", params).df()
+
+
+def _link_frame(store: Store, bench_a: str, bench_b: str) -> pd.DataFrame:
+    if bench_a == bench_b:
+        with store.read() as cur:
+            df = cur.execute("SELECT question_id AS question_id_a, question_id AS question_id_b FROM current_questions "
+                             "WHERE bench = ?", [bench_a]).df()
+        return df.assign(link="same", similarity=1.0)
+    df = linking.links(store, bench_a, bench_b)
+    df = df[df["method"].isin(["exact", "edited", "fuzzy", "manual"])]
+    return df.rename(columns={"method": "link"})[["question_id_a", "question_id_b", "link", "similarity"]]
+
+
+def paired_runs(store: Store, a: dict | Run, b: dict | Run, *, swallow_samples: str = "mean",
+                exclude_links: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Run A's and run B's items on linked questions, same turn (see the module docstring).
+
+    Columns: ``PAIR_COLUMNS`` (``question`` = ``"bench_a:question_id_a"``, the cluster key ``compare_pairs``
+    needs; ``link`` = exact | edited | fuzzy | manual | same). ``attrs``: ``run_a``, ``run_b``, ``links``
+    (counts per method among the pairs), ``excluded`` (items left out by ``exclude_links``), ``note``.
+    """
+    run_a = a if isinstance(a, Run) else resolve_run(store, a, "A")
+    run_b = b if isinstance(b, Run) else resolve_run(store, b, "B")
+    if run_a == run_b:
+        raise UsageError("A and B name the same run: pick two different ones.")
+    sa, sb = _item_scores(store, run_a, swallow_samples), _item_scores(store, run_b, swallow_samples)
+    lf = _link_frame(store, run_a.bench, run_b.bench)
+    sa = sa.rename(columns={"question_id": "question_id_a", "category": "category_a", "score": "score_a"})
+    sb = sb.rename(columns={"question_id": "question_id_b", "category": "category_b", "score": "score_b"})
+    df = sa.merge(lf, on="question_id_a").merge(sb, on=["question_id_b", "turn"])
+    df = df.assign(bench_a=run_a.bench, bench_b=run_b.bench,
+                   question=run_a.bench + ":" + df["question_id_a"].astype(str),
+                   category=df["category_a"].where(df["category_a"].notna(), df["category_b"]))
+    df = df[PAIR_COLUMNS]
+    excluded = int(df["link"].isin(exclude_links).sum()) if exclude_links else 0
+    if exclude_links:
+        df = df[~df["link"].isin(exclude_links)]
+    df = df.sort_values(["question_id_a", "turn"], key=lambda s: pd.to_numeric(s, errors="coerce")
+                        if s.name == "question_id_a" else s).reset_index(drop=True)
+    df["turn"] = df["turn"].astype(int)
+    df["category"] = df["category"].astype(object)
+    note = ""
+    if df.empty:
+        if lf.empty:
+            note = (f"No question of {run_a.bench} is linked to {run_b.bench}. Link them: python -m lib.cli links "
+                    f"--a {run_a.bench} --b {run_b.bench} --auto (or on the Compare page).")
+        else:
+            note = f"{len(lf)} questions are linked, but A and B have no scored item on the same linked question and turn."
+    df.attrs.update(run_a=run_a, run_b=run_b, links=df.drop_duplicates("question")["link"].value_counts().to_dict(),
+                    excluded=excluded, note=note, swallow_samples=swallow_samples,
+                    label=f"{run_a.label}  vs  {run_b.label}")
+    return df
+
+
+def compare_runs(store: Store, a: dict | Run, b: dict | Run, *, levels=("cell", "category", "turn", "all"),
+                 swallow_samples: str = "mean", exclude_links: tuple[str, ...] = (), alpha: float = 0.05,
+                 each_level: bool = True) -> pd.DataFrame:
+    """``compare_pairs`` over ``paired_runs``: the A - B table across linked benches. With ``each_level``
+    every level is its own Holm family (as the Compare page and the CLI show them, one level at a time)."""
+    from lib.analysis.deltas import compare_pairs
+
+    pairs = paired_runs(store, a, b, swallow_samples=swallow_samples, exclude_links=exclude_links)
+    levels = (levels,) if isinstance(levels, str) else tuple(levels)
+    if each_level:
+        parts = [compare_pairs(pairs, levels=(lv,), alpha=alpha) for lv in levels]
+        df = pd.concat(parts, ignore_index=True) if any(len(p) for p in parts) else parts[0]
+        df.attrs.update(parts[0].attrs)
+    else:
+        df = compare_pairs(pairs, levels=levels, alpha=alpha)
+    df.attrs.update({k: pairs.attrs[k] for k in ("run_a", "run_b", "links", "excluded", "note", "label",
+                                                  "swallow_samples")})
+    return df
+
+
+def harness_matrix(store: Store) -> pd.DataFrame:
+    """Model (canonical name) x run: JudgeLens's overall mean beside the harness's own number.
+
+    Long format: model, harness, bench, judge, ours, harness_own, n_items (``lib.analysis.queries.leaderboard``
+    per run; the model named by its canonical alias so one model's runs under both harnesses line up).
+    """
+    from lib.analysis.queries import leaderboard
+
+    board = leaderboard(store)
+    if board.empty:
+        return pd.DataFrame(columns=["model", "harness", "bench", "judge", "ours", "harness_own", "n_items"])
+    table = {n: aliases.canonical(store, n) for n in board["model"].unique()}
+    out = pd.DataFrame({"model": board["model"].map(table), "harness": board["harness"], "bench": board["bench"],
+                        "judge": board["judge"], "ours": board["overall"], "harness_own": board["overall_harness"],
+                        "n_items": board["n_items"]})
+    return out.sort_values(["model", "harness", "bench", "judge"]).reset_index(drop=True)
+
+
+def matrix_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """``harness_matrix`` as one row per model and two columns per run: ``<run>`` (JudgeLens) and
+    ``<run> (harness)`` (the harness's own number)."""
+    if long.empty:
+        return pd.DataFrame(columns=["model"])
+    long = long.assign(run=long["harness"] + " · " + long["bench"] + " · " + long["judge"])
+    ours = long.pivot_table(index="model", columns="run", values="ours", aggfunc="first")
+    own = long.pivot_table(index="model", columns="run", values="harness_own", aggfunc="first")
+    cols = {}
+    for run in sorted(long["run"].unique()):
+        cols[run] = ours.get(run)
+        cols[f"{run} (harness)"] = own.get(run)
+    return pd.DataFrame(cols).reset_index()

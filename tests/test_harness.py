@@ -1,0 +1,151 @@
+"""Harness vs harness on the bundled sample: runs, pairing across linked benches, the setup table.
+
+The Swallow same-models runs are the JA harness's own answers, judged by a synthetic judge anchored on the
+real gpt-4o score with planted rules (data/sample/swallow-same-models/README-same-models.md). On sample 0
+the only rules are (a) -2 when under half of the judged answer is Japanese, and the clamp to 1..10; so the
+pairing must recover, item by item, exactly that.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from lib.analysis import harness_diff as H
+from lib.analysis import runs as R
+from lib.cli import main
+from lib.errors import UsageError
+
+L8 = "shisa-ai/shisa-v2-llama3.1-8b"
+L70 = "shisa-ai/shisa-v2-llama3.3-70b"
+FASTCHAT_4O = {"harness": "fastchat", "judge": "gpt-4o"}
+SWALLOW = {"harness": "swallow"}
+
+
+def japanese_ratio(text: str) -> float:
+    """Rule (a)'s ratio, as the README defines it (not the fork's japanese_ratio metric)."""
+    chars = [c for c in text if not c.isspace()]
+    def jp(c):
+        o = ord(c)
+        return (0x3041 <= o <= 0x309F or 0x30A0 <= o <= 0x30FF or 0xFF66 <= o <= 0xFF9F or 0x4E00 <= o <= 0x9FFF
+                or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x3005 <= o <= 0x3007)
+    return sum(map(jp, chars)) / len(chars) if chars else 0.0
+
+
+def test_a_selector_resolves_one_run_through_aliases(sample_store):
+    run = R.resolve_run(sample_store, {**SWALLOW, "model": L8})
+    assert run == R.Run("swallow", "japanese_mt_bench", "gpt-4o-2024-08-06", "hosted_vllm/" + L8)
+    assert R.resolve_run(sample_store, {**FASTCHAT_4O, "model": "shisa-ai__shisa-v2-llama3.1-8b"}).model == L8
+    with pytest.raises(UsageError, match="matches 3 runs"):
+        R.resolve_run(sample_store, {"harness": "fastchat", "model": L8})
+    with pytest.raises(UsageError, match="selects no judged items"):
+        R.resolve_run(sample_store, {"model": "no/such-model"})
+
+
+@pytest.mark.parametrize("model", [L8, L70])
+def test_sample_zero_pairing_recovers_the_planted_language_penalty_item_by_item(sample_store, model):
+    pairs = R.paired_runs(sample_store, {**FASTCHAT_4O, "model": model}, {**SWALLOW, "model": model},
+                          swallow_samples="first")
+    assert pairs.attrs["links"] == {"exact": 80}
+    with sample_store.read() as cur:
+        answers = {(q, t): text for q, t, text in cur.execute(
+            "SELECT question_id, turn, text FROM answers WHERE bench = 'ja_mt_bench' AND model = ?", [model]).fetchall()}
+        failed = cur.execute("SELECT count(*) FROM single_judgments WHERE harness = 'swallow' AND sample = 0 AND "
+                             "model = ? AND score IS NULL", ["hosted_vllm/" + model]).fetchone()[0]
+    assert len(pairs) == 160 - failed  # sample 0 without a rating has no score to pair
+    fired = 0
+    for row in pairs.itertuples():
+        penalty = 2 if japanese_ratio(answers[(row.question_id_a, row.turn)]) < 0.5 else 0
+        fired += bool(penalty)
+        assert row.score_b == min(10, max(1, row.score_a - penalty)), row
+    assert fired > 20
+
+
+def test_compare_runs_per_category_gap(sample_store):
+    a, b = {**FASTCHAT_4O, "model": L8}, {**SWALLOW, "model": L8}
+    first = R.compare_runs(sample_store, a, b, levels=("category", "all"), swallow_samples="first")
+    cat = first[first.level == "category"].set_index("category")
+    # rule (a) fires on code, JSON and formula answers; everything else is the same score on sample 0
+    for c in ("humanities", "reasoning", "roleplay", "stem"):
+        assert cat.loc[c, "delta"] == 0 and not cat.loc[c, "significant"]
+    assert cat.loc["coding", "delta"] == pytest.approx(1.6) and cat.loc["coding", "significant"]
+    assert cat.loc["extraction", "delta"] == pytest.approx(1.0)
+    assert cat.loc["writing", "delta"] == pytest.approx(2 / 19)  # q78 turn 2 (sample 0 of 8b), 19 items
+    mean = R.compare_runs(sample_store, a, b, levels=("all",))
+    row = mean.iloc[0]
+    assert row.n_questions == 80 and row.n_items == 160
+    assert row.mean_a == pytest.approx(7.40625)  # the JA harness's gpt-4o overall for 8b
+    assert row.delta > 0 and row.ci_low > 0 and row.significant
+    # excluding edited/fuzzy links changes nothing here: every link is exact
+    assert R.paired_runs(sample_store, a, b, exclude_links=("edited", "fuzzy")).attrs["excluded"] == 0
+
+
+def test_unlinked_benches_say_how_to_link(sample_store):
+    with sample_store.write() as cur:
+        cur.execute("DELETE FROM question_links")
+    pairs = R.paired_runs(sample_store, {**FASTCHAT_4O, "model": L8}, {**SWALLOW, "model": L8})
+    assert pairs.empty and "links --a ja_mt_bench --b japanese_mt_bench --auto" in pairs.attrs["note"]
+
+
+def test_harness_matrix_lines_up_one_model_across_harnesses(sample_store):
+    wide = R.matrix_wide(R.harness_matrix(sample_store)).set_index("model")
+    assert wide.loc[L8, "fastchat · ja_mt_bench · gpt-4o"] == pytest.approx(7.40625)
+    swallow = "swallow · japanese_mt_bench · gpt-4o-2024-08-06"
+    assert wide.loc[L8, f"{swallow} (harness)"] == pytest.approx(6.79375)   # results file 0.679375 x 10
+    assert wide.loc[L8, swallow] > wide.loc[L8, f"{swallow} (harness)"]      # -1 left out vs averaged in
+    assert "hosted_vllm/" + L8 not in wide.index
+
+
+def test_setup_table_on_the_same_models(sample_store):
+    df = H.harness_diff(sample_store, {**FASTCHAT_4O, "model": L8}, {**SWALLOW, "model": L8})
+    assert list(df.area) == list(H.AREAS)
+    t = df.set_index("area")
+    assert (t.loc["judge_model", "a"], t.loc["judge_model", "b"], t.loc["judge_model", "differs"]) == (
+        "gpt-4o", "gpt-4o-2024-08-06", True)
+    assert t.loc["judge_prompt", "differs"] and "only in B: “The expected language is Japanese.”" in t.loc[
+        "judge_prompt", "evidence"]
+    assert "Your evaluation should also consider whether the prompt responded in the correct language" in t.loc[
+        "judge_prompt", "evidence"]  # the JA harness's own language sentence
+    assert t.loc["system_prompt", "a"].startswith("not recorded") and t.loc["system_prompt", "differs"] is None
+    assert "あなたは誠実で優秀な日本人のアシスタントです。" in t.loc["system_prompt", "b"]
+    assert t.loc["samples", "a"].startswith("1 sample(s)") and t.loc["samples", "differs"]
+    assert "5 sample(s) per item; identical copies on 80 of 160 items (coding, extraction, math, reasoning)" in t.loc[
+        "samples", "b"]
+    assert "Sample 0 of B is the same text as A's answer on 160 of 160 linked items" in t.loc["samples", "evidence"]
+    assert t.loc["temperature", "a"].startswith("not recorded") and "writing 0.7" in t.loc["temperature", "b"]
+    assert "longest answer 2,519 chars" in t.loc["truncation", "a"] and "cut at 8,192" in t.loc["truncation", "b"]
+    assert "cannot explain a gap" in t.loc["truncation", "evidence"]
+    assert t.loc["reasoning", "a"] == "0 of 160 judged answers contain <think>" and not t.loc["reasoning", "differs"]
+    assert t.loc["references", "differs"] is False and "differ on 0" in t.loc["references", "evidence"]
+    assert t.loc["parse_failures", "b"].startswith("19 of 800 judgments without a rating (2.4%)")
+    assert t.loc["parse_failures", "example"].startswith("item_view?bench=japanese_mt_bench&")
+    assert "0-1" in t.loc["scale", "b"]
+    assert "80 linked: 80 exact, 0 edited, 0 fuzzy" in t.loc["questions", "evidence"]
+    prompts = H.judge_prompt_diff(sample_store, {**FASTCHAT_4O, "model": L8}, {**SWALLOW, "model": L8})
+    assert [p["kind"] for p in prompts] == ["single-math-v1", "single-math-v1-multi-turn", "single-v1",
+                                           "single-v1-multi-turn"]
+    single = prompts[2]
+    assert "{question}" in single["a"]["text"] and "{answer}" in single["b"]["text"]
+    assert "The expected language is Japanese." in single["only_b"]
+
+
+def test_setup_table_finds_truncation_and_reasoning(sample_store):
+    """The generated Swallow runs: Chat-8B has 23 answers cut at 8,192 characters."""
+    df = H.harness_diff(sample_store, {"model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"},
+                        {**FASTCHAT_4O, "model": L8}).set_index("area")
+    assert "23 at exactly 8,192" in df.loc["truncation", "a"] and df.loc["truncation", "example"]
+    assert "23 (A) and 0 (B) answers are exactly at a limit" in df.loc["truncation", "evidence"]
+
+
+def test_cli_harness_diff_json(sample_store, capsys):
+    assert main(["harness-diff", "--db", str(sample_store.path), "--a",
+                 f"harness=fastchat,judge=gpt-4o,model={L8}", "--b", f"harness=swallow,model={L8}", "--format",
+                 "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [d["area"] for d in data] == list(H.AREAS)
+    assert all(set(d) == {"area", "a", "b", "differs", "evidence"} for d in data)
+    assert data[0]["differs"] is True and data[2]["differs"] is None
+    assert "Example: item_view?" in data[1]["evidence"]
+    assert main(["harness-diff", "--db", str(sample_store.path), "--a", f"model={L8}", "--b", "harness=swallow"]) == 2
+    assert "matches" in capsys.readouterr().err
