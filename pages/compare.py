@@ -5,9 +5,19 @@ from lib.analysis import queries
 from lib.render import charts
 from lib.analysis import deltas
 from lib.errors import JudgeLensError
-from pages._common import cached_query, page_start, show_chart, show_error, show_table
+from pages._common import cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
+from pages._harness import harness_compare
 
 store, version = page_start("Compare")
+
+seed_from_url("cmp", {"view": "cmp_view"})
+keep_valid("cmp_view", ["bench", "harness"], "bench")
+view = st.segmented_control("View", ["bench", "harness"], key="cmp_view", format_func={
+    "bench": "within one bench (two judges or two models)",
+    "harness": "one model under two harnesses (linked questions)"}.get) or "bench"
+if view == "harness":
+    harness_compare(store, version)
+    st.stop()
 
 loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from lib.render import charts
-from lib.analysis import queries
+from lib.analysis import linking, queries, runs
 from pages._common import cached_query, page_start, show_chart
 
 store, version = page_start("Overview")
@@ -47,6 +47,15 @@ st.download_button("Download leaderboard (CSV)", shown.to_csv(index=False).encod
                    "text/csv", icon=":material/download:")
 
 show_chart(charts.leaderboard_bars(shown), "leaderboard")
+
+st.subheader("Harness × model")
+matrix = runs.matrix_wide(cached_query(runs.harness_matrix, version + linking.links_version(store)))
+st.caption("Overall mean per model (one row per model: its names in the harnesses are joined by aliases) and run "
+           "(harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the harness's own "
+           "number, '(harness)'. To see why two harnesses disagree on a model, open Compare → one model under two "
+           "harnesses.")
+st.dataframe(matrix, hide_index=True, width="stretch",
+             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in matrix.columns if c != "model"})
 c1, c2, _ = st.columns([1, 1, 2])
 c1.page_link("pages/agreement.py", label="Where do the judges disagree?", icon=":material/groups:")
 c2.page_link("pages/compare.py", label="Which differences are real?", icon=":material/difference:")

@@ -424,7 +424,7 @@ def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)
-    df.attrs.update(run_a=ra, run_b=rb)
+    df.attrs.update(run_a=ra.selector, run_b=rb.selector, label_a=ra.label, label_b=rb.label)
     return df
 
 

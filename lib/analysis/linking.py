@@ -279,3 +279,12 @@ def link_summary(store: Store, bench_a: str, bench_b: str) -> dict[str, int]:
                              [bench_a, bench_b]).fetchall())
     return {"linked": len(df), **{m: int(counts.get(m, 0)) for m in (*AUTO_METHODS, "manual")},
             "questions_a": int(n.get(bench_a, 0)), "questions_b": int(n.get(bench_b, 0))}
+
+
+def links_version(store: Store) -> tuple:
+    """Changes whenever a link or an alias changes: part of the cache key of cross-bench queries."""
+    with store.read() as cur:
+        return tuple(cur.execute(
+            """SELECT (SELECT count(*) FROM question_links), (SELECT max(created_at)::VARCHAR FROM question_links),
+                      (SELECT count(*) FROM model_aliases), (SELECT max(created_at)::VARCHAR FROM model_aliases),
+                      (SELECT string_agg(method, '' ORDER BY name) FROM model_aliases)""").fetchone())

@@ -116,7 +116,8 @@ def paired_runs(store: Store, a: dict | Run, b: dict | Run, *, swallow_samples: 
 
     Columns: ``PAIR_COLUMNS`` (``question`` = ``"bench_a:question_id_a"``, the cluster key ``compare_pairs``
     needs; ``link`` = exact | edited | fuzzy | manual | same). ``attrs``: ``run_a``, ``run_b``, ``links``
-    (counts per method among the pairs), ``excluded`` (items left out by ``exclude_links``), ``note``.
+    (counts per method among the pairs), ``excluded`` (items left out by ``exclude_links``), ``note``
+    (``run_a``/``run_b`` are the runs' full selectors: attrs stay JSON-serialisable for Streamlit).
     """
     run_a = a if isinstance(a, Run) else resolve_run(store, a, "A")
     run_b = b if isinstance(b, Run) else resolve_run(store, b, "B")
@@ -145,7 +146,7 @@ def paired_runs(store: Store, a: dict | Run, b: dict | Run, *, swallow_samples: 
                     f"--a {run_a.bench} --b {run_b.bench} --auto (or on the Compare page).")
         else:
             note = f"{len(lf)} questions are linked, but A and B have no scored item on the same linked question and turn."
-    df.attrs.update(run_a=run_a, run_b=run_b, links=df.drop_duplicates("question")["link"].value_counts().to_dict(),
+    df.attrs.update(run_a=run_a.selector, run_b=run_b.selector, links=df.drop_duplicates("question")["link"].value_counts().to_dict(),
                     excluded=excluded, note=note, swallow_samples=swallow_samples,
                     label=f"{run_a.label}  vs  {run_b.label}")
     return df

@@ -23,8 +23,7 @@ def cmd_harness_diff(args) -> int:
     if args.format == "csv":
         print(frame_out(out, "csv"))
         return 0
-    ra, rb = df.attrs["run_a"], df.attrs["run_b"]
-    lines = [f"A: {ra.label}", f"B: {rb.label}", ""]
+    lines = [f"A: {df.attrs['label_a']}", f"B: {df.attrs['label_b']}", ""]
     for r in records:
         flag = {True: "DIFFERS", False: "same", None: "cannot tell"}[r["differs"]]
         lines += [f"== {r['area']} ({flag})", f"  A: {r['a']}", f"  B: {r['b']}", f"  {r['evidence']}", ""]

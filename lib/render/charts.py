@@ -153,3 +153,41 @@ def _esc(text: str) -> str:
     import html
 
     return html.escape(text, quote=True)
+
+
+def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B") -> go.Figure:
+    """The attribution ladder as a waterfall: A's stored mean, one bar per step's change (replay drift, each
+    judge-side factor, the residual), ending at B's stored mean. ``ladder`` has the rows of
+    ``lib.judging.attribution`` (step, mean, delta, ci_low, ci_high, n) from "a" to "b"."""
+    steps = list(ladder["step"])
+    measure, y, text = [], [], []
+    for step, mean, delta in zip(steps, ladder["mean"], ladder["delta"]):
+        if step == "a":
+            measure.append("absolute")
+            y.append(float(mean) if pd.notna(mean) else 0.0)
+            text.append(f"{mean:.2f}" if pd.notna(mean) else "")
+        elif step == "b":
+            measure.append("total")
+            y.append(0.0)
+            text.append(f"{mean:.2f}" if pd.notna(mean) else "")
+        else:
+            measure.append("relative")
+            y.append(float(delta) if pd.notna(delta) else 0.0)
+            text.append(f"{delta:+.2f}" if pd.notna(delta) else "n/a")
+    names = [{"a": f"A stored ({label_a})", "b": f"B stored ({label_b})", "replay": "replay (drift)",
+              "residual": "residual (answers)"}.get(s, s) for s in steps]
+    lo = ladder["ci_low"].tolist() if "ci_low" in ladder else [None] * len(steps)
+    hi = ladder["ci_high"].tolist() if "ci_high" in ladder else [None] * len(steps)
+    hover = [f"{n}<br>{t}" + (f"<br>95% CI {a:+.2f} to {b:+.2f}" if pd.notna(a) and pd.notna(b) and s not in ("a", "b")
+                               else "") for n, t, a, b, s in zip(names, text, lo, hi, steps)]
+    fig = go.Figure(go.Waterfall(x=names, y=y, measure=measure, text=text, textposition="outside",
+                                 hovertext=hover, hoverinfo="text",
+                                 increasing=dict(marker=dict(color="#2e86c1")),
+                                 decreasing=dict(marker=dict(color="#c0392b")),
+                                 totals=dict(marker=dict(color="#555555")),
+                                 connector=dict(line=dict(color="#999", width=1))))
+    finite = [v for v in ladder["mean"] if pd.notna(v)]
+    if finite:
+        fig.update_yaxes(range=[max(0.0, min(finite) - 1.5), min(10.5, max(finite) + 1.0)])
+    fig.update_layout(yaxis_title="mean score (1-10)", xaxis_title="", showlegend=False)
+    return _layout(fig, 420)

@@ -144,3 +144,68 @@ from the cache · run {_e(run.run_id)} · {_e(run.created_at)}</p>
 <h2>Probes</h2>{_table(table)}
 <h2>Evidence: the judge's own words</h2>{''.join(evidence) or '<p>No failing probe to show.</p>'}
 </body></html>"""
+
+
+def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "mean",
+                   exclude_links: tuple[str, ...] = (), ladder: pd.DataFrame | None = None,
+                   reverse_ladder: pd.DataFrame | None = None) -> str:
+    """One model (or any two runs) under two harnesses, as one self-contained HTML file: the runs, the
+    linked questions, the per-category gap with its intervals, the setup table (judge prompt templates with
+    the differing text highlighted) and, when given, the attribution ladder (table and waterfall)."""
+    from lib.analysis import harness_diff, linking, runs
+    from lib.render.textdiff import diff_html
+
+    ra, rb = runs.resolve_run(store, a, "A"), runs.resolve_run(store, b, "B")
+    table = runs.compare_runs(store, ra, rb, levels=("category", "turn", "all"), swallow_samples=swallow_samples,
+                              exclude_links=exclude_links)
+    setup = harness_diff.harness_diff(store, ra, rb)
+    prompts = harness_diff.judge_prompt_diff(store, ra, rb)
+    summary = linking.link_summary(store, ra.bench, rb.bench) if ra.bench != rb.bench else None
+    figures = []
+    if not table.empty:
+        figures.append(("Per-category gap (A minus B)", charts.delta_forest(table[table["level"] == "category"],
+                                                                          "A", "B")))
+    ladder_html = ""
+    for title, lad in (("Attribution ladder (A's answers, judged A's way, then one factor at a time B's way)", ladder),
+                       ("Reverse ladder (B's answers, judged B's way, then one factor at a time A's way)",
+                        reverse_ladder)):
+        if lad is None or lad.empty:
+            continue
+        figures.append((title, charts.ladder_waterfall(lad)))
+        shown = lad[[c for c in ("step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached") if c in lad]]
+        ladder_html += f"<h2>{_e(title)}</h2><p class=\"note\">{_e(LADDER_NOTE)}</p>{_table(shown)}"
+    chart_html = []
+    for i, (title, fig) in enumerate(figures):
+        div = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
+        chart_html.append(f"<h3>{_e(title)}</h3>{div}")
+    gap = table.drop(columns=["model"]).copy() if not table.empty else table
+    if not gap.empty:
+        gap["category"] = gap["category"].map(lambda c: "(all)" if c is None else c)
+        gap["turn"] = ["both" if pd.isna(t) else int(t) for t in gap["turn"]]
+    setup_rows = setup.assign(differs=setup["differs"].map({True: "yes", False: "no", None: "cannot tell"}))[
+        ["area", "a", "b", "differs", "evidence"]]
+    prompt_html = "".join(
+        f"<h3>{_e(p['kind'])}</h3><p class=\"note\">Red struck through: only in A ({_e(ra.harness)}); green: only "
+        f"in B ({_e(rb.harness)}).</p>{diff_html(p['ops'])}" for p in prompts)
+    links_line = (f"{summary['linked']} linked questions ({summary['exact']} exact, {summary['edited']} edited, "
+                  f"{summary['fuzzy']} fuzzy, {summary['manual']} manual)" if summary else "the same bench")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
+<title>JudgeLens: {_e(ra.model)} under two harnesses</title><style>{CSS}</style></head><body>
+<h1>Harness vs harness: {_e(ra.model)}</h1>
+<p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · A = {_e(ra.label)} · B = {_e(rb.label)} ·
+{_e(links_line)} · Swallow samples: {_e(swallow_samples)}{' · excluded links: ' + _e(', '.join(exclude_links)) if exclude_links else ''}.</p>
+<h2>The gap, per category and turn</h2><p class="note">{_e(DELTA_NOTE)}</p>{_table(gap) if not gap.empty else '<p>Nothing pairs.</p>'}
+<h2>How the two runs were set up</h2>{_table(setup_rows)}
+<h2>Judge prompt templates (rebuilt from the stored prompts)</h2>{prompt_html or '<p>No stored prompts.</p>'}
+{ladder_html}
+<h2>Charts</h2>{''.join(chart_html)}
+</body></html>"""
+
+
+LADDER_NOTE = ("Each step re-judges the same linked items with one more judge-side factor switched to B's setting; "
+               "delta is the change from the previous step with a 95% t interval on question-level differences "
+               "(calls: requests sent, cached: answered from the cache). replay = A's setup on today's endpoint "
+               "(drift of the judge, never blamed on a factor). residual = B's stored score minus A's answers judged "
+               "B's way: what the answers themselves contribute (system prompt, sampling, generation).")

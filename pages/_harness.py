@@ -1,0 +1,163 @@
+"""The Compare page's mode "one model under two harnesses" (any two runs on linked questions): the linked
+questions, the per-category gap, how the two runs were set up, and the attribution ladder.
+
+Kept apart from pages/compare.py (which owns the within-one-bench modes): compare.py calls
+``harness_compare(store, version)``. Thin: widgets in, ``lib`` out, drawn.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from lib.analysis import aliases, harness_diff, linking, runs
+from lib.analysis.deltas import LEVEL_LABELS, LEVELS
+from lib.errors import JudgeLensError
+from lib.render import charts
+from lib.render.textdiff import diff_html
+from pages._common import cached_query, keep_valid, publish_to_url, seed_from_url, show_chart, show_error, show_table
+
+SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
+
+
+def _default_pair(candidates) -> tuple[int, int]:
+    """A = the JA harness's gpt-4o run when there is one, B = the first run of another harness or bench."""
+    labels = list(candidates["label"])
+    a = next((i for i, (h, j) in enumerate(zip(candidates["harness"], candidates["judge"]))
+              if h == "fastchat" and j == "gpt-4o"), 0)
+    b = next((i for i, (h, bn) in enumerate(zip(candidates["harness"], candidates["bench"]))
+              if (h, bn) != (candidates["harness"].iloc[a], candidates["bench"].iloc[a])), 1 if len(labels) > 1 else 0)
+    return a, b
+
+
+def harness_compare(store, version: tuple) -> None:
+    version = tuple(version) + linking.links_version(store)
+    seed_from_url("hx", {"model": "hx_model", "a": "hx_a", "b": "hx_b", "samples": "hx_samples"})
+    table = cached_query(runs.runs, version)
+    if table.empty:
+        st.info("Nothing judged yet.")
+        return
+    table = table.assign(label=table["harness"] + " · " + table["bench"] + " · " + table["judge"] + " · " + table["model"])
+    multi = table.groupby("canonical").apply(lambda g: g[["harness", "bench"]].drop_duplicates().shape[0] > 1,
+                                             include_groups=False)
+    models = sorted(multi[multi].index) or sorted(table["canonical"].unique())
+    keep_valid("hx_model", models, next((m for m in models if "shisa-v2-llama3.1-8b" in m), models[0]))
+    model = st.selectbox("Model", models, key="hx_model",
+                         help="Models judged under more than one harness or bench. One model's names in the "
+                              "harnesses are joined by aliases (provider routes such as hosted_vllm/, '__' for '/').")
+    cands = table[table["canonical"] == model].reset_index(drop=True)
+    if len(cands) < 2:
+        st.info("This model has one run. Import the other harness's files for it.")
+        return
+    labels = list(cands["label"])
+    ia, ib = _default_pair(cands)
+    keep_valid("hx_a", labels, labels[ia])
+    keep_valid("hx_b", labels, labels[ib])
+    c1, c2 = st.columns(2)
+    la = c1.selectbox("Run A", labels, key="hx_a")
+    lb = c2.selectbox("Run B", labels, key="hx_b")
+    if la == lb:
+        st.info("A and B are the same run: pick two different ones.")
+        return
+    ra = runs.Run(*cands.loc[labels.index(la), ["harness", "bench", "judge", "model"]])
+    rb = runs.Run(*cands.loc[labels.index(lb), ["harness", "bench", "judge", "model"]])
+    o1, o2, o3 = st.columns([2, 2, 3])
+    keep_valid("hx_samples", list(runs.SAMPLE_MODES), "mean")
+    samples = o1.radio("Scores", list(runs.SAMPLE_MODES), key="hx_samples", format_func=SAMPLES_LABELS.get)
+    exclude = o2.toggle("Exclude edited and fuzzy links", key="hx_exclude",
+                        help="Leave out questions whose text differs between the two benches.")
+    level = o3.segmented_control("Rows", list(LEVELS), default="category", key="hx_level",
+                                 format_func=LEVEL_LABELS.get) or "category"
+    publish_to_url("hx", {"view": "harness", "model": model, "a": la, "b": lb, "samples": samples})
+    excl = ("edited", "fuzzy") if exclude else ()
+
+    if ra.bench != rb.bench:
+        s = cached_query(linking.link_summary, version, bench_a=ra.bench, bench_b=rb.bench)
+        st.caption(f"{s['linked']} linked questions between {ra.bench} and {rb.bench}: {s['exact']} exact, "
+                   f"{s['edited']} edited, {s['fuzzy']} fuzzy, {s['manual']} manual "
+                   f"({s['questions_a']} and {s['questions_b']} questions).")
+        _links_editor(store, version, ra.bench, rb.bench)
+
+    try:
+        gap = cached_query(runs.compare_runs, version, a=ra.selector, b=rb.selector, levels=(level,),
+                           swallow_samples=samples, exclude_links=excl)
+        setup = cached_query(harness_diff.harness_diff, version, a=ra.selector, b=rb.selector)
+    except JudgeLensError as exc:
+        show_error(exc)
+        return
+    st.subheader("The gap")
+    if gap.empty:
+        st.warning(gap.attrs.get("note") or "Nothing pairs.")
+    else:
+        links = gap.attrs.get("links", {})
+        st.caption(f"A minus B on the 1-10 scale, paired by linked question and turn ({', '.join(f'{v} {k}' for k, v in links.items())} "
+                   "questions" + (f"; {gap.attrs['excluded']} items left out (edited/fuzzy)" if gap.attrs.get("excluded") else "")
+                   + "). Questions are the unit; 95% t interval; p_adjusted is Holm over the rows shown. "
+                   "Red: significant after Holm; grey: inside the noise.")
+        show_chart(charts.delta_forest(gap, "A", "B"), "harness_gap")
+        show_table(gap.drop(columns=["model", "level"]), "harness_gap",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
+
+    st.subheader("How the two runs were set up")
+    st.caption("Computed from the imported files: judge, judge prompt, answers' system prompt, samples, temperature, "
+               "truncation, reasoning, references, parse failures, scale, questions. differs: yes / no / empty = "
+               "cannot tell (one harness does not record it).")
+    shown = setup.assign(differs=setup["differs"].map({True: "yes", False: "no", None: ""}))
+    st.dataframe(shown, hide_index=True, width="stretch", key="hx_setup",
+                 column_config={"example": st.column_config.LinkColumn("example", display_text="open item"),
+                                "evidence": st.column_config.TextColumn("evidence", width="large")})
+    st.download_button("Setup table as CSV", shown.to_csv(index=False).encode(), "harness_setup.csv", "text/csv",
+                       on_click="ignore", icon=":material/download:", key="hx_setup_csv")
+    with st.expander("Judge prompt templates, A vs B (rebuilt from the stored prompts)"):
+        for p in cached_query(harness_diff.judge_prompt_diff, version, a=ra.selector, b=rb.selector):
+            st.markdown(f"**{p['kind']}** · red struck through: only in A; green: only in B")
+            st.html(diff_html(p["ops"]))
+            if p["only_b"]:
+                st.caption("Sentences only in B:")
+                st.text("\n".join(p["only_b"]))
+
+    from pages._attribution import attribution_section
+
+    attribution_section(store, version, ra, rb)
+
+    from lib.render.report import harness_report
+
+    st.download_button("Download the report (HTML)", data=lambda: harness_report(
+        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl,
+        ladder=st.session_state.get("hx_ladder_result")), file_name="judgelens_harness_report.html",
+        mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
+
+
+def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
+    with st.expander("Linked questions (confirm, change or remove)"):
+        df = cached_query(linking.links, version, bench_a=bench_a, bench_b=bench_b)
+        loose = df[df["method"].isin(["edited", "fuzzy"])]
+        if not loose.empty:
+            st.warning(f"{len(loose)} link(s) join questions whose text differs: check them.")
+        show_table(df, f"links_{bench_a}_{bench_b}")
+        if not loose.empty:
+            pick = st.selectbox("Show the diff of", [f"{a} ↔ {b}" for a, b in zip(loose["question_id_a"],
+                                                                                 loose["question_id_b"])], key="hx_diff_pick")
+            qa, qb = pick.split(" ↔ ")
+            for d in linking.link_diff(store, bench_a, qa, bench_b, qb):
+                st.caption(f"turn {d['turn']}: " + ("same" if d["same"] else f"similarity {d['similarity']:.2f}"))
+                st.html(diff_html(d["ops"]))
+        c1, c2, c3 = st.columns([2, 2, 3])
+        qa = c1.text_input(f"Question in {bench_a}", key="hx_link_a")
+        qb = c2.text_input(f"Question in {bench_b}", key="hx_link_b")
+        b1, b2 = c3.columns(2)
+        if b1.button("Link (confirm) by hand", key="hx_link_set", disabled=not (qa and qb)):
+            try:
+                linking.set_link(store, f"{bench_a}:{qa}", f"{bench_b}:{qb}")
+                st.rerun()
+            except JudgeLensError as exc:
+                show_error(exc)
+        if b2.button("Remove this link", key="hx_link_rm", disabled=not (qa and qb)):
+            if not linking.remove_link(store, f"{bench_a}:{qa}", f"{bench_b}:{qb}"):
+                st.info("There is no such link.")
+            else:
+                st.rerun()
+        al = cached_query(aliases.aliases, version)
+        if not al.empty:
+            st.caption("Model aliases (one model under several names) and suggestions to confirm: "
+                       "python -m lib.cli aliases set NAME CANONICAL / aliases remove NAME.")
+            st.dataframe(al, hide_index=True, width="stretch")

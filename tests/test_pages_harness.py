@@ -1,0 +1,70 @@
+"""The harness comparison under AppTest (Compare → one model under two harnesses; Overview's matrix) and its report."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from lib.render.report import harness_report
+
+APP = str(ROOT / "app.py")
+MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
+
+
+@pytest.fixture
+def app(_sample_db, tmp_path, monkeypatch):
+    db = tmp_path / "harness.duckdb"
+    shutil.copy(_sample_db, db)
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_compare_one_model_under_two_harnesses(app):
+    app.switch_page("pages/compare.py")
+    app.query_params["view"] = "harness"
+    app.run()
+    assert not app.exception
+    assert app.session_state["hx_model"] == MODEL_8B
+    assert app.session_state["hx_a"] == f"fastchat · ja_mt_bench · gpt-4o · {MODEL_8B}"
+    assert app.session_state["hx_b"].startswith("swallow · japanese_mt_bench · gpt-4o-2024-08-06 · hosted_vllm/")
+    assert any("80 linked questions" in c.value and "80 exact" in c.value for c in app.caption)
+    frames = [d.value for d in app.dataframe]
+    gap = next(f for f in frames if "delta" in f.columns)
+    assert len(gap) == 8 and set(gap["n_questions"]) == {10}
+    coding = gap[gap["category"] == "coding"].iloc[0]
+    assert coding["delta"] > 1 and coding["significant"]
+    setup = next(f for f in frames if "area" in f.columns)
+    assert setup["area"].tolist()[:3] == ["judge_model", "judge_prompt", "system_prompt"]
+    assert setup.set_index("area").loc["system_prompt", "differs"] == ""   # FastChat does not record it
+    # sample 0 only: no sample noise left, so categories rule (a) never touches show a zero gap
+    app.radio(key="hx_samples").set_value("first").run()
+    gap = next(d.value for d in app.dataframe if "delta" in d.value.columns)
+    assert gap.set_index("category").loc["humanities", "delta"] == 0
+    assert "first" in str(app.query_params["samples"])  # the address bar links to this view
+
+
+def test_overview_matrix_joins_one_model_across_harnesses(app):
+    app.switch_page("pages/overview.py").run()
+    assert not app.exception
+    matrix = next(d.value for d in app.dataframe if "model" in d.value.columns
+                  and any("(harness)" in c for c in d.value.columns) and "t1" not in d.value.columns)
+    row = matrix.set_index("model").loc[MODEL_8B]
+    assert row["fastchat · ja_mt_bench · gpt-4o"] == pytest.approx(7.40625)
+    assert row["swallow · japanese_mt_bench · gpt-4o-2024-08-06 (harness)"] == pytest.approx(6.79375)
+
+
+def test_harness_report(sample_store):
+    text = harness_report(sample_store, {"harness": "fastchat", "judge": "gpt-4o", "model": MODEL_8B},
+                          {"harness": "swallow", "model": MODEL_8B}, swallow_samples="first")
+    assert "Harness vs harness: shisa-ai/shisa-v2-llama3.1-8b" in text
+    assert "80 linked questions (80 exact" in text
+    assert "The expected language is Japanese." in text and "judge_prompt" in text
+    assert "<td>1.600</td>" in text                                    # coding, sample 0: 1.6 points
+    assert "default-src 'none'" in text
+    assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)=["']?https?:""", text)
