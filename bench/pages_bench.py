@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib import agreement, deltas, distributions, item_view, queries  # noqa: E402
+from lib.analysis import agreement, deltas, distributions, item_view, queries  # noqa: E402
 from lib.store import Store, refresh_item_scores  # noqa: E402
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
