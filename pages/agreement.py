@@ -86,7 +86,14 @@ with tab_worst:
 with tab_pairs:
     policy = st.radio("Counting rule", list(agreement.PAIR_POLICIES), horizontal=True, key="agr_policy",
                       format_func=agreement.PAIR_POLICY_LABELS.get)
-    rates = cached_query(agreement.pair_win_rates, version, bench=bench, policy=policy)
+    rates_all = cached_query(agreement.pair_win_rates, version, bench=bench, policy=policy)
+    pair_models = sorted(set(rates_all["model"]))
+    against = st.selectbox("Against", ["every opponent (show_result.py --mode pairwise-all)", *pair_models],
+                           key="agr_baseline",
+                           help="A model here = show_result.py --mode pairwise-baseline: each model against it only.")
+    baseline = None if against.startswith("every opponent") else against
+    rates = rates_all if baseline is None else cached_query(agreement.pair_win_rates, version, bench=bench,
+                                                            policy=policy, baseline=baseline)
     if rates.empty:
         st.info("No pairwise judgments (model_judgment/<judge>_pair.jsonl) on this bench.")
     else:
@@ -95,7 +102,8 @@ with tab_pairs:
                                   for c in ("win_rate", "loss_rate", "win_rate_adjusted")})
         show_chart(charts.win_rate_bars(rates), f"pair_win_rates_{bench}")
         st.markdown("**Position consistency**: does the verdict survive swapping A and B?")
-        show_table(agreement.position_consistency(store, bench=bench), f"position_consistency_{bench}",
+        st.caption("Same numbers: python -m lib.cli pairwise --bench BENCH --policy POLICY [--baseline MODEL].")
+        show_table(cached_query(agreement.position_consistency, version, bench=bench), f"position_consistency_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("consistency", "first_position_bias")})
 

@@ -28,8 +28,9 @@ bench = left.selectbox("Bench", ["All benches", *benches], key="overview_bench")
 shown = board if bench == "All benches" else board[board["bench"] == bench]
 st.caption(
     "**T1 / T2 / Overall**: JudgeLens's means on the 1-10 scale. " + queries.MEAN_RULE.replace("$", "\\$") +
-    " **… (harness)**: the harness's own number. FastChat: what `show_result.py` prints (mean over rows, -1 "
-    "dropped, duplicates counted again). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
+    " **… (harness)**: the harness's own number. FastChat: what `show_result.py` computes (mean over rows, -1 "
+    "dropped, duplicates counted again; it prints turn 1 only for benches other than `mt_bench`, so T2 and "
+    "Overall (harness) follow its `mt_bench` code). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
     "question's 5-sample mean). Where they differ, the difference is how failures and duplicates are treated.")
 st.dataframe(
     shown, hide_index=True, width="stretch",

@@ -66,12 +66,12 @@ def test_scores_json(db, capsys):
     out, err = capsys.readouterr()
     rows = json.loads(out)
     assert isinstance(rows, list) and len(rows) == 12
-    assert all(set(r) == {"judge", "model", "turn", "mean", "n"} for r in rows)
+    assert all(set(r) == {"judge", "model", "turn", "mean", "n", "rule"} and r["rule"] == "item" for r in rows)
     first = rows[0]  # ordered by the group keys
     assert (first["judge"], first["model"], first["turn"], first["n"]) == (
         "gpt-4.1-2025-04-14", "shisa-ai/shisa-v2-llama3.1-8b", 1, 80)
     assert first["mean"] == pytest.approx(7.4125)
-    assert err.strip() == queries.MEAN_RULE
+    assert err.strip() == queries.rule_note("item")
 
 
 def test_scores_csv(db, capsys):
@@ -80,15 +80,15 @@ def test_scores_csv(db, capsys):
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["model"] for r in rows] == ["shisa-ai/shisa-v2-llama3.1-8b", "shisa-ai/shisa-v2-llama3.3-70b"]
     assert [int(r["n"]) for r in rows] == [480, 480]  # 3 judges x 80 questions x 2 turns
-    assert list(rows[0]) == ["model", "mean", "n"]
+    assert list(rows[0]) == ["model", "mean", "n", "rule"]
     assert "averaged per item" in err
 
 
 def test_scores_table_states_the_mean_rule(db, capsys):
     assert cli.main(["scores", "--db", str(db), "--by", "judge,turn", "--bench", "ja_mt_bench"]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines()[0].split() == ["judge", "turn", "mean", "n"]
-    assert ["gpt-4o", "1", "8.3562", "160"] in [line.split() for line in out.splitlines()]  # (9.075 + 7.6375) / 2
+    assert out.splitlines()[0].split() == ["judge", "turn", "mean", "n", "rule"]
+    assert ["gpt-4o", "1", "8.3562", "160", "item"] in [line.split() for line in out.splitlines()]  # (9.075 + 7.6375) / 2
     assert "Repeated judgments of one item (re-runs, Swallow's 5 samples) are averaged per item first" in out
     assert err == ""
 

@@ -150,3 +150,42 @@ def test_item_view_says_when_the_harness_cut_the_answer(app):
                              "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
     app.switch_page("pages/item_view.py").run()
     assert any("cut this answer at 8,192 characters" in w.value for w in app.warning)
+
+
+def test_compare_page_and_cli_print_the_same_numbers(app, capsys):
+    import json
+
+    from lib.cli import main as cli
+
+    app.switch_page("pages/compare.py").run()
+    app.toggle(key="cmp_per_model").set_value(True).run()
+    app.segmented_control(key="cmp_level").set_value("cell").run()
+    assert not app.exception
+    page = next(f for f in frames(app) if "ci_low" in f.columns)
+    state = app.session_state
+    bench, ja, jb = state["cmp_bench"], state["cmp_ja"], state["cmp_jb"]
+    assert cli(["compare", "--a", f"bench={bench},judge={ja}", "--b", f"judge={jb}", "--per-model", "--level", "cell",
+                "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(page) == 32
+    for col in ("n_questions", "n_items", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted"):
+        assert [r[col] for r in rows] == pytest.approx(page[col].tolist(), rel=1e-12), col
+    assert [r["significant"] for r in rows] == page["significant"].tolist()
+    assert [r["model"] for r in rows] == page["model"].tolist()
+
+
+def test_agreement_page_pairwise_baseline_matches_the_cli(app, capsys):
+    import json
+
+    from lib.cli import main as cli
+
+    app.switch_page("pages/agreement.py").run()
+    app.selectbox(key="agr_bench").set_value("mt_bench").run()
+    app.selectbox(key="agr_baseline").set_value("phi-3").run()
+    assert not app.exception
+    page = next(f for f in frames(app) if "win_rate_adjusted" in f.columns)
+    assert cli(["pairwise", "--bench", "mt_bench", "--baseline", "phi-3", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["model"] for r in out["win_rates"]] == page["model"].tolist() == ["phi-3-dpo"]
+    for col in ("win", "loss", "tie", "win_rate", "loss_rate", "win_rate_adjusted"):
+        assert [r[col] for r in out["win_rates"]] == pytest.approx(page[col].tolist()), col

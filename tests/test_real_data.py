@@ -59,7 +59,7 @@ def means_from_jsonl() -> dict[tuple[str, str, int], tuple[float, int]]:
 
 def test_cli_scores_match_the_harness(cli_scores_json):
     got = {(r["judge"], r["model"], r["turn"]): (r["mean"], r["n"]) for r in cli_scores_json}
-    assert set(cli_scores_json[0]) == {"judge", "model", "turn", "mean", "n"}
+    assert set(cli_scores_json[0]) == {"judge", "model", "turn", "mean", "n", "rule"}
     expected = {}
     for (judge, model), (t1, t2) in HARNESS_MEANS.items():
         expected[(judge, model, 1)] = t1

@@ -43,7 +43,9 @@ AGREEMENT_NOTE = (
     "n = items (bench x question x model x turn) both judges scored; each judge's item score is the mean "
     "of its usable judgments of that item. pearson/spearman/kendall (tau-b)/mean_diff (a - b)/mae use those "
     "means; qwk (quadratic weighted kappa), exact and within1 (|a - b| <= 1) use them rounded half up to "
-    "whole 1-10 ratings. Empty = undefined (fewer than 2 items or a constant judge).")
+    "whole 1-10 ratings. qwk's label set is every rating 1-10 (not only the ratings that occur), so a "
+    "disagreement weighs by its squared distance on the full scale. Empty = undefined (fewer than 2 items or a "
+    "constant judge).")
 
 # Sorts question ids the way a reader expects ("2" before "10") without losing string ids.
 _QID_ORDER = "TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id"
@@ -308,13 +310,17 @@ def _pair_filters(judge: str | None, bench: str | None) -> tuple[str, dict]:
     return " AND ".join(conditions), params
 
 
-def _pair_sides_sql(policy: str, judge: str | None, bench: str | None) -> tuple[str, dict]:
+def _pair_sides_sql(policy: str, judge: str | None, bench: str | None,
+                    baseline: str | None = None) -> tuple[str, dict]:
     """SQL for ``sides``: per (bench, judge, model, opponent, verdict pattern) the weighted win, loss,
     tie, dropped and inconsistent counts. Rows are first counted per verdict pattern (g1, g2), so the
     policy is applied to a handful of rows per model pair, not to every judgment."""
     if policy not in _POLICY_SQL:
         raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(PAIR_POLICIES)}")
     where, params = _pair_filters(judge, bench)
+    if baseline is not None:  # show_result.py --mode pairwise-baseline: only rows that include the baseline
+        where += " AND (model_1 = $baseline OR model_2 = $baseline)"
+        params["baseline"] = baseline
     rule = ",\n                   ".join(f"k * ({expr}) AS {name}" for name, expr in _POLICY_SQL[policy].items())
     sql = f"""
         WITH g AS (
@@ -345,7 +351,7 @@ def _rate_columns() -> str:
 
 
 def pair_win_rates(store: Store, *, judge: str | None = None, bench: str | None = None,
-                   policy: str = "fastchat") -> pd.DataFrame:
+                   policy: str = "fastchat", baseline: str | None = None) -> pd.DataFrame:
     """Win / loss / tie per model from pairwise judgments, per bench and judge.
 
     Columns: bench, judge, model, win, loss, tie, n = win + loss + tie, win_rate = win/n,
@@ -362,11 +368,16 @@ def pair_win_rates(store: Store, *, judge: str | None = None, bench: str | None 
       tie; inconsistent rows are dropped (and counted in ``inconsistent``/``dropped``), as are error rows.
     - ``"game"``: every game counts on its own (up to 2 verdicts per row); an ``error`` game is dropped,
       the row's other game still counts. n counts games, not rows.
+
+    ``baseline``: FastChat's ``--mode pairwise-baseline``: only rows in which the baseline is one of the
+    two models count, and the baseline's own row is left out, so each model's numbers are against the
+    baseline. Without it, ``--mode pairwise-all``: every row, each model against all its opponents.
     """
-    sql, params = _pair_sides_sql(policy, judge, bench)
+    sql, params = _pair_sides_sql(policy, judge, bench, baseline)
+    not_baseline = "WHERE model <> $baseline" if baseline is not None else ""
     return _df(store, f"""{sql}
         SELECT bench, judge, model, {_rate_columns()}
-        FROM sides GROUP BY bench, judge, model
+        FROM sides {not_baseline} GROUP BY bench, judge, model
         ORDER BY bench, judge, win_rate_adjusted DESC NULLS LAST, model""", params)
 
 

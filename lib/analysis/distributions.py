@@ -173,7 +173,9 @@ def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None =
 
     - ``t1``, ``t2``: mean item score per turn;
     - ``overall_turn_mean`` = (t1 + t2) / 2: visualize-results.py's "Overall" (NaN if a turn is missing);
-    - ``overall_pooled``: mean over all items (show_result.py's "Average");
+    - ``overall_pooled``: mean over all items (show_result.py's "Average" only when every item was judged
+      once: show_result counts a duplicated row again, and prints the Average for ``mt_bench`` only;
+      ``queries.scores(rule="harness")`` follows it exactly);
     - one column per category of the benches shown: the mean of that category's per-turn means
       (visualize-results.py); NaN, never 0, when the model has no scored item in it;
     - ``macro``: the unweighted mean of the category means present (results-table.py "Overall");

@@ -3,6 +3,8 @@
 Every mean here follows one rule, stated wherever it is shown (``MEAN_RULE``): a judged item is
 (harness, bench, judge, model, question, turn); repeated judgments of an item and Swallow's 5
 samples are averaged into one item score first; judgments with no usable score are left out.
+``scores(rule="harness")`` instead follows each harness's own averaging (``HARNESS_RULE``); the two
+agree only when no item was judged twice and no judgment failed.
 """
 from __future__ import annotations
 
@@ -35,24 +37,96 @@ def parse_group_keys(text: str) -> list[str]:
     return keys
 
 
+RULES = ("item", "harness")
+
+HARNESS_RULE = (
+    "Rule 'harness': each harness's own averaging. FastChat rows: what show_result.py computes, the mean of the "
+    "raw scores of judgment rows, -1 dropped, a duplicated judgment counted again as an extra row (it differs "
+    "from the item rule exactly when an item was judged more than once). show_result.py prints turn 1 only "
+    "for any bench other than mt_bench (turn 2 and the Average only for --bench-name mt_bench); the turn-2 and "
+    "both-turn means here follow its code for mt_bench. Swallow rows: what its results_*.json reports x 10: "
+    "per question-turn the mean of the 5 raw sample scores with -1 averaged in; per question over both turns "
+    "(the _avg metrics) the mean of its two turn means, so a turn whose 5 samples all failed counts as -1; "
+    "questions (or question-turns) whose mean is exactly -1 are dropped, then the mean. n = judgment rows "
+    "(FastChat) or questions / question-turns (Swallow). Rows of other harnesses (JudgeLens re-judges) follow "
+    "the item rule. Grouped by harness always, since each harness has its own rule.")
+
+RULE_LABELS = {"item": "item", "fastchat": "fastchat show_result.py", "swallow": "swallow results file"}
+
+
+def rule_note(rule: str) -> str:
+    """The sentences that state a ``scores`` rule (shown with every table)."""
+    if rule == "item":
+        return ("Rule 'item': " + MEAN_RULE + " These are not show_result.py's numbers when an item was judged "
+                "more than once, nor Swallow's when a sample failed: use --rule harness for those.")
+    return HARNESS_RULE
+
+
 def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "turn"),
-           where: dict[str, object] | None = None) -> pd.DataFrame:
-    """Mean score and n per group, the way FastChat's show_result reports it (see MEAN_RULE)."""
+           where: dict[str, object] | None = None, rule: str = "item") -> pd.DataFrame:
+    """Mean score and n per group, with a ``rule`` column naming the averaging rule of each row.
+
+    ``rule="item"`` (default; see ``MEAN_RULE``): the mean of item scores, repeats and Swallow samples
+    averaged per item first, unusable judgments left out. This is **not** what FastChat's show_result.py
+    prints when an item was judged more than once (show_result counts every row); use ``rule="harness"``
+    for that.
+
+    ``rule="harness"`` (see ``HARNESS_RULE``): each harness's own rule, so ``harness`` is always a group
+    key (added in front when ``by`` lacks it). FastChat: show_result.py's mean over rows. Swallow: the
+    results file's metrics x 10 (``judge_score_*_turn_k_avg`` when grouped by turn, ``judge_score_*_avg``
+    when not; per category when grouped by category).
+    """
     by = list(by)
     for key in by:
         if key not in GROUP_KEYS:
             raise UsageError(f"unknown group key {key!r}")
-    conditions, params = ["score IS NOT NULL"], {}
+    if rule not in RULES:
+        raise UsageError(f"unknown rule {rule!r}; choose from {', '.join(RULES)}")
+    conditions, params = [], {}
     for i, (key, value) in enumerate((where or {}).items()):
         if key not in GROUP_KEYS:
             raise UsageError(f"unknown filter {key!r}")
         conditions.append(f"{key} = $p{i}")
-        params[f"p{i}"] = value
+        params[f"p{i}"] = int(value) if key == "turn" else value
+    if rule == "item":
+        keys = ", ".join(by)
+        select = f"{keys}, " if by else ""
+        group = f"GROUP BY {keys} ORDER BY {keys}" if by else ""
+        df = _df(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
+                        f"WHERE {' AND '.join(['score IS NOT NULL'] + conditions)} {group}", params)
+        df["rule"] = RULE_LABELS["item"]
+        return df
+    if "harness" not in by:
+        by = ["harness"] + by
     keys = ", ".join(by)
-    select = f"{keys}, " if by else ""
-    group = f"GROUP BY {keys} ORDER BY {keys}" if by else ""
-    return _df(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
-                      f"WHERE {' AND '.join(conditions)} {group}", params)
+    where_sql = " AND ".join(conditions) or "TRUE"
+    doc_turn = ", turn" if "turn" in by else ""
+    df = _df(store, f"""
+        WITH j AS (
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score
+            FROM single_judgments j
+            LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id),
+        f AS (SELECT * FROM j WHERE {where_sql}),
+        fastchat AS (
+            SELECT {keys}, avg(raw_score) AS mean, count(raw_score) AS n, '{RULE_LABELS["fastchat"]}' AS rule
+            FROM f WHERE harness = 'fastchat' AND raw_score <> -1 GROUP BY {keys}),
+        sw_items AS (
+            SELECT harness, bench, judge, model, question_id, turn, any_value(category) AS category,
+                   avg(raw_score) AS v
+            FROM f WHERE harness = 'swallow' GROUP BY harness, bench, judge, model, question_id, turn),
+        sw_docs AS (
+            SELECT harness, bench, judge, model, question_id{doc_turn}, any_value(category) AS category, avg(v) AS v
+            FROM sw_items GROUP BY harness, bench, judge, model, question_id{doc_turn}),
+        swallow AS (
+            SELECT {keys}, avg(v) AS mean, count(*) AS n, '{RULE_LABELS["swallow"]}' AS rule
+            FROM sw_docs WHERE v <> -1 GROUP BY {keys}),
+        other AS (
+            SELECT {keys}, avg(score) AS mean, count(*) AS n, '{RULE_LABELS["item"]}' AS rule
+            FROM item_scores WHERE harness NOT IN ('fastchat', 'swallow') AND score IS NOT NULL
+                 AND {where_sql} GROUP BY {keys})
+        SELECT * FROM fastchat UNION ALL SELECT * FROM swallow UNION ALL SELECT * FROM other
+        ORDER BY {keys}""", params)
+    return df[[*by, "mean", "n", "rule"]]
 
 
 def overview_counts(store: Store) -> dict[str, int]:
@@ -107,8 +181,9 @@ SWALLOW_TURN_METRICS = {1: "judge_score_overall_turn_1_avg", 2: "judge_score_ove
 def leaderboard(store: Store) -> pd.DataFrame:
     """Per harness x bench x judge x model: JudgeLens's T1, T2 and overall next to the harness's own number.
 
-    ``*_harness`` columns: for FastChat, what show_result.py prints (mean of rows, -1 dropped, duplicates
-    counted as extra rows); for Swallow, the results JSON metric x 10 (it averages -1 into samples).
+    ``*_harness`` columns: for FastChat, what show_result.py computes (mean of rows, -1 dropped, duplicates
+    counted as extra rows; it prints turn 1 only for benches other than mt_bench, so t2/overall follow its
+    mt_bench code); for Swallow, the results JSON metric x 10 (it averages -1 into samples).
     """
     return _df(store, f"""
         WITH items AS (SELECT * FROM item_scores WHERE score IS NOT NULL),

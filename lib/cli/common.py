@@ -5,6 +5,8 @@ import argparse
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from lib.store import Store, default_db_path
 
 
@@ -46,10 +48,33 @@ def split_list(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
+def records(df) -> list[dict]:
+    """Rows as plain JSON-ready dicts at full float precision (``to_json`` rounds to 10 digits): NaN and
+    NA -> None, numpy scalars -> Python numbers."""
+    out = []
+    for row in df.astype(object).to_dict(orient="records"):
+        clean = {}
+        for key, value in row.items():
+            if value is None or (not isinstance(value, (str, bytes, list, dict)) and pd.isna(value)):
+                clean[key] = None
+            elif hasattr(value, "item"):
+                clean[key] = value.item()
+            else:
+                clean[key] = value
+        out.append(clean)
+    return out
+
+
+def json_out(data) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1)
+
+
 def frame_out(df, fmt: str, note: str | None = None) -> str:
     """A DataFrame as the user asked for it: an aligned table (with a note below), CSV or JSON."""
     if fmt == "json":
-        return json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=1)
+        if any(str(t).startswith("datetime") for t in df.dtypes):
+            return json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=1)
+        return json_out(records(df))
     if fmt == "csv":
         return df.to_csv(index=False).rstrip("\n")
     if df.empty:

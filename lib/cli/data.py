@@ -1,4 +1,4 @@
-"""``ingest``, ``sources``, ``remove``, ``scores``: getting data in and reading means out."""
+"""``ingest``, ``sources``, ``remove``, ``scores``: getting data in and reading means out (by either rule)."""
 from __future__ import annotations
 
 import sys
@@ -17,10 +17,11 @@ def cmd_ingest(args) -> int:
 def cmd_scores(args) -> int:
     by = queries.parse_group_keys(args.by)
     where = {k: v for k, v in (("bench", args.bench), ("harness", args.harness)) if v}
-    df = queries.scores(open_store(args), by, where)
-    print(frame_out(df, args.format, queries.MEAN_RULE))
+    df = queries.scores(open_store(args), by, where, rule=args.rule)
+    note = queries.rule_note(args.rule)
+    print(frame_out(df, args.format, note))
     if args.format != "table":
-        print(queries.MEAN_RULE, file=sys.stderr)
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -52,6 +53,10 @@ def register(sub, parents) -> None:
     p.add_argument("--by", default="judge,model,turn", help=f"comma-separated: {','.join(queries.GROUP_KEYS)}")
     p.add_argument("--bench", help="only this bench")
     p.add_argument("--harness", choices=("fastchat", "swallow"), help="only this harness")
+    p.add_argument("--rule", choices=queries.RULES, default="item",
+                   help="item (default): mean of item scores, repeats and Swallow samples averaged per item, "
+                        "failures left out; harness: each harness's own rule (FastChat show_result.py: rows, "
+                        "duplicates counted again, -1 dropped; Swallow: its results file x 10)")
     p.set_defaults(func=cmd_scores)
 
     p = sub.add_parser("sources", parents=[db, fmt], help="list imported files")

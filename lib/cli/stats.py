@@ -1,0 +1,96 @@
+"""``compare``, ``pairwise``: the Compare page's paired deltas and the Judge agreement page's pairwise
+verdicts on the command line (same lib functions, same numbers)."""
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from lib.analysis import agreement as agreement_lib
+from lib.analysis import deltas
+from lib.analysis.selectors import SELECTOR_KEYS, describe, parse_selector
+from lib.cli.common import frame_out, json_out, open_store, records
+
+POSITION_COLUMNS = ["bench", "judge", "n", "consistent", "rate", "favors_first", "favors_second"]
+
+
+def cmd_compare(args) -> int:
+    a, b = parse_selector(args.a), parse_selector(args.b)
+    levels = (args.level,) if args.level else deltas.LEVELS
+    df = deltas.compare_levels(open_store(args), a, b, levels=levels, per_model=args.per_model, seed=args.seed)
+    note = (f"A: {describe(a)}. B: {describe(b)}. {df.attrs['label']}.\n" + deltas.METHOD
+            + " Without --level every level is printed, each its own family.")
+    if df.empty:
+        print(df.attrs.get("note") or "A and B share no items.", file=sys.stderr)
+    if args.format == "json":
+        print(json_out(records(df)))
+    elif args.format == "csv":
+        print(df.to_csv(index=False).rstrip("\n"))
+    else:
+        shown = df if args.per_model else df.drop(columns=["model"])
+        print(frame_out(shown, "table", note))
+    if args.format != "table":
+        print(note, file=sys.stderr)
+    return 0
+
+
+def position_table(store, *, bench=None, judge=None) -> pd.DataFrame:
+    """agreement.position_consistency with the names of the pairwise command: rate = consistency."""
+    df = agreement_lib.position_consistency(store, bench=bench, judge=judge).rename(columns={"consistency": "rate"})
+    return df[POSITION_COLUMNS]
+
+
+def cmd_pairwise(args) -> int:
+    store = open_store(args)
+    rates = agreement_lib.pair_win_rates(store, judge=args.judge, bench=args.bench, policy=args.policy,
+                                         baseline=args.baseline)
+    if args.baseline:
+        rates.insert(3, "baseline", args.baseline)
+    rates["policy"] = args.policy
+    positions = position_table(store, bench=args.bench, judge=args.judge)
+    mode = f"pairwise-baseline (vs {args.baseline})" if args.baseline else "pairwise-all"
+    note = (f"Policy {args.policy}: {agreement_lib.PAIR_POLICY_LABELS[args.policy]}. Mode: FastChat show_result.py "
+            f"--mode {mode}. One row = one question x turn x model pair. Position consistency: rows without an "
+            "error whose two games (A/B swapped) agree; favors_first/favors_second: inconsistent rows leaning to "
+            "the model shown first/second.")
+    if args.format == "json":
+        print(json_out({"policy": args.policy, "baseline": args.baseline, "win_rates": records(rates),
+                        "position_consistency": records(positions)}))
+    elif args.format == "csv":  # two tables, one after the other
+        print(rates.to_csv(index=False) + "\n" + positions.to_csv(index=False).rstrip("\n"))
+    else:
+        print("== win rates\n" + frame_out(rates.drop(columns=["policy"]), "table")
+              + "\n\n== position consistency\n" + frame_out(positions, "table", note))
+    if args.format != "table":
+        print(note, file=sys.stderr)
+    return 0
+
+
+def register(sub, parents) -> None:
+    db, fmt = parents["db"], parents["fmt"]
+    keys = ", ".join(SELECTOR_KEYS)
+    p = sub.add_parser("compare", parents=[db, fmt],
+                       help="paired A - B deltas per category and turn with t intervals and Holm (the Compare page)")
+    p.add_argument("--a", required=True, metavar="SELECTOR",
+                   help=f"side A: comma-separated key=value over {keys}, e.g. judge=gpt-4o")
+    p.add_argument("--b", required=True, metavar="SELECTOR",
+                   help="side B, e.g. judge=gpt-4.1-2025-04-14. A key given on one side only applies to that side; "
+                        "items pair on bench, question, turn, and harness, judge and model unless the sides name "
+                        "different ones")
+    p.add_argument("--per-model", action="store_true",
+                   help="compare each model both sides judged separately, each model its own Holm family")
+    p.add_argument("--level", choices=deltas.LEVELS,
+                   help="only these rows (cell = category x turn); default: every level, each its own family")
+    p.add_argument("--seed", type=int, default=0, help="accepted for reproducible scripts; the t method draws nothing")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("pairwise", parents=[db, fmt],
+                       help="pairwise verdicts per model (FastChat show_result.py pairwise modes) and position "
+                            "consistency per judge (the Judge agreement page)")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--judge", help="only this judge")
+    p.add_argument("--policy", choices=agreement_lib.PAIR_POLICIES, default="fastchat",
+                   help="fastchat (default): show_result.py; strict: only swap-consistent verdicts; game: each game")
+    p.add_argument("--baseline", metavar="MODEL",
+                   help="show_result.py --mode pairwise-baseline: each model against this one")
+    p.set_defaults(func=cmd_pairwise)
