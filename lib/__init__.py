@@ -8,7 +8,7 @@ Modules, by what they own:
 - ``uploads``       import roots and the layout of uploaded files
 - ``queries``       overview, leaderboard and scores the pages and the CLI ask of the store
 - ``agreement``     judge-vs-judge statistics, disagreements, pairwise win rates, parse failures
-- ``deltas``        paired A-vs-B deltas with question-level bootstrap intervals and Holm correction
+- ``deltas``        paired A-vs-B deltas: t intervals on question-level deltas, Holm correction (``selectors``: A/B sides)
 - ``distributions`` histograms, box summaries, the JA harness's overall views, length bias
 - ``item_view``     one item's question, references, answer and verdicts; deep-link parameters
 - ``textdiff``      character-level diffs (escaped HTML)

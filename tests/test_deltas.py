@@ -204,9 +204,12 @@ def test_holm_family_is_every_requested_row_of_one_model():
     assert pooled.p_adjusted.to_numpy() == pytest.approx(multipletests(pooled.p_value, method="holm")[1])
     per_model = compare_pairs(pairs, levels=("category", "turn"), per_model=True)
     assert per_model.model.value_counts().to_dict() == {"M1": 10, "M2": 10}
-    for _, family in per_model.groupby("model"):
+    for model, family in per_model.groupby("model"):
         assert family.p_adjusted.to_numpy() == pytest.approx(multipletests(family.p_value, method="holm")[1])
         assert (family.significant == (family.p_adjusted < 0.05)).all()
+        alone = compare_pairs(pairs[pairs.model == model], levels=("category", "turn"))
+        for col in ("n_items", "delta", "ci_low", "ci_high", "p_value", "p_adjusted"):
+            assert family[col].to_numpy() == pytest.approx(alone[col].to_numpy()), col
     # One level at a time (the page, the CLI): each level is its own family.
     single = compare_pairs(pairs, levels=("category",))
     assert len(single) == 8
