@@ -14,7 +14,7 @@ level's rows; see ``lib.analysis.delta_calibration``). For each level it reports
   (goal >= 60 %). For cell: either planted cell; turn/overall: the diluted 1/8-point shift.
 - other_rows_flagged: with the shift planted, share of replicates with a significant row elsewhere.
 
-    .venv/bin/python bench/calibrate_deltas.py                      # 20,000 replicates per design (~20 s)
+    .venv/bin/python bench/calibrate_deltas.py                      # 20,000 replicates per design + 1,000 of the old bootstrap (~1-2 min)
     .venv/bin/python bench/calibrate_deltas.py --replicates 2000 --json bench/out/calibration.json
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.analysis.delta_calibration import calibrate  # noqa: E402
+from lib.analysis.delta_calibration import calibrate, old_bootstrap_calibrate  # noqa: E402
 
 GOAL_FWER, GOAL_COVERAGE, GOAL_POWER = 0.05, 0.93, 0.60
 
@@ -51,6 +51,9 @@ def main() -> int:
     parser.add_argument("--replicates", type=int, default=20000, help="replicates per design (null and shifted)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--designs", default="delta,scores", help="comma-separated: delta, scores")
+    parser.add_argument("--bootstrap-replicates", type=int, default=1000,
+                        help="null replicates for the old percentile bootstrap, shown for contrast (0: skip; "
+                             "2,000 draws each, ~1 min per 1,000 on one core)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     rows, failed = [], []
@@ -74,6 +77,17 @@ def main() -> int:
                   f"{row['power_shift']:.1%} | {fmt(row['other_rows_flagged'], '.1%')} | "
                   f"{'; '.join(bad) or 'ok'} |")
             rows.append({"design": design, "seed": args.seed, **row})
+    if args.bootstrap_replicates:
+        start = time.perf_counter()
+        old = old_bootstrap_calibrate(args.bootstrap_replicates, args.seed)
+        slack = 2 * math.sqrt(GOAL_FWER * (1 - GOAL_FWER) / args.bootstrap_replicates)
+        print(f"\n## for contrast: the previous method (percentile bootstrap, 2,000 draws, questions redrawn within "
+              f"categories) on the 'delta' null design, {args.bootstrap_replicates} replicates, "
+              f"{time.perf_counter() - start:.1f} s")
+        print("| level | FWER null (±2 SE) | coverage null |\n|---|---|---|")
+        for row in old:
+            print(f"| {row['level']} | {row['fwer_null']:.1%} (±{slack:.1%}) | {row['coverage_null']:.3f} |")
+            rows.append({"design": "delta", "method": "old percentile bootstrap", "seed": args.seed, **row})
     print("\nGoals (issue 9, judged on the 'delta' design): FWER <= 5 % within 2 SE and coverage >= 0.93 at "
           "every level; power >= 60 % for the planted category row. The 'scores' design is a stress test "
           "(independent clipped 1-10 scores); its verdicts are reported, not part of the exit code, and its "

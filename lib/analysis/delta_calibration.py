@@ -135,3 +135,35 @@ def calibrate(replicates: int, seed: int = 0, *, design: str = "delta", shift: f
             "other_rows_flagged": hit["other"] / replicates if lv in ("category", "cell") else float("nan"),
         })
     return out
+
+
+def old_bootstrap_calibrate(replicates: int, seed: int = 0, *, n_boot: int = 2000, alpha: float = 0.05,
+                            chunk: int = 10) -> list[dict]:
+    """The method the Compare page used before issue 9, on the null ``"delta"`` design, for contrast:
+    a percentile bootstrap of the item mean that redraws questions within each category (stratified),
+    p = 2 * min(share of draws <= 0, share >= 0) floored at 1/n_boot, Holm per level. Returns the
+    family-wise rate and coverage per level (``fwer_null``, ``coverage_null``)."""
+    rng = np.random.default_rng(seed)
+    hits = {lv: [0, 0, 0] for lv in LEVELS}                  # replicates with a flag, rows covering 0, rows
+    done = 0
+    while done < replicates:
+        n = min(chunk, replicates - done)
+        a, b = simulate_scores(n, rng)
+        d = a - b                                             # (R, C, K, T)
+        idx = rng.integers(0, PER_CATEGORY, size=(n, n_boot, N_CATEGORIES, PER_CATEGORY))
+        rr = np.arange(n)[:, None, None, None]
+        cc = np.arange(N_CATEGORIES)[None, None, :, None]
+        drawn = d[rr, cc, idx]                                # (R, B, C, K, T): whole questions, both turns
+        boots = {"all": drawn.mean(axis=(2, 3, 4))[..., None], "turn": drawn.mean(axis=(2, 3)),
+                 "category": drawn.mean(axis=(3, 4)), "cell": drawn.mean(axis=3).reshape(n, n_boot, -1)}
+        for lv, boot in boots.items():
+            lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=1)
+            p = 2 * np.minimum((boot <= 0).mean(axis=1), (boot >= 0).mean(axis=1))
+            p = np.clip(p, 1 / n_boot, 1.0)
+            flagged = (holm(p, axis=-1) < alpha).any(axis=-1)
+            hits[lv][0] += int(flagged.sum())
+            hits[lv][1] += int(((lo <= 0) & (0 <= hi)).sum())
+            hits[lv][2] += lo.size
+        done += n
+    return [{"level": LEVEL_NAMES[lv], "replicates": replicates, "fwer_null": hits[lv][0] / replicates,
+             "coverage_null": hits[lv][1] / hits[lv][2]} for lv in LEVELS]
