@@ -261,7 +261,10 @@ def test_duplicate_judgments_are_kept_and_averaged_per_item(store, tmp_path):
     assert rows_of(store, "SELECT count(*) FROM single_judgments") == [(3,)]
     assert rows_of(store, "SELECT question_id, score, n_rows FROM item_scores ORDER BY 1") == [("1", 5.5, 2), ("2", 8.0, 1)]
     df = queries.scores(store, ["model"])
-    assert df.to_dict("records") == [{"model": "m", "mean": 6.75, "n": 2}]  # (5.5 + 8) / 2, item 1 counted once
+    assert df.to_dict("records") == [{"model": "m", "mean": 6.75, "n": 2, "rule": "item"}]  # (5.5 + 8) / 2, item 1 once
+    harness = queries.scores(store, ["model"], rule="harness")          # show_result.py: every row, (4 + 8 + 7) / 3
+    assert harness.to_dict("records") == [{"harness": "fastchat", "model": "m", "mean": 19 / 3, "n": 3,
+                                           "rule": "fastchat show_result.py"}]
     dup = queries.duplicate_items(store)
     assert dup[["model", "items", "judgments"]].to_dict("records") == [{"model": "m", "items": 1, "judgments": 2}]
 
@@ -369,7 +372,7 @@ def test_score_statuses_and_string_values(store, tmp_path):
     assert rows_of(store, "SELECT question_id, model, raw_score, score, parse_status FROM single_judgments ORDER BY 1") == [
         ("1", "m", -1.0, None, "not_parsed"), ("2", "m", -1.0, None, "api_error"), ("3", "0", 7.0, 7.0, "ok"),
         ("4", "m", 0.0, None, "out_of_range")]
-    assert queries.scores(store, ["model"]).to_dict("records") == [{"model": "0", "mean": 7.0, "n": 1}]
+    assert queries.scores(store, ["model"]).to_dict("records") == [{"model": "0", "mean": 7.0, "n": 1, "rule": "item"}]
     assert rows_of(store, "SELECT warnings FROM sources")[0][0] == [
         "3 judgment(s) have no usable score (rating not parsed, API error or out of range); they are kept and "
         "left out of means"]
