@@ -21,7 +21,7 @@ from lib.cli import main as cli
 from lib.ingest.importer import ingest
 from lib.store import Store
 
-SWALLOW_RESULTS = sorted((SAMPLE / "swallow").rglob("results_*.json"))
+SWALLOW_RESULTS = sorted(SAMPLE.glob("swallow*/**/results_*.json"))  # every bundled Swallow run
 PAIR_FILE = SAMPLE / "stefanstud-fastchat" / "mt_bench" / "model_judgment" / "gpt-4_pair.jsonl"
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
 
@@ -57,7 +57,7 @@ def test_harness_rule_reproduces_every_swallow_judge_metric(db, capsys):
         for metric, value in doc["results"]["swallow|japanese_mt_bench|0"].items():
             if metric.startswith("judge_score_") and not metric.endswith("_stderr"):
                 reported[(model, metric)] = value
-    assert len(reported) == 2 * 27
+    assert len(SWALLOW_RESULTS) == 4 and len(reported) == 4 * 27
 
     got = {}
     common = ["--db", str(db), "--rule", "harness", "--harness", "swallow", "--format", "json"]
