@@ -61,3 +61,9 @@ class UsageError(JudgeLensError, ValueError):
     """The user asked for something that does not exist or cannot be combined (an unknown key, flag, ...)."""
 
     title = "Cannot do that"
+
+
+class PathNotAllowed(JudgeLensError):
+    """A file or folder the app may not read: outside the import roots (JUDGELENS_IMPORT_ROOTS)."""
+
+    title = "That folder is outside the import roots"

@@ -1,5 +1,4 @@
 """Import: upload files or a zip, or read a folder on the server; see and remove sources."""
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -9,24 +8,38 @@ from lib.analysis import queries
 from lib.errors import IngestError, JudgeLensError
 from lib.ingest.importer import ingest, remove_source
 from lib.ingest.sample import SAMPLE_DIR, load_sample
-from lib.ingest.uploads import allowed_import_roots, check_import_path, stage_uploads
+from lib.ingest.uploads import StagingArea, allowed_import_roots, check_import_path, stage_uploads
 from pages._common import cached_query, data_version, get_store
 
 st.title("Import")
 store = get_store()
 
 
-def run_import(paths: list[Path], skip_bad_lines: bool) -> None:
+def discard_staging() -> None:
+    """Remove the staged copy of the last upload (kept only while its bad lines may be retried)."""
+    area = st.session_state.pop("import_staging", None)
+    if area is not None:
+        area.cleanup()
+
+
+def run_import(paths: list[Path], skip_bad_lines: bool, roots: list[Path] | None = None,
+               notes: list[str] = ()) -> None:
     """Import and leave the outcome in session state (it survives the rerun that follows)."""
     bar = st.progress(0.0, text="Starting…")
     try:
-        report = ingest(store, paths, skip_bad_lines=skip_bad_lines,
+        report = ingest(store, paths, skip_bad_lines=skip_bad_lines, allowed_roots=roots,
                         progress=lambda f, msg: bar.progress(min(f, 1.0), text=msg[-100:]))
-        st.session_state["import_outcome"] = ("ok", report.summary(), None)
+        summary = report.summary()
+        if notes:
+            head, _, rest = summary.partition("\n")
+            summary = "\n".join([head, *(f"note: {n}" for n in notes), *([rest] if rest else [])])
+        st.session_state["import_outcome"] = ("ok", summary, None)
     except IngestError as exc:
         rows = [{"file": p.path, "line": p.line or None, "problem": p.reason} for p in exc.problems]
         st.session_state["import_outcome"] = ("bad_lines", exc.hint, rows)
         st.session_state["import_retry"] = [str(p) for p in paths]
+        st.session_state["import_retry_roots"] = [str(r) for r in roots] if roots else None
+        st.session_state["import_retry_notes"] = list(notes)
     except JudgeLensError as exc:
         st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
     finally:
@@ -46,9 +59,19 @@ with upload_tab:
                                "need one: question ids are only comparable within one bench.")
     skip_upload = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_upload")
     if st.button("Import uploaded files", type="primary", disabled=not files, icon=":material/upload:"):
-        staging = Path(tempfile.mkdtemp(prefix="judgelens-upload-")) / "upload"
-        paths = stage_uploads([(f.name, f.getvalue()) for f in files], staging, bench.strip() or "unknown_bench")
-        run_import(paths, skip_upload)
+        discard_staging()
+        # the staged copy lives until the import ends, or (bad lines) until the retry below or a new import;
+        # if the session ends first, StagingArea removes it when Streamlit drops the session state
+        with StagingArea() as area:
+            try:
+                staged = stage_uploads([(f.name, f.getvalue()) for f in files], area.folder,
+                                       bench.strip() or "unknown_bench")
+                run_import(staged.paths, skip_upload, roots=[area.root], notes=staged.notes())
+            except JudgeLensError as exc:
+                st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
+            if st.session_state.get("import_outcome", ("",))[0] == "bad_lines":
+                area.keep()
+                st.session_state["import_staging"] = area
 
 with folder_tab:
     roots = allowed_import_roots()
@@ -59,11 +82,13 @@ with folder_tab:
     skip_folder = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_folder")
     c1, c2 = st.columns(2)
     if c1.button("Import from server", type="primary", icon=":material/folder_open:"):
+        discard_staging()
         try:
-            run_import([check_import_path(folder)], skip_folder)
+            run_import([check_import_path(folder)], skip_folder, roots=allowed_import_roots())
         except JudgeLensError as exc:
             st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
     if c2.button("Load the bundled sample", icon=":material/dataset:", help=str(SAMPLE_DIR)):
+        discard_staging()
         report = load_sample(store)
         st.session_state["import_outcome"] = ("ok", report.summary(), None)
 
@@ -78,7 +103,11 @@ if outcome:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
         st.caption(text)
         if st.button("Import again, skipping the bad lines", icon=":material/playlist_remove:"):
-            run_import([Path(p) for p in st.session_state.get("import_retry", [])], True)
+            retry_roots = st.session_state.get("import_retry_roots")
+            run_import([Path(p) for p in st.session_state.get("import_retry", [])], True,
+                       roots=[Path(r) for r in retry_roots] if retry_roots else None,
+                       notes=st.session_state.get("import_retry_notes", []))
+            discard_staging()
             st.rerun()
     else:
         title, _, message = text.partition("\n\n")

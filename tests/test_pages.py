@@ -282,8 +282,10 @@ def test_zip_upload_keeps_its_layout_and_drops_escaping_members(tmp_path, store)
                       "/abs_single.jsonl": judgment,
                       "__MACOSX/ja_mt_bench/._question.jsonl": "junk"})
     staging = tmp_path / "staging" / "upload"
-    paths = stage_uploads([("my harness.zip", data)], staging, "ignored_bench")
+    staged = stage_uploads([("my harness.zip", data)], staging, "ignored_bench")
+    paths = staged.paths
     assert paths == [staging / "my harness"]
+    assert staged.skipped == ["../escaped_single.jsonl", "ja_mt_bench/../../escaped2.jsonl", "/abs_single.jsonl"]
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     assert files == ["my harness/ja_mt_bench/model_judgment/gpt-4o_single.jsonl",
                      "my harness/ja_mt_bench/question.jsonl"]
@@ -303,7 +305,7 @@ def test_loose_uploads_are_placed_by_kind(tmp_path, store):
          head_lines(JA_BENCH / "model_answer" / "shisa-ai__shisa-v2-llama3.1-8b.jsonl", 3)),
     ]
     staging = tmp_path / "upload"
-    paths = stage_uploads([(n, t.encode("utf-8")) for n, t in uploads], staging, "my_bench")
+    paths = stage_uploads([(n, t.encode("utf-8")) for n, t in uploads], staging, "my_bench").paths
     assert [p.relative_to(staging).as_posix() for p in paths] == [
         "my_bench/model_judgment/gpt-4o_single.jsonl",
         "my_bench/question.jsonl",
@@ -320,5 +322,5 @@ def test_loose_uploads_are_placed_by_kind(tmp_path, store):
 
 def test_loose_judgment_without_suffix_gets_one(tmp_path):
     data = head_lines(JA_BENCH / "model_judgment" / "gpt-4o_single.jsonl", 2).encode("utf-8")
-    paths = stage_uploads([("C:\\Users\\me\\judgments.jsonl", data)], tmp_path / "upload", "b")  # a Windows name
+    paths = stage_uploads([("C:\\Users\\me\\judgments.jsonl", data)], tmp_path / "upload", "b").paths  # a Windows name
     assert [p.relative_to(tmp_path / "upload").as_posix() for p in paths] == ["b/model_judgment/judgments_single.jsonl"]

@@ -13,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
-from lib.errors import FormatError, IngestError, LineProblem
+from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
 from lib.ingest.formats import fastchat, swallow
 from lib.ingest.formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
 from lib.store import Store, refresh_item_scores
@@ -143,10 +146,20 @@ def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | Non
     return ImportFile(path, display, "fastchat", fc.kind, fc.bench, fc)
 
 
-def discover(paths: Iterable[str | Path]) -> list[ImportFile]:
-    """Every importable file under the given files and folders, in a stable order."""
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = None) -> list[ImportFile]:
+    """Every importable file under the given files and folders, in a stable order.
+
+    With ``allowed_roots`` (the app's import folders), every file is resolved first: a link that leads out
+    of the roots refuses the whole import, naming each such link.
+    """
     found: list[ImportFile] = []
     seen: set[Path] = set()
+    roots = [Path(r).resolve() for r in allowed_roots] if allowed_roots is not None else None
+    outside: list[str] = []
     for given in paths:
         root = Path(given).expanduser()
         if not root.exists():
@@ -159,12 +172,21 @@ def discover(paths: Iterable[str | Path]) -> list[ImportFile]:
             explicit, base = False, root
         for path in candidates:
             resolved = path.resolve()
+            if roots is not None and not _inside(resolved, roots):
+                outside.append(f"{path} -> {resolved}")
+                continue
             if resolved in seen:
                 continue
             seen.add(resolved)
             item = _classify(path, base, explicit)
             if item is not None:
                 found.append(item)
+    if outside:
+        raise PathNotAllowed(
+            f"{len(outside)} file(s) to import lead outside the allowed import folders "
+            f"({', '.join(map(str, roots))}), so nothing was imported:\n" + "\n".join(outside)
+            + "\nRemove those links, or ask whoever runs this JudgeLens to add their folder to "
+            "JUDGELENS_IMPORT_ROOTS.", title="Links out of the import folders")
     if not found:
         raise FormatError(
             "Found no harness files in " + ", ".join(str(p) for p in paths) + ". Point JudgeLens at a FastChat "
@@ -301,6 +323,34 @@ class _FastPathRefused(Exception):
         self.item = item
 
 
+# DuckDB reads a file name as a pattern: "[x]_single.jsonl" reads x_single.jsonl, "*_single.jsonl" every
+# sibling, "~" is the home folder. The fast path therefore never hands DuckDB a user's file name: it reads a
+# link of a fixed, pattern-free name in a private temporary folder, pointing at the file.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+@contextmanager
+def _pattern_free_name(path: Path) -> Iterator[str | None]:
+    """A name for ``path`` that DuckDB cannot expand (a link in a private temp folder), or None if the
+    system allows no link there (the caller then reads the file line by line)."""
+    with tempfile.TemporaryDirectory(prefix="judgelens-read-") as tmp:
+        link = Path(tmp) / "input.jsonl"
+        if not _PLAIN_PATH.fullmatch(str(link)):  # a temp folder whose own name holds pattern characters
+            yield None
+            return
+        target = path.resolve()
+        for make in (os.symlink, os.link):
+            try:
+                make(target, link)
+                break
+            except (OSError, NotImplementedError):
+                continue
+        else:
+            yield None
+            return
+        yield str(link)
+
+
 def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
     names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
     select = fastchat.single_judgments_select(MAX_LINE_BYTES + 1024)
@@ -309,12 +359,15 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
            f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
     import duckdb
 
-    try:
-        # INSERT returns the number of rows it wrote
-        return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench",
-                                 "path": str(item.path)}).fetchone()[0]
-    except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
-        raise _FastPathRefused(item, str(exc)) from exc
+    with _pattern_free_name(item.path) as name:
+        if name is None:
+            raise _FastPathRefused(item, "no pattern-free name for DuckDB")
+        try:
+            # INSERT returns the number of rows it wrote
+            return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench",
+                                     "path": name}).fetchone()[0]
+        except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
+            raise _FastPathRefused(item, str(exc)) from exc
 
 
 # DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default),
@@ -376,10 +429,13 @@ def _judgment_notes(cur, source_id: int) -> list[str]:
 
 
 def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = False,
-           progress: Progress | None = None) -> IngestReport:
-    """Import files and folders. Raises IngestError (nothing written) on any bad line unless skipping."""
+           progress: Progress | None = None, allowed_roots: list[Path] | None = None) -> IngestReport:
+    """Import files and folders. Raises IngestError (nothing written) on any bad line unless skipping.
+
+    ``allowed_roots``: refuse (PathNotAllowed) files that resolve outside these folders (the app's rule).
+    """
     progress = progress or (lambda f, m: None)
-    items = discover(list(paths))
+    items = discover(list(paths), allowed_roots)
     with store.read() as cur:
         known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
     problems: list[LineProblem] = []
