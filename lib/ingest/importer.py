@@ -234,7 +234,7 @@ def _read_fastchat(item: ImportFile) -> None:
     item.tables = {table: parsed}
     item.warnings.extend(parsed.warnings)
     if parsed.lines_read == 0:
-        item.warnings.append("empty file: no records")
+        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
     if kind == "answers":
         ids = {r[3] for r in parsed.rows if r[3]}
         file_model = fastchat.model_from_file_name(item.path.stem)
@@ -270,8 +270,9 @@ def _read(item: ImportFile, batch: list[ImportFile], store: Store) -> None:
         return
     meta: swallow.SwallowFile = item.meta  # type: ignore[assignment]
     if item.kind == "swallow_results":
-        model, _, rows, warnings = swallow.read_results(meta, item.display)
-        parsed = ParsedFile(item.display, rows=rows, lines_read=1)
+        model, _, rows, warnings, problems = swallow.read_results(meta, item.display)
+        # one document: rows_imported counts it once (lines_read - skipped), its bad metrics are its bad lines
+        parsed = ParsedFile(item.display, rows=rows, problems=problems, lines_read=1 + len(problems))
         item.tables = {"reported_metrics": parsed}
         item.warnings.extend(warnings)
         if rows:
@@ -283,6 +284,21 @@ def _read(item: ImportFile, batch: list[ImportFile], store: Store) -> None:
 
 def _problems(item: ImportFile) -> list[LineProblem]:
     return [p for parsed in item.tables.values() for p in parsed.problems]
+
+
+EMPTY_NOTE = "empty file: no records"
+BLANK_NOTE = "empty file: no records (it holds only blank lines)"
+
+
+def _skip(item: ImportFile, problems: list[LineProblem]) -> None:
+    """--skip-bad-lines: keep the valid lines; a file with no valid line at all is refused, saying so."""
+    if any(parsed.rows for parsed in item.tables.values()):
+        item.skipped = problems
+        return
+    first = problems[0]
+    item.status, item.tables = "refused", {}
+    item.warnings.append(f"every record is bad ({len(problems)} bad line(s)), so nothing was imported from it; "
+                         f"the first: {'line ' + str(first.line) + ': ' if first.line else ''}{first.reason}")
 
 
 def _use_fast_path(item: ImportFile) -> bool:
@@ -397,6 +413,8 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
             ).fetchone()[0]
             if item.fast:
                 rows = _insert_fast(cur, item, source_id)
+                if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
+                    item.warnings.append(BLANK_NOTE)
             else:
                 for table, parsed in item.tables.items():
                     _insert_rows(cur, table, source_id, parsed.rows)
@@ -464,7 +482,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         file_problems = _problems(item)
         if file_problems:
             if skip_bad_lines:
-                item.skipped = file_problems
+                _skip(item, file_problems)
             else:
                 problems.extend(file_problems)
     if problems:
@@ -483,7 +501,8 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
                                                   and other.existing_source not in known.values()):
                     other.status, other.source_id, other.rows = "pending", None, 0
                     other.existing_source = None
-                    other.warnings = [w for w in other.warnings if not _is_judgment_note(w)]
+                    other.warnings = [w for w in other.warnings  # notes _write adds: it will add them again
+                                      if not (_is_judgment_note(w) or (other.fast and w == BLANK_NOTE))]
             _read(item, items, store)
             file_problems = _problems(item)
             if not file_problems:
@@ -495,7 +514,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
                         _read(other, items, store)
                         file_problems += _problems(other)
                 raise IngestError(file_problems)
-            item.skipped = file_problems
+            _skip(item, file_problems)
     if any(i.status == "imported" for i in items):
         progress(0.97, "linking benches and model names")
         relink(store, questions_changed=any(i.status == "imported" and i.kind in ("questions", "swallow_details")

@@ -88,7 +88,7 @@ def sniff(path: Path, bench: str | None) -> FastChatFile:
             if raw:
                 try:
                     obj = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise FormatError(
                         f"{path}: the first record is not valid JSON, so JudgeLens cannot tell what kind "
                         "of FastChat file this is. Put it in the FastChat folder layout "

@@ -19,6 +19,9 @@ BOM = b"\xef\xbb\xbf"
 # (lib.ingest.formats.fastchat.single_judgments_select) can trim exactly the same characters.
 WHITESPACE = " \t\n\r\v\f"
 MAX_INT = 2**31 - 1  # turn and choice index are INTEGER columns
+# Python's json module recurses once per level of [ or {; past about a thousand it raises RecursionError.
+TOO_DEEP = ("a JSON value is nested too deeply (about a thousand levels of [ or {); harness records nest a few "
+            "levels, so this line is not one")
 
 
 @dataclass
@@ -58,6 +61,9 @@ def iter_json_lines(path: Path, display: str, warnings: list[str]) -> Iterator[t
                 continue
             try:
                 obj = json.loads(text)
+            except RecursionError:
+                yield lineno, None, TOO_DEEP
+                continue
             except json.JSONDecodeError as exc:
                 hint = ""
                 if not ended and (exc.msg.startswith(("Unterminated", "Expecting")) or exc.pos >= len(text) - 6):
@@ -83,6 +89,8 @@ def parse_file(path: Path, display: str, convert: Callable[[dict], list[tuple]])
                 continue
             except ValueError as exc:
                 problem = str(exc)
+            except RecursionError:  # converting (e.g. json.dumps of a judge prompt record) nests as deep
+                problem = TOO_DEEP
         out.problems.append(LineProblem(display, lineno, problem))
     return out
 

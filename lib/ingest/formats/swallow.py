@@ -10,13 +10,14 @@ reports means divided by 10. See ``shared/docs/swallow-format.md``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from lib.errors import FormatError, LineProblem
 from lib.ingest.formats.fastchat import parse_status
-from lib.ingest.formats.jsonl import ParsedFile
+from lib.ingest.formats.jsonl import TOO_DEEP, ParsedFile
 
 HARNESS = "swallow"
 # The fork hard-codes its judge (main.py: JudgeLLMMTBenchSwallow(judge_model_name="gpt-4o-2024-08-06")).
@@ -70,12 +71,26 @@ def classify(path: Path) -> SwallowFile | None:
     return None
 
 
-def read_results(f: SwallowFile, display: str) -> tuple[str, str | None, list[tuple], list[str]]:
-    """-> (model, run_id, reported_metrics rows, warnings)."""
+def _line_of(text: str, task: str, metric: str) -> int:
+    """The line of ``"metric":`` inside ``"task"``'s object (0 if it cannot be found)."""
+    start = text.find(json.dumps(task))
+    match = re.compile(re.escape(json.dumps(metric)) + r"\s*:").search(text, max(start, 0))
+    return text.count("\n", 0, match.start()) + 1 if match else 0
+
+
+def read_results(f: SwallowFile, display: str) -> tuple[str, str | None, list[tuple], list[str], list[LineProblem]]:
+    """-> (model, run_id, reported_metrics rows, warnings, problems).
+
+    A metric that is NaN or ±Infinity (Python's json reads them) is a problem on its line, not a number; a
+    non-finite stderr is stored as unknown (NULL) with a warning.
+    """
     try:
-        doc = json.loads(f.path.read_text(encoding="utf-8-sig"))
+        text = f.path.read_text(encoding="utf-8-sig")
+        doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FormatError(f"{display}: not a readable lighteval results JSON file ({exc})") from None
+    except RecursionError:
+        raise FormatError(f"{display}: not a readable lighteval results JSON file ({TOO_DEEP})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise FormatError(f'{display}: a lighteval results file needs a "results" object; this one has none')
     general = doc.get("config_general") or {}
@@ -85,17 +100,25 @@ def read_results(f: SwallowFile, display: str) -> tuple[str, str | None, list[tu
     warnings = []
     if general.get("max_samples") is not None:
         warnings.append(f"partial run: max_samples={general['max_samples']}, some categories may be missing")
-    rows = []
+    rows, problems = [], []
     for task, metrics in doc["results"].items():
         if task == "all" or not isinstance(metrics, dict):
             continue
         for metric, value in metrics.items():
             if metric.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
+            if not math.isfinite(value):
+                problems.append(LineProblem(display, _line_of(text, task, metric),
+                                            f'"{metric}" of {task} is {value!r}, not a score: a reported metric '
+                                            "must be a finite number (was the run cut short?)"))
+                continue
             stderr = metrics.get(f"{metric}_stderr")
+            if isinstance(stderr, (int, float)) and not math.isfinite(stderr):
+                warnings.append(f'"{metric}_stderr" of {task} is {stderr!r}: stored as unknown')
+                stderr = None
             rows.append((HARNESS, bench_of_task(task), model, f.run_id, task, metric, float(value),
                          float(stderr) if isinstance(stderr, (int, float)) else None))
-    return model, f.run_id, rows, warnings
+    return model, f.run_id, rows, warnings, problems
 
 
 UPSTREAM_COLUMNS = {"doc", "model_response", "metric"}
