@@ -51,6 +51,12 @@ class DatabaseBusyError(JudgeLensError):
     title = "The database file is in use by another process"
 
 
+class DatabaseFileError(JudgeLensError):
+    """The --db file cannot be used: not a DuckDB file, damaged, missing, or in a folder JudgeLens cannot write."""
+
+    title = "Cannot use this database file"
+
+
 class FormatError(JudgeLensError):
     """The file is not in a format JudgeLens knows (or a known format it cannot read)."""
 

@@ -39,7 +39,7 @@ from typing import Iterator
 
 import duckdb
 
-from lib.errors import DatabaseBusyError
+from lib.errors import DatabaseBusyError, DatabaseFileError
 
 DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "judgelens.duckdb"
 SCHEMA_VERSION = "1"
@@ -313,17 +313,58 @@ def default_db_path() -> Path:
     return Path(os.environ.get("JUDGELENS_DB") or DEFAULT_DB)
 
 
-class Store:
-    """One open DuckDB file. Thread-safe: readers use ``cursor()``, writers use ``write()``."""
+# Every connection: DuckDB never installs or loads an extension by itself (opening a SQLite file, or a query
+# naming an unknown function, would otherwise fetch one from the internet). The app reaches no network but
+# the judge endpoint.
+CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
-    def __init__(self, path: str | os.PathLike | None = None):
+
+class Store:
+    """One open DuckDB file. Thread-safe: readers use ``cursor()``, writers use ``write()``.
+
+    ``read_only=True`` (the CLI's reading commands) opens the file read-only and runs no DDL, so a store in a
+    read-only folder can still be read; the file must already hold a JudgeLens store.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False):
         self.path = Path(path) if path is not None else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        check_database_file(self.path, read_only)
+        if not read_only:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseFileError(f"Cannot create the folder {self.path.parent} for the database: "
+                                        f"{exc.strerror}. Use --db (or JUDGELENS_DB) with a writable location.") from None
         try:
-            self._con = duckdb.connect(str(self.path))
-        except duckdb.IOException as exc:  # another process holds the file
-            raise busy_error(self.path, exc) from exc
+            self._con = duckdb.connect(str(self.path), read_only=read_only, config=dict(CONNECT_CONFIG))
+        except duckdb.Error as exc:  # another process holds the file, or the file is damaged
+            raise open_error(self.path, exc) from exc
         self._write_lock = threading.Lock()
+        if read_only:
+            self._check_schema()
+            return
+        try:
+            self._create_schema()
+        except duckdb.Error as exc:
+            self._con.close()
+            raise open_error(self.path, exc) from exc
+
+    def _check_schema(self) -> None:
+        try:
+            found = self._con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                                      "('meta', 'sources', 'single_judgments')").fetchone()[0]
+        except duckdb.Error as exc:
+            self._con.close()
+            raise open_error(self.path, exc) from exc
+        if found < 3:
+            self._con.close()
+            raise DatabaseFileError(
+                f"{self.path} is a DuckDB file but not a JudgeLens store (it has no sources table). Import into "
+                f"it first (python -m lib.cli ingest PATH --db {self.path}), or point --db at a JudgeLens "
+                "database.", title="Not a JudgeLens database")
+
+    def _create_schema(self) -> None:
         with self._write_lock:
             kind = self._con.execute(
                 "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
@@ -345,6 +386,10 @@ class Store:
         cur = self._con.cursor()
         try:
             yield cur
+        except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
+            if _CORRUPT.search(str(exc)):
+                raise damaged_error(self.path, exc) from exc
+            raise
         finally:
             cur.close()
 
@@ -380,6 +425,72 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_CORRUPT = re.compile(r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database|"
+                      r"database file .* is not a valid|Failed to deserialize|checksum", re.I)
+_DENIED = re.compile(r"Permission denied|Read-only file system|Operation not permitted", re.I)
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def check_database_file(path: Path, read_only: bool = False) -> None:
+    """Refuse, before DuckDB sees it, a --db file that is not a DuckDB database (DuckDB would open a SQLite
+    file through its sqlite extension and write JudgeLens tables into it) or, read-only, one that is missing."""
+    if not path.exists():
+        if read_only:
+            raise DatabaseFileError(
+                f"There is no JudgeLens database at {path} yet. Import something into it first (python -m lib.cli "
+                f"ingest PATH --db {path}), or point --db (or JUDGELENS_DB) at an existing one.",
+                title="No database yet")
+        return
+    if path.is_dir():
+        raise DatabaseFileError(f"{path} is a folder. Give --db (or JUDGELENS_DB) a database file, e.g. "
+                                f"{path / 'judgelens.duckdb'}.")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise DatabaseFileError(f"Cannot read the database {path}: {exc.strerror}. Check the file's permissions, "
+                                "or use --db (or JUDGELENS_DB) with another file.") from None
+    if not head:
+        return  # an empty file: DuckDB makes a new database in it
+    if head.startswith(SQLITE_MAGIC):
+        raise DatabaseFileError(
+            f"{path} is a SQLite database, not a DuckDB file. JudgeLens keeps its data in DuckDB and leaves this "
+            "file alone: give --db (or JUDGELENS_DB) a new file name such as judgelens.duckdb and import your "
+            "harness files into it.", title="Not a JudgeLens database")
+    if head[8:12] != DUCKDB_MAGIC:
+        raise DatabaseFileError(
+            f"{path} is not a DuckDB database file (it does not start like one). JudgeLens leaves it alone: give "
+            "--db (or JUDGELENS_DB) a new file name such as judgelens.duckdb, or an existing JudgeLens database.",
+            title="Not a JudgeLens database")
+
+
+def damaged_error(path: Path, exc: Exception) -> DatabaseFileError:
+    reason = str(exc).removeprefix("IO Error: ").split("\n")[0]
+    return DatabaseFileError(
+        f"The database {path} is damaged: {reason}. It was probably cut short (a full disk, a copy that did not "
+        "finish) or changed by another program. Restore it from a backup, or move it aside and import your "
+        "harness files into a new one (python -m lib.cli ingest PATH --db NEW_FILE).",
+        title="The database file is damaged")
+
+
+def open_error(path: Path, exc: Exception) -> DatabaseFileError | DatabaseBusyError:
+    """What went wrong opening ``path``, in words a user can act on."""
+    text = str(exc)
+    if _CORRUPT.search(text):
+        return damaged_error(path, exc)
+    if _DENIED.search(text):
+        if path.exists() and os.access(path, os.R_OK):
+            return DatabaseFileError(
+                f"JudgeLens can read the database {path} but not write to it (DuckDB writes the file and a "
+                f"{path.name}.wal file next to it, and the system said: permission denied). Reading commands "
+                "(sources, scores, agreement, flags, report) work on it as it is; to import or re-judge, copy it "
+                "to a folder you can write to and use --db with the copy.", title="The database is read-only")
+        return DatabaseFileError(f"Cannot open the database {path}: permission denied. Check the file's and its "
+                                 "folder's permissions, or use --db (or JUDGELENS_DB) with another file.")
+    return busy_error(path, exc)
 
 
 def busy_error(path: Path, exc: Exception) -> DatabaseBusyError:

@@ -8,7 +8,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from lib.render import charts
-from lib.errors import JudgeLensError
+from lib.errors import DatabaseFileError, JudgeLensError
 from lib.store import Store, default_db_path
 
 
@@ -42,7 +42,11 @@ def data_version(store: Store) -> tuple:
 def cached_query(fn, version: tuple, **kwargs):
     """Run ``fn(store, **kwargs)`` (a ``lib`` query function), cached until the data changes: reruns
     that only change how a result is drawn cost nothing."""
-    return _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", str(default_db_path()), version, **kwargs)
+    try:
+        return _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", str(default_db_path()), version, **kwargs)
+    except DatabaseFileError as exc:  # a damaged block shows up only when a query reads it
+        show_error(exc)
+        st.stop()
 
 
 @st.cache_data(show_spinner=False, max_entries=128)

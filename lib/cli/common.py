@@ -40,8 +40,10 @@ def judge_config(args):
                        price_per_1k_input=args.price_in, price_per_1k_output=args.price_out)
 
 
-def open_store(args) -> Store:
-    return Store(args.db)
+def open_store(args, read_only: bool = False) -> Store:
+    """The store ``--db`` names. Commands that only read open it read-only: no schema DDL, so a store in a
+    read-only folder (or one another reader holds) still answers."""
+    return Store(args.db, read_only=read_only)
 
 
 def split_list(text: str | None) -> list[str]:

@@ -17,7 +17,7 @@ def cmd_ingest(args) -> int:
 def cmd_scores(args) -> int:
     by = queries.parse_group_keys(args.by)
     where = {k: v for k, v in (("bench", args.bench), ("harness", args.harness)) if v}
-    df = queries.scores(open_store(args), by, where, rule=args.rule)
+    df = queries.scores(open_store(args, read_only=True), by, where, rule=args.rule)
     note = queries.rule_note(args.rule)
     print(frame_out(df, args.format, note))
     if args.format != "table":
@@ -26,7 +26,7 @@ def cmd_scores(args) -> int:
 
 
 def cmd_sources(args) -> int:
-    df = queries.sources(open_store(args))
+    df = queries.sources(open_store(args, read_only=True))
     if args.format == "table":
         df = df[["source_id", "harness", "kind", "bench", "file_name", "rows_imported", "rows_skipped", "warnings"]]
     print(frame_out(df, args.format))

@@ -13,7 +13,7 @@ from lib.cli.common import frame_out, open_store, split_list
 
 
 def cmd_agreement(args) -> int:
-    store = open_store(args)
+    store = open_store(args, read_only=True)
     judges = split_list(args.judges)
     agreement_lib.check_judges(store, judges, minimum=2)
     df = agreement_lib.agreement(store, judges, bench=args.bench, model=args.model, turn=args.turn,
@@ -33,7 +33,7 @@ def cmd_report(args) -> int:
     from lib.render.report import build_report
 
     judges = split_list(args.compare)
-    text = build_report(open_store(args), judges, bench=args.bench, model=args.model, turn=args.turn,
+    text = build_report(open_store(args, read_only=True), judges, bench=args.bench, model=args.model, turn=args.turn,
                         category=args.category, top=args.top)
     args.out.write_text(text, encoding="utf-8")
     print(f"Wrote {args.out} ({len(text.encode()) / 1e6:.1f} MB): {' vs '.join(judges)}; opens offline.")
@@ -42,7 +42,7 @@ def cmd_report(args) -> int:
 
 def cmd_flags(args) -> int:
     """Exit code 0 (flags are findings to review, not errors)."""
-    found = flags_lib.all_flags(open_store(args), bench=args.bench, judge=args.judge,
+    found = flags_lib.all_flags(open_store(args, read_only=True), bench=args.bench, judge=args.judge,
                                 only=split_list(args.flag) or None)
     if args.format == "json":
         rows = []
