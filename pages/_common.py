@@ -8,6 +8,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from lib.render import charts
+from lib.render.safe_text import csv_text
 from lib.errors import DatabaseFileError, JudgeLensError
 from lib.store import Store, default_db_path
 
@@ -121,7 +122,7 @@ def show_chart(fig, name: str) -> None:
 def show_table(df, name: str, **kwargs) -> None:
     """A table with a CSV download of exactly what it shows."""
     st.dataframe(df, hide_index=True, width="stretch", **kwargs)
-    st.download_button("Table as CSV", data=df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+    st.download_button("Table as CSV", data=csv_text(df).encode(), file_name=f"{name}.csv", mime="text/csv",
                        on_click="ignore", icon=":material/download:", key=f"csv_{name}")
 
 

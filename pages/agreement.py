@@ -7,6 +7,7 @@ from lib.analysis import agreement
 from lib.render import charts
 from lib.analysis import item_view
 from lib.render.report import build_report
+from lib.render.safe_text import csv_text
 from pages._common import cached_query, page_start, show_chart, show_table
 
 
@@ -75,7 +76,7 @@ with tab_worst:
             event = st.dataframe(worst, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                                  key="agr_worst_table",
                                  column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
-            st.download_button("Table as CSV", worst.drop(columns=["open"]).to_csv(index=False).encode(),
+            st.download_button("Table as CSV", csv_text(worst.drop(columns=["open"])).encode(),
                                f"disagreements_{bench}.csv", "text/csv", on_click="ignore", icon=":material/download:")
             rows = event.selection.rows if event else []
             if rows:

@@ -9,6 +9,7 @@ from lib.errors import IngestError, JudgeLensError
 from lib.ingest.importer import ingest, remove_source
 from lib.ingest.sample import SAMPLE_DIR, load_sample
 from lib.ingest.uploads import StagingArea, allowed_import_roots, check_import_path, stage_uploads
+from lib.render.safe_text import csv_text
 from pages._common import cached_query, data_version, get_store
 
 st.title("Import")
@@ -122,7 +123,7 @@ with sources_tab:
     else:
         st.dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
                      column_config={"bytes": st.column_config.NumberColumn(format="%d")})
-        st.download_button("Download sources (CSV)", table.to_csv(index=False).encode(), "judgelens_sources.csv",
+        st.download_button("Download sources (CSV)", csv_text(table).encode(), "judgelens_sources.csv",
                            "text/csv", icon=":material/download:")
         labels = {int(r.source_id): f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench if pd.notna(r.bench) else '-'})"
                   for r in table.itertuples()}

@@ -3,6 +3,7 @@ import streamlit as st
 
 from lib.render import charts
 from lib.analysis import linking, queries, runs
+from lib.render.safe_text import csv_text
 from pages._common import cached_query, page_start, show_chart
 
 store, version = page_start("Overview")
@@ -44,7 +45,7 @@ st.dataframe(
         "overall_harness": st.column_config.NumberColumn("Overall (harness)", format="%.3f"),
     },
 )
-st.download_button("Download leaderboard (CSV)", shown.to_csv(index=False).encode(), "judgelens_leaderboard.csv",
+st.download_button("Download leaderboard (CSV)", csv_text(shown).encode(), "judgelens_leaderboard.csv",
                    "text/csv", icon=":material/download:")
 
 show_chart(charts.leaderboard_bars(shown), "leaderboard")

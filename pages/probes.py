@@ -8,6 +8,7 @@ from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.render.report import probe_report
+from lib.render.safe_text import csv_text
 from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
 
 store, version = page_start("Probes")
@@ -87,5 +88,5 @@ with tab_flags:
             st.caption(F.FLAGS.get(name, ""))
             st.dataframe(frame, hide_index=True, width="stretch",
                          column_config={"link": st.column_config.LinkColumn("open", display_text="open ↗")})
-            st.download_button("Table as CSV", frame.to_csv(index=False).encode(), f"flags_{name}.csv", "text/csv",
+            st.download_button("Table as CSV", csv_text(frame).encode(), f"flags_{name}.csv", "text/csv",
                                on_click="ignore", icon=":material/download:", key=f"csv_flag_{name}")

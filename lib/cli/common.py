@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lib.render.safe_text import csv_text
 from lib.store import Store, default_db_path
 
 
@@ -78,7 +79,7 @@ def frame_out(df, fmt: str, note: str | None = None) -> str:
             return json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), ensure_ascii=False, indent=1)
         return json_out(records(df))
     if fmt == "csv":
-        return df.to_csv(index=False).rstrip("\n")
+        return csv_text(df).rstrip("\n")
     if df.empty:
         return "(nothing)"
     text = df.to_string(index=False, float_format=lambda v: f"{v:.4f}")

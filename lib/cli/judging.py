@@ -11,6 +11,7 @@ from lib.judging import client as judge_client
 from lib.judging.context import select_items, select_pair_items
 from lib.judging.templates import TemplateError, resolve_template_ref
 from lib.probes import suite as probes
+from lib.render.safe_text import csv_text
 
 
 def _throttled(fmt) -> callable:
@@ -93,7 +94,7 @@ def cmd_probe(args) -> int:
     if args.format == "json":
         print(json.dumps(run.to_json(), ensure_ascii=False, indent=1, default=str))
     elif args.format == "csv":
-        print(probes.probe_table(run).to_csv(index=False).rstrip("\n"))
+        print(csv_text(probes.probe_table(run)).rstrip("\n"))
     else:
         table = probes.probe_table(run).drop(columns=["detail", "failed"])
         print(run.summary + "\n\n" + table.to_string(index=False))
@@ -112,7 +113,7 @@ def cmd_probe_runs(args) -> int:
                               "probes": json.loads(cmp.table.to_json(orient="records"))}, ensure_ascii=False,
                              indent=1))
         elif args.format == "csv":
-            print(cmp.table.to_csv(index=False).rstrip("\n"))
+            print(csv_text(cmp.table).rstrip("\n"))
         else:
             print(cmp.text + "\n\n" + cmp.table.drop(columns=["detail_b"]).to_string(index=False))
         return 0
@@ -120,7 +121,7 @@ def cmd_probe_runs(args) -> int:
     if args.format == "json":
         print(df.to_json(orient="records", date_format="iso", indent=1))
     elif args.format == "csv":
-        print(df.to_csv(index=False).rstrip("\n"))
+        print(csv_text(df).rstrip("\n"))
     else:
         print(df.to_string(index=False) if not df.empty else "(no probe runs yet: python -m lib.cli probe ...)")
     return 0

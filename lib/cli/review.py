@@ -10,6 +10,7 @@ import pandas as pd
 from lib.analysis import agreement as agreement_lib
 from lib.analysis import flags as flags_lib
 from lib.cli.common import frame_out, open_store, split_list
+from lib.render.safe_text import csv_text
 
 
 def cmd_agreement(args) -> int:
@@ -53,7 +54,7 @@ def cmd_flags(args) -> int:
     if args.format == "csv":
         frames = [df[flags_lib.BASE_COLUMNS] for df in found.values() if not df.empty]
         out = pd.concat(frames) if frames else pd.DataFrame(columns=flags_lib.BASE_COLUMNS)
-        print(out.to_csv(index=False).rstrip("\n"))
+        print(csv_text(out).rstrip("\n"))
         return 0
     parts = [flags_lib.flag_counts(found).to_string(index=False)]
     for name, df in found.items():
