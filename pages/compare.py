@@ -3,6 +3,7 @@ import streamlit as st
 
 from lib.analysis import queries
 from lib.render import charts
+from lib.render.safe_text import md_escape
 from lib.analysis import deltas
 from lib.errors import JudgeLensError
 from pages._common import cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
@@ -60,9 +61,9 @@ try:
 except JudgeLensError as exc:
     show_error(exc)
     st.stop()
-st.subheader(table.attrs["label"])
+st.subheader(md_escape(table.attrs["label"]))  # judge, model and bench names are data: never Markdown
 if table.empty:
-    st.warning(table.attrs.get("note") or "Nothing pairs: A and B share no items.")
+    st.warning(md_escape(table.attrs.get("note") or "Nothing pairs: A and B share no items."))
     st.stop()
 st.caption(
     "Delta = A minus B, per item, averaged (1-10 scale). Questions are the unit: both turns of a question, "
