@@ -173,3 +173,26 @@ def test_skip_bad_lines_on_results_with_no_finite_metric(store, tmp_path):
         "swallow|japanese_mt_bench|0 is nan, not a score: a reported metric must be a finite number (was the run "
         "cut short?)"]
     assert sources(store) == []
+
+
+# --- defect 14: a parser regex that runs out of time ---------------------------------------------
+
+def test_a_regex_timeout_is_named_in_the_batch_summary(sample_store):
+    from fake_openai import FakeOpenAI
+
+    from lib.judging import client as J
+    from lib.judging import templates as T
+    from lib.judging.context import select_items
+
+    base = T.get_template(sample_store, "single-v1")
+    slow = T.save_template(sample_store, T.Template(name="slow-regex", messages=base.messages,
+                                                    parser={"kind": "regex", "pattern": r"^(a+)+$", "scale": [1, 10]}))
+    items = select_items(sample_store, bench="mt_bench", turn=1, limit=2)
+    with FakeOpenAI() as server:
+        server.responder = lambda body: "a" * 40 + "!"
+        config = J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
+        summary = J.run_batch(sample_store, slow, config, items, "slow", api_key="sk-test-0123456789")
+    assert (summary.not_parsed, summary.regex_timeouts) == (2, 2)
+    assert ("verdicts written: 2 (ok 0, not parsed 2, out of range 0, API errors 0)\n2 of the not parsed: the "
+            "template's parser regex took too long on the judge's output and was stopped; simplify the pattern (no "
+            "nested repeats such as (a+)+) and run the batch again (the answers come from the cache)") in summary.text()

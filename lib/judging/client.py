@@ -442,6 +442,7 @@ class BatchSummary:
     written: int = 0                   # verdict rows written
     ok: int = 0
     not_parsed: int = 0
+    regex_timeouts: int = 0            # of the not parsed: the template's parser regex ran out of time
     out_of_range: int = 0
     api_errors: int = 0
     prompt_tokens: int = 0
@@ -464,7 +465,10 @@ class BatchSummary:
                  f"requests: {self.requests} needed, {self.cache_hits} from cache, {self.calls} sent "
                  f"in {self.elapsed_s:.1f} s ({self.requests_per_s:.1f}/s)",
                  f"verdicts written: {self.written} (ok {self.ok}, not parsed {self.not_parsed}, "
-                 f"out of range {self.out_of_range}, API errors {self.api_errors})",
+                 f"out of range {self.out_of_range}, API errors {self.api_errors})"
+                 + (f"\n{self.regex_timeouts} of the not parsed: the template's parser regex took too long on the "
+                    "judge's output and was stopped; simplify the pattern (no nested repeats such as (a+)+) and "
+                    "run the batch again (the answers come from the cache)" if self.regex_timeouts else ""),
                  f"tokens: {self.prompt_tokens} in, {self.completion_tokens} out"
                  + (f"; cost ~${self.cost:.4f}" if self.cost is not None else "")
                  + (f" (estimated before: ~${self.estimated_cost:.4f})" if self.estimated_cost is not None else "")]
@@ -655,7 +659,7 @@ class RejudgeBatch:
     def _rows(self, unit: _Unit) -> tuple[list[dict], list[dict], dict]:
         """single_judgments/pair_judgments rows, rejudgments rows, and counts for one finished unit."""
         now = time.time()
-        counts = {"ok": 0, "not_parsed": 0, "out_of_range": 0, "api_error": 0}
+        counts = {"ok": 0, "not_parsed": 0, "out_of_range": 0, "api_error": 0, "regex_timeouts": 0}
         rej = []
         for r in unit.requests:
             it = unit.item
@@ -673,6 +677,7 @@ class RejudgeBatch:
             else:
                 p = parse(r.result.text, self.template.parser)
                 status, text = p.status, r.result.text
+                counts["regex_timeouts"] += p.method == "regex_timeout"
                 raw = p.value
                 score = to_ten_scale(p.score, p.scale) if p.ok and p.scale else None
             counts[status] += 1
@@ -691,6 +696,7 @@ class RejudgeBatch:
             else:
                 p = parse(r.result.text, self.template.parser)
                 counts[p.status] += 1
+                counts["regex_timeouts"] += p.method == "regex_timeout"
                 texts.append(r.result.text)
                 if not p.ok or p.verdict is None:
                     winners.append("error")
