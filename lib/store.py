@@ -319,6 +319,27 @@ def default_db_path() -> Path:
 CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Connect with CONNECT_CONFIG. DuckDB lets one process hold a file only under one configuration: if this
+    process already holds it read-write (a read-only open) or with DuckDB's defaults, join that instead (a
+    read-only Store then runs no DDL all the same). Every connection ends with extension loading off."""
+    attempts = [{"read_only": read_only, "config": dict(CONNECT_CONFIG)}]
+    if read_only:
+        attempts.append({"read_only": False, "config": dict(CONNECT_CONFIG)})
+    attempts.append({"read_only": False})
+    for n, kwargs in enumerate(attempts, 1):
+        try:
+            con = duckdb.connect(str(path), **kwargs)
+        except duckdb.ConnectionException as exc:
+            if "different configuration" in str(exc) and n < len(attempts):
+                continue
+            raise
+        for name in CONNECT_CONFIG:
+            con.execute(f"SET {name} = false")
+        return con
+    raise AssertionError("unreachable")
+
+
 class Store:
     """One open DuckDB file. Thread-safe: readers use ``cursor()``, writers use ``write()``.
 
@@ -337,7 +358,7 @@ class Store:
                 raise DatabaseFileError(f"Cannot create the folder {self.path.parent} for the database: "
                                         f"{exc.strerror}. Use --db (or JUDGELENS_DB) with a writable location.") from None
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only, config=dict(CONNECT_CONFIG))
+            self._con = _connect(self.path, read_only)
         except duckdb.Error as exc:  # another process holds the file, or the file is damaged
             raise open_error(self.path, exc) from exc
         self._write_lock = threading.Lock()

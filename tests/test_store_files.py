@@ -180,3 +180,21 @@ def test_the_app_shows_a_damaged_database(small_db, tmp_path, monkeypatch):
     assert not at.exception
     assert [e.value for e in at.error] == ["**The database file is damaged**"]
     assert at.code[0].value.startswith(f"The database {path} is damaged: Could not read enough bytes")
+
+
+def test_read_only_and_plain_connections_share_a_file_in_one_process(small_db, tmp_path):
+    """DuckDB holds a file under one configuration per process: a reading command run in-process while the
+    app's read-write store is open (or a plain duckdb connection) joins it, still with extensions off."""
+    path = tmp_path / "shared.duckdb"
+    shutil.copy(small_db, path)
+    with Store(path) as writer, Store(path, read_only=True) as reader, reader.read() as cur:
+        assert cur.execute("SELECT count(*) FROM sources").fetchone()[0] > 0
+        with writer.read() as wcur:
+            assert wcur.execute("SELECT current_setting('autoload_known_extensions')").fetchone() == (False,)
+    plain = duckdb.connect(str(path))
+    try:
+        with Store(path, read_only=True) as reader, reader.read() as cur:
+            assert cur.execute("SELECT current_setting('autoinstall_known_extensions'), "
+                               "current_setting('autoload_known_extensions')").fetchone() == (False, False)
+    finally:
+        plain.close()
