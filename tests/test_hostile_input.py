@@ -3,7 +3,6 @@ reason, or a note that says what happened; nothing crashes and nothing is import
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
