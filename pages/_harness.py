@@ -12,6 +12,7 @@ from lib.analysis import aliases, harness_diff, linking, runs
 from lib.analysis.deltas import LEVEL_LABELS, LEVELS
 from lib.errors import JudgeLensError
 from lib.render import charts
+from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
 from pages._common import cached_query, keep_valid, publish_to_url, seed_from_url, show_chart, show_error, show_table
 
@@ -71,7 +72,7 @@ def harness_compare(store, version: tuple) -> None:
 
     if ra.bench != rb.bench:
         s = cached_query(linking.link_summary, version, bench_a=ra.bench, bench_b=rb.bench)
-        st.caption(f"{s['linked']} linked questions between {ra.bench} and {rb.bench}: {s['exact']} exact, "
+        st.caption(f"{s['linked']} linked questions between {md_escape(ra.bench)} and {md_escape(rb.bench)}: {s['exact']} exact, "
                    f"{s['edited']} edited, {s['fuzzy']} fuzzy, {s['manual']} manual "
                    f"({s['questions_a']} and {s['questions_b']} questions).")
         _links_editor(store, version, ra.bench, rb.bench)
@@ -85,7 +86,7 @@ def harness_compare(store, version: tuple) -> None:
         return
     st.subheader("The gap")
     if gap.empty:
-        st.warning(gap.attrs.get("note") or "Nothing pairs.")
+        st.warning(md_escape(gap.attrs.get("note") or "Nothing pairs."))
     else:
         links = gap.attrs.get("links", {})
         st.caption(f"A minus B on the 1-10 scale, paired by linked question and turn ({', '.join(f'{v} {k}' for k, v in links.items())} "
@@ -105,7 +106,7 @@ def harness_compare(store, version: tuple) -> None:
     st.dataframe(shown, hide_index=True, width="stretch", key="hx_setup",
                  column_config={"example": st.column_config.LinkColumn("example", display_text="open item"),
                                 "evidence": st.column_config.TextColumn("evidence", width="large")})
-    st.download_button("Setup table as CSV", shown.to_csv(index=False).encode(), "harness_setup.csv", "text/csv",
+    st.download_button("Setup table as CSV", csv_text(shown).encode(), "harness_setup.csv", "text/csv",
                        on_click="ignore", icon=":material/download:", key="hx_setup_csv")
     with st.expander("Judge prompt templates, A vs B (rebuilt from the stored prompts)"):
         for p in cached_query(harness_diff.judge_prompt_diff, version, a=ra.selector, b=rb.selector):
@@ -142,8 +143,8 @@ def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
                 st.caption(f"turn {d['turn']}: " + ("same" if d["same"] else f"similarity {d['similarity']:.2f}"))
                 st.html(diff_html(d["ops"]))
         c1, c2, c3 = st.columns([2, 2, 3])
-        qa = c1.text_input(f"Question in {bench_a}", key="hx_link_a")
-        qb = c2.text_input(f"Question in {bench_b}", key="hx_link_b")
+        qa = c1.text_input(f"Question in {md_escape(bench_a)}", key="hx_link_a")
+        qb = c2.text_input(f"Question in {md_escape(bench_b)}", key="hx_link_b")
         b1, b2 = c3.columns(2)
         if b1.button("Link (confirm) by hand", key="hx_link_set", disabled=not (qa and qb)):
             try:

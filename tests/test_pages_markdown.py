@@ -26,6 +26,7 @@ JUDGE_A = "![j](http://canary.invalid/j.png)"
 JUDGE_B = "<img src=http://canary.invalid/k.png>"
 CATEGORY = "[cat](http://canary.invalid/c) ![c](http://canary.invalid/c.png)"
 BENCH = "![bench](canary.invalid)"
+BENCH_2 = "<img src=canary.invalid>"
 MODELS = {"shisa-ai/shisa-v2-llama3.1-8b": MODEL_A, "shisa-ai/shisa-v2-llama3.3-70b": MODEL_B}
 JUDGES = {"gpt-4o": JUDGE_A, "gpt-4.1-2025-04-14": JUDGE_B}
 N_QUESTIONS = 6
@@ -44,7 +45,17 @@ def write(path: Path, recs: list[dict]) -> None:
 def _canary_db(tmp_path_factory) -> Path:
     """A store cut from the sample, every name replaced by a canary."""
     root = tmp_path_factory.mktemp("canary")
-    bench = root / BENCH
+    for name in (BENCH, BENCH_2):  # two benches: the Compare page's harness view pairs runs across them
+        _canary_bench(root / name)
+    db = root / "canary.duckdb"
+    with Store(db) as s:
+        ingest(s, [root / BENCH, root / BENCH_2])
+        with s.write() as cur:
+            cur.execute("INSERT OR REPLACE INTO meta VALUES ('sample_loaded', 'yes')")
+    return db
+
+
+def _canary_bench(bench: Path) -> None:
     keep = {r["question_id"] for r in records(JA_BENCH / "question.jsonl")[:N_QUESTIONS]}
     write(bench / "question.jsonl", [{**r, "category": CATEGORY} for r in records(JA_BENCH / "question.jsonl")
                                      if r["question_id"] in keep])
@@ -57,12 +68,6 @@ def _canary_db(tmp_path_factory) -> Path:
               [{**r, "model": MODELS[r["model"]], "judge": [canary, r["judge"][1]]}
                for r in records(JA_BENCH / "model_judgment" / f"{real}_single.jsonl")
                if r["question_id"] in keep and r["model"] in MODELS])
-    db = root / "canary.duckdb"
-    with Store(db) as s:
-        ingest(s, [bench])
-        with s.write() as cur:
-            cur.execute("INSERT OR REPLACE INTO meta VALUES ('sample_loaded', 'yes')")
-    return db
 
 
 # ----------------------------------------------------------------------------------------------
@@ -137,7 +142,11 @@ def test_no_page_renders_names_as_markdown(_canary_db, tmp_path, monkeypatch, pa
     assert unescaped_canaries(seen) == []
     if page == "pages/compare.py":  # the defect: its subheader names both judges
         assert any("canary" in s and s.startswith("\\!\\[j\\]") for s in seen), seen
-        for key, value in (("cmp_mode", "two models under one judge"),):
-            at.radio(key=key).set_value(value).run()
-            assert not at.exception
-            assert unescaped_canaries(markdown_strings(at._tree)) == []
+        at.radio(key="cmp_mode").set_value("two models under one judge").run()
+        assert not at.exception
+        assert unescaped_canaries(markdown_strings(at._tree)) == []
+        at.segmented_control(key="cmp_view").set_value("harness").run()  # one model across the two benches
+        assert not at.exception, [e.value for e in at.exception]
+        seen = markdown_strings(at._tree)
+        assert any("linked questions between" in s and "canary" in s for s in seen), seen
+        assert unescaped_canaries(seen) == []
