@@ -10,6 +10,7 @@ from lib.analysis import agreement as agreement_lib
 from lib.analysis import deltas
 from lib.analysis.selectors import SELECTOR_KEYS, describe, parse_selector
 from lib.cli.common import frame_out, json_out, open_store, records
+from lib.render.safe_text import csv_text
 
 POSITION_COLUMNS = ["bench", "judge", "n", "consistent", "rate", "favors_first", "favors_second"]
 
@@ -17,7 +18,7 @@ POSITION_COLUMNS = ["bench", "judge", "n", "consistent", "rate", "favors_first",
 def cmd_compare(args) -> int:
     a, b = parse_selector(args.a), parse_selector(args.b)
     levels = (args.level,) if args.level else deltas.LEVELS
-    df = deltas.compare_levels(open_store(args), a, b, levels=levels, per_model=args.per_model, seed=args.seed)
+    df = deltas.compare_levels(open_store(args, read_only=True), a, b, levels=levels, per_model=args.per_model, seed=args.seed)
     note = (f"A: {describe(a)}. B: {describe(b)}. {df.attrs['label']}.\n" + deltas.METHOD
             + " Without --level every level is printed, each its own family.")
     if df.empty:
@@ -25,7 +26,7 @@ def cmd_compare(args) -> int:
     if args.format == "json":
         print(json_out(records(df)))
     elif args.format == "csv":
-        print(df.to_csv(index=False).rstrip("\n"))
+        print(csv_text(df).rstrip("\n"))
     else:
         shown = df if args.per_model else df.drop(columns=["model"])
         print(frame_out(shown, "table", note))
@@ -41,7 +42,7 @@ def position_table(store, *, bench=None, judge=None) -> pd.DataFrame:
 
 
 def cmd_pairwise(args) -> int:
-    store = open_store(args)
+    store = open_store(args, read_only=True)
     rates = agreement_lib.pair_win_rates(store, judge=args.judge, bench=args.bench, policy=args.policy,
                                          baseline=args.baseline)
     if args.baseline:
@@ -57,7 +58,7 @@ def cmd_pairwise(args) -> int:
         print(json_out({"policy": args.policy, "baseline": args.baseline, "win_rates": records(rates),
                         "position_consistency": records(positions)}))
     elif args.format == "csv":  # two tables, one after the other
-        print(rates.to_csv(index=False) + "\n" + positions.to_csv(index=False).rstrip("\n"))
+        print(csv_text(rates) + "\n" + csv_text(positions).rstrip("\n"))
     else:
         print("== win rates\n" + frame_out(rates.drop(columns=["policy"]), "table")
               + "\n\n== position consistency\n" + frame_out(positions, "table", note))
