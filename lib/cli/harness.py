@@ -39,3 +39,43 @@ def register(sub, parents) -> None:
     p.add_argument("--a", required=True, help="run A, e.g. harness=fastchat,judge=gpt-4o,model=shisa-ai/shisa-v2-llama3.1-8b")
     p.add_argument("--b", required=True, help="run B, e.g. harness=swallow,model=shisa-ai/shisa-v2-llama3.1-8b")
     p.set_defaults(func=cmd_harness_diff)
+    register_attribute(sub, parents)
+
+
+def cmd_attribute(args) -> int:
+    import sys
+
+    from lib.cli.common import judge_config, split_list
+    from lib.judging import attribution
+    from lib.judging.client import resolve_api_key
+
+    store = open_store(args)
+    steps = split_list(args.steps) if args.steps else list(attribution.STEPS)
+    ladder = attribution.Ladder(store, parse_selector(args.a), parse_selector(args.b), judge_config(args),
+                                steps=steps, items=args.items, reverse=args.reverse)
+    est = ladder.prepare()
+    print(f"{est['steps']} step(s) x {est['items']} item(s): {est['requests']} requests, {est['cached']} from the "
+          f"cache, {est['already_judged']} already judged, {est['to_send']} to send"
+          + (f", expected cost ~${est['cost_expected']:.4f}" if est["cost_expected"] is not None else ""),
+          file=sys.stderr)
+    df = ladder.run(api_key=resolve_api_key(None), concurrency=args.concurrency)
+    if args.format == "json":
+        print(json.dumps(attribution.records(df), ensure_ascii=False, indent=1))
+    else:
+        print(frame_out(df, args.format, f"A: {df.attrs['label_a']}\nB: {df.attrs['label_b']}\n"
+                                         + attribution.LADDER_NOTE))
+    return 0
+
+
+def register_attribute(sub, parents) -> None:
+    db, fmt, endpoint = parents["db"], parents["fmt"], parents["endpoint"]
+    p = sub.add_parser("attribute", parents=[db, fmt, endpoint],
+                       help="attribute the gap between two runs by re-judging A's answers one judge-side factor "
+                            "at a time (prompt, judge, reference, truncation, reasoning)")
+    p.add_argument("--a", required=True, help="run A (its answers are re-judged), e.g. harness=fastchat,judge=gpt-4o,model=M")
+    p.add_argument("--b", required=True, help="run B (its setup is switched in), e.g. harness=swallow,model=M")
+    p.add_argument("--steps", help="comma-separated order of factors (default prompt,judge,reference,truncation,reasoning)")
+    p.add_argument("--items", type=int, help="re-judge this many linked items (question by question over the categories)")
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--reverse", action="store_true", help="the reverse ladder: B's answers judged A's way")
+    p.set_defaults(func=cmd_attribute)

@@ -221,11 +221,35 @@ def _tencent(turns: list[str], answers: dict[int, str], t: int, refs: dict[int, 
     return {"data": data, "response": {"content": judged, "reasoning_content": reasoning_of(judged_raw)}}, missing
 
 
+LINKED = "::"  # reference_judge "BENCH::JUDGE": that judge's references in another bench, through question links
+
+
+def _linked_references(store: Store, benches: set[str], reference_judge: str) -> dict:
+    """(item bench, question_id) -> {turn: text}: the references ``JUDGE`` has in ``BENCH`` for each linked
+    question (``lib.analysis.linking``), e.g. Swallow's dataset references for the JA harness's questions."""
+    from lib.analysis.linking import link_map
+
+    ref_bench, _, ref_judge = reference_judge.partition(LINKED)
+    with store.read() as cur:
+        rows = cur.execute("SELECT question_id, turn, text FROM reference_answers WHERE bench = ? AND judge = ? "
+                           "ORDER BY source_id", [ref_bench, ref_judge]).fetchall()
+    by_q: dict[str, dict[int, str]] = {}
+    for qid, turn, text in rows:  # later sources win
+        by_q.setdefault(qid, {})[int(turn)] = text
+    out = {}
+    for bench in benches:
+        for qid, (other, _method) in link_map(store, bench, ref_bench).items():
+            if other in by_q:
+                out[(bench, qid)] = by_q[other]
+    return out
+
+
 def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,
                    reference_judge: str | None = None, judge_hint: str | None = None) -> list[ContextResult]:
     """One ContextResult per item (``ItemKey`` for single grading, ``PairKey`` for pairwise).
 
-    The reference answers come from ``reference_judge`` if given, else from the judge named by
+    The reference answers come from ``reference_judge`` if given (``"BENCH::JUDGE"``: that judge's references
+    in another bench, for the linked question), else from the judge named by
     ``judge_hint`` (the judge being compared), else from the alphabetically first judge that has a
     reference for the question; ``context['reference_judge']`` says which.
     """
@@ -234,6 +258,7 @@ def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,
     for i in items:
         models |= {i.model_a, i.model_b} if isinstance(i, PairKey) else {i.model}
     data = _Data(store, benches, models)
+    linked = _linked_references(store, benches, reference_judge) if reference_judge and LINKED in reference_judge else None
     prefer = [reference_judge] if reference_judge else [judge_hint] if judge_hint else []
     out = []
     for item in items:
@@ -246,9 +271,13 @@ def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,
         if not 1 <= t <= len(turns):
             out.append(ContextResult(None, f"Question {item.question_id} has {len(turns)} turn(s); turn {t} does not exist."))
             continue
-        ref_judge, refs = data.reference(item.bench, str(item.question_id), prefer)
-        if reference_judge and ref_judge != reference_judge:
-            ref_judge, refs = None, {}
+        if linked is not None:
+            refs = linked.get((item.bench, str(item.question_id)), {})
+            ref_judge = reference_judge if refs else None
+        else:
+            ref_judge, refs = data.reference(item.bench, str(item.question_id), prefer)
+            if reference_judge and ref_judge != reference_judge:
+                ref_judge, refs = None, {}
         ctx, missing = _base_context(item, category, turns, ref_judge, refs)
         if isinstance(item, PairKey):
             sides = {}

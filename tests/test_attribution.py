@@ -1,0 +1,172 @@
+"""The attribution ladder against the local OpenAI-compatible server, scripted so every judge-side factor has a
+known effect: the ladder must recover each one exactly, in both directions.
+
+Two runs of one model on two linked benches: "fc" (FastChat-style, judge "judge-a", answers with a <think>
+block and a tail past 8,192 characters) and "sw" (Swallow-style, judge gpt-4o-2024-08-06, answers cut at
+8,192). The scripted judge starts at 8 and
+- the Swallow language sentence in the prompt ("The expected language is Japanese"): -2
+- the judge model gpt-4o-2024-08-06: -1
+- B's reference ("REF-B", shown only for math/reasoning/coding prompts): +1
+- the answer's tail ("END-OF-ANSWER") cut off: -1
+- no "<think>" in the prompt: +1
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai import FakeOpenAI
+
+from lib.analysis import aliases, linking
+from lib.cli import main
+from lib.judging import attribution as AT
+from lib.judging.client import JudgeConfig
+from lib.render import charts
+from lib.store import refresh_item_scores
+
+KEY = "sk-ladder-test"
+CATS = ["math", "coding", "reasoning", "writing"]  # 3 of 4 categories show the reference
+QUESTIONS = {str(i + 1): (CATS[i % 4], [f"質問{i + 1}：三角形の面積を求めてください。", f"質問{i + 1}の続き：円の面積は？"])
+             for i in range(8)}
+A_STORED, B_STORED = 7.0, 4.0
+
+
+def scripted(body: dict) -> str:
+    text = "\n".join(m["content"] for m in body["messages"])
+    score = 8
+    if "The expected language is Japanese" in text:
+        score -= 2
+    if body["model"] == "gpt-4o-2024-08-06":
+        score -= 1
+    if "REF-B" in text:
+        score += 1
+    if "END-OF-ANSWER" not in text:
+        score -= 1
+    if "<think>" not in text:
+        score += 1
+    return f"Scripted judgment. Rating: [[{score}]]"
+
+
+@pytest.fixture
+def ladder_store(store):
+    rows_q, rows_ref, rows_ans, rows_j = [], [], [], []
+    long_tail = "あ" * 8300 + "END-OF-ANSWER"
+    for qid, (cat, turns) in QUESTIONS.items():
+        for bench in ("fc", "sw"):
+            rows_q.append((bench, qid, cat, turns))
+        for t in (1, 2):
+            rows_ref.append(("fc", "judge-a", qid, t, f"REF-A answer {qid}/{t}"))
+            rows_ref.append(("sw", "gpt-4o-2024-08-06", qid, t, f"REF-B answer {qid}/{t}"))
+            rows_ans.append(("fastchat", "fc", "m", qid, 0, t, f"<think>考え中 {qid}</think>答え{qid}-{t}" + long_tail,
+                             None, None))
+            rows_j.append(("fastchat", "fc", "judge-a", "single-v1", "m", qid, t, 0, A_STORED, A_STORED, "ok"))
+            for s in range(5):
+                rows_ans.append(("swallow", "sw", "hosted_vllm/m", qid, s, t, f"答え{qid}-{t}" + "あ" * 8000, 0.0, 8192))
+                rows_j.append(("swallow", "sw", "gpt-4o-2024-08-06", "swallow-single-v1", "hosted_vllm/m", qid, t, s,
+                               B_STORED, B_STORED, "ok"))
+    with store.write() as cur:
+        cur.executemany("INSERT INTO questions (source_id, bench, question_id, category, turns) VALUES (999, ?, ?, ?, ?)",
+                        rows_q)
+        cur.executemany("INSERT INTO reference_answers (source_id, bench, judge, question_id, turn, text) "
+                        "VALUES (999, ?, ?, ?, ?, ?)", rows_ref)
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, question_id, sample, turn, text, "
+                        "temperature, max_chars) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows_ans)
+        cur.executemany("INSERT INTO single_judgments (source_id, harness, bench, judge, prompt_name, model, question_id, "
+                        "turn, sample, raw_score, score, parse_status) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows_j)
+        refresh_item_scores(cur)
+    linking.link_benches(store, "fc", "sw")
+    aliases.auto_alias(store)
+    return store
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAI() as srv:
+        srv.responder = scripted
+        yield srv
+
+
+def cfg(server):
+    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1, backoff_base_s=0.01,
+                       backoff_cap_s=0.02)
+
+
+A = {"harness": "fastchat", "model": "m"}
+B = {"harness": "swallow", "model": "m"}
+
+
+def by_step(df) -> dict:
+    return {r["step"]: r for r in df.to_dict(orient="records")}
+
+
+def test_the_ladder_recovers_every_planted_effect(ladder_store, server):
+    ladder = AT.Ladder(ladder_store, A, B, cfg(server))
+    est = ladder.prepare()
+    assert (est["steps"], est["items"], est["requests"], est["to_send"]) == (6, 16, 96, 96)
+    assert len(server.chat_requests()) == 0                     # nothing sent before run(): the estimate is free
+    df = ladder.run(api_key=KEY, concurrency=4)
+    assert list(df["step"]) == ["a", "replay", "prompt", "judge", "reference", "truncation", "reasoning",
+                                "residual", "b"]
+    s = by_step(df)
+    assert s["a"]["mean"] == A_STORED and s["b"]["mean"] == B_STORED
+    assert s["replay"]["mean"] == 8 and s["replay"]["delta"] == 1          # drift of today's judge, on its own
+    assert s["prompt"]["delta"] == -2
+    assert s["judge"]["delta"] == -1
+    assert s["reference"]["delta"] == pytest.approx(0.75)                   # +1 on the 3 of 4 reference categories
+    assert s["truncation"]["delta"] == -1
+    assert s["reasoning"]["delta"] == 1
+    assert s["residual"]["mean"] == B_STORED and s["residual"]["delta"] == pytest.approx(B_STORED - 5.75)
+    assert s["b"]["delta"] == B_STORED - A_STORED
+    # the bars add up: A + every delta up to the residual = B
+    assert A_STORED + sum(s[k]["delta"] for k in ("replay", *AT.STEPS, "residual")) == pytest.approx(B_STORED)
+    assert all(r["n"] == 16 for r in s.values())
+    assert s["prompt"]["calls"] == 16 and s["prompt"]["cached"] == 0
+    assert s["prompt"]["ci_low"] == s["prompt"]["ci_high"] == -2            # a constant effect: no spread
+    # what was sent: B's judge from the judge step on, the Swallow prompt, B's reference, cut answers
+    sent = [r.body for r in server.chat_requests()]
+    assert {b["model"] for b in sent} == {"judge-x", "gpt-4o-2024-08-06"}
+    assert len(sent) == 96
+    # again: everything comes from the cache and the re-judged verdicts already stored
+    again = AT.Ladder(ladder_store, A, B, cfg(server))
+    assert again.prepare()["to_send"] == 0
+    df2 = again.run(api_key=KEY)
+    assert len(server.chat_requests()) == 96
+    assert df2["delta"].round(9).tolist()[1:] == df["delta"].round(9).tolist()[1:]
+    assert by_step(df2)["prompt"]["calls"] == 0 and by_step(df2)["prompt"]["cached"] == 16
+
+
+def test_order_and_reverse_ladder(ladder_store, server):
+    order = AT.Ladder(ladder_store, A, B, cfg(server), steps=["reasoning", "truncation", "prompt"]).run(api_key=KEY)
+    s = by_step(order)
+    assert list(order["step"]) == ["a", "replay", "reasoning", "truncation", "prompt", "residual", "b"]
+    assert (s["reasoning"]["delta"], s["truncation"]["delta"], s["prompt"]["delta"]) == (1, -1, -2)
+    # B's answers judged A's way: the Swallow prompt's -2 comes back as +2, the judge name is A's (no -1)
+    rev = AT.Ladder(ladder_store, A, B, cfg(server), reverse=True, items=6)
+    df = rev.run(api_key=KEY)
+    s = by_step(df)
+    assert s["a"]["mean"] == B_STORED and s["b"]["mean"] == A_STORED
+    # 6 items = both turns of one coding, one math and one reasoning question: all show the reference
+    assert s["replay"]["mean"] == 8 - 2 + 1 - 1 + 1       # Swallow prompt, Swallow's reference, no tail, no <think>
+    assert s["prompt"]["delta"] == 2 and s["judge"]["delta"] == 0
+    assert s["reference"]["delta"] == -1
+    assert s["truncation"]["delta"] == 0 and s["reasoning"]["delta"] == 0  # already cut; nothing to strip
+    assert s["residual"]["delta"] == A_STORED - 8 and s["b"]["delta"] == A_STORED - B_STORED
+    assert s["a"]["n"] == 6
+
+
+def test_waterfall_chart_and_cli(ladder_store, server, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the CLI reads the key from the environment only
+    assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
+                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--items", "4",
+                 "--steps", "prompt,judge", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [d["step"] for d in data] == ["a", "replay", "prompt", "judge", "residual", "b"]
+    assert all(set(d) == {"step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached"} for d in data)
+    assert data[2]["delta"] == -2 and data[3]["delta"] == -1 and data[0]["delta"] is None
+    fig = charts.ladder_waterfall(AT.Ladder(ladder_store, A, B, cfg(server), steps=["prompt", "judge"], items=4)
+                                  .run(api_key=KEY))
+    bar = fig.data[0]
+    assert list(bar.measure) == ["absolute", "relative", "relative", "relative", "relative", "total"]
+    assert list(bar.y[1:5]) == [1, -2, -1, pytest.approx(4 - 5)]
+    assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
+                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--steps", "prompt,nope"]) == 2
