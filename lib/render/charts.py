@@ -175,7 +175,8 @@ def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B
             y.append(float(delta) if pd.notna(delta) else 0.0)
             text.append(f"{delta:+.2f}" if pd.notna(delta) else "n/a")
     names = [{"a": f"A stored ({label_a})", "b": f"B stored ({label_b})", "replay": "replay (drift)",
-              "residual": "residual (answers)"}.get(s, s) for s in steps]
+              "prompt": "judge prompt", "judge": "judge model", "reference": "references",
+              "reasoning": "reasoning stripped", "residual": "residual (answers)"}.get(s, s) for s in steps]
     lo = ladder["ci_low"].tolist() if "ci_low" in ladder else [None] * len(steps)
     hi = ladder["ci_high"].tolist() if "ci_high" in ladder else [None] * len(steps)
     hover = [f"{n}<br>{t}" + (f"<br>95% CI {a:+.2f} to {b:+.2f}" if pd.notna(a) and pd.notna(b) and s not in ("a", "b")
