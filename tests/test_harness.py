@@ -149,3 +149,21 @@ def test_cli_harness_diff_json(sample_store, capsys):
     assert "Example: item_view?" in data[1]["evidence"]
     assert main(["harness-diff", "--db", str(sample_store.path), "--a", f"model={L8}", "--b", "harness=swallow"]) == 2
     assert "matches" in capsys.readouterr().err
+
+
+def test_cli_compare_across_linked_benches(sample_store, capsys):
+    a, b = f"harness=fastchat,judge=gpt-4o,model={L8}", f"harness=swallow,model={L8}"
+    assert main(["compare", "--db", str(sample_store.path), "--a", a, "--b", b, "--level", "category",
+                 "--swallow-samples", "first", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    rows = json.loads(out.out)
+    assert set(rows[0]) == {"model", "level", "category", "turn", "n_questions", "n_items", "mean_a", "mean_b",
+                            "delta", "ci_low", "ci_high", "p_value", "p_adjusted", "significant"}
+    got = {r["category"]: r["delta"] for r in rows}
+    assert got["coding"] == pytest.approx(1.6) and got["humanities"] == 0
+    assert "pair by linked question" in out.err and "80 exact" in out.err
+    # the same numbers as the page's function
+    lib = R.compare_runs(sample_store, {**FASTCHAT_4O, "model": L8}, {**SWALLOW, "model": L8}, levels=("category",),
+                         swallow_samples="first")
+    assert [r["delta"] for r in rows] == pytest.approx(lib["delta"].tolist())
+    assert main(["compare", "--db", str(sample_store.path), "--a", a, "--b", b, "--per-model"]) == 2

@@ -29,6 +29,8 @@ from lib.errors import UsageError
 from lib.store import Store
 
 SAMPLE_MODES = ("mean", "first")
+PAIRING_NOTE = ("Across two benches, items pair by linked question (the same question in both benches: exact, edited "
+                "or fuzzy text match, or linked by hand) and turn; the question of A is the unit.")
 PAIR_COLUMNS = ["question", "bench_a", "question_id_a", "bench_b", "question_id_b", "link", "similarity",
                 "category", "turn", "score_a", "score_b"]
 

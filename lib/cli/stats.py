@@ -15,11 +15,49 @@ from lib.render.safe_text import csv_text
 POSITION_COLUMNS = ["bench", "judge", "n", "consistent", "rate", "favors_first", "favors_second"]
 
 
+def _across_runs(store, a: dict, b: dict, swallow_samples: str) -> bool:
+    """Compare two runs on linked questions (lib.analysis.runs) when they are on different benches (e.g. the JA
+    harness's ja_mt_bench and Swallow's japanese_mt_bench) or when Swallow's sample 0 is asked for."""
+    from lib.analysis import runs
+    from lib.errors import UsageError
+
+    if "bench" in a and "bench" in b and a["bench"] != b["bench"]:
+        return True
+    try:
+        ra, rb = runs.resolve_run(store, a, "A"), runs.resolve_run(store, b, "B")
+    except UsageError:
+        if swallow_samples != "mean":
+            raise
+        return False
+    return ra.bench != rb.bench or swallow_samples != "mean"
+
+
+def runs_note(df) -> str:
+    from lib.analysis.runs import PAIRING_NOTE
+
+    links = ", ".join(f"{v} {k}" for k, v in (df.attrs.get("links") or {}).items()) or "none"
+    return (PAIRING_NOTE + f" Linked questions paired: {links}; Swallow samples: {df.attrs.get('swallow_samples')}"
+            + (f"; {df.attrs['excluded']} item(s) excluded" if df.attrs.get("excluded") else "") + ".")
+
+
 def cmd_compare(args) -> int:
     a, b = parse_selector(args.a), parse_selector(args.b)
     levels = (args.level,) if args.level else deltas.LEVELS
-    df = deltas.compare_levels(open_store(args, read_only=True), a, b, levels=levels, per_model=args.per_model, seed=args.seed)
-    note = (f"A: {describe(a)}. B: {describe(b)}. {df.attrs['label']}.\n" + deltas.METHOD
+    store = open_store(args, read_only=True)
+    across = _across_runs(store, a, b, args.swallow_samples)
+    if across:
+        from lib.analysis import runs
+        from lib.errors import UsageError
+
+        if args.per_model:
+            raise UsageError("--per-model compares every model with itself within one bench; across linked benches "
+                             "name one model per side.")
+        df = runs.compare_runs(store, a, b, levels=levels, swallow_samples=args.swallow_samples,
+                               exclude_links=tuple(args.exclude_links.split(",")) if args.exclude_links else ())
+    else:
+        df = deltas.compare_levels(store, a, b, levels=levels, per_model=args.per_model, seed=args.seed)
+    note = (f"A: {describe(a)}. B: {describe(b)}. {df.attrs['label']}.\n"
+            + (runs_note(df) + " " if across else "") + deltas.METHOD
             + " Without --level every level is printed, each its own family.")
     if df.empty:
         print(df.attrs.get("note") or "A and B share no items.", file=sys.stderr)
@@ -83,6 +121,12 @@ def register(sub, parents) -> None:
     p.add_argument("--level", choices=deltas.LEVELS,
                    help="only these rows (cell = category x turn); default: every level, each its own family")
     p.add_argument("--seed", type=int, default=0, help="accepted for reproducible scripts; the t method draws nothing")
+    p.add_argument("--swallow-samples", choices=("mean", "first"), default="mean",
+                   help="Swallow items: the mean of the 5 samples (default) or sample 0 only (like FastChat's one "
+                        "sample). Two runs on different benches are paired by linked question (python -m lib.cli "
+                        "links)")
+    p.add_argument("--exclude-links", metavar="METHODS",
+                   help="across linked benches: leave out questions linked this way, e.g. edited,fuzzy")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("pairwise", parents=[db, fmt],
