@@ -22,6 +22,12 @@ def _across_runs(store, a: dict, b: dict, swallow_samples: str) -> bool:
     from lib.errors import UsageError
 
     if "bench" in a and "bench" in b and a["bench"] != b["bench"]:
+        try:
+            runs.resolve_run(store, a, "A"), runs.resolve_run(store, b, "B")
+        except UsageError as exc:
+            raise UsageError(f"A and B are on different benches ({a['bench']!r} vs {b['bench']!r}): across benches "
+                             "one run is compared with another on linked questions, so each side must name one run "
+                             f"(harness, judge, model). {exc}") from None
         return True
     try:
         ra, rb = runs.resolve_run(store, a, "A"), runs.resolve_run(store, b, "B")
