@@ -10,6 +10,7 @@ import streamlit as st
 from lib.errors import JudgeLensError
 from lib.judging import attribution
 from lib.render import charts
+from lib.render.safe_text import md_escape
 from pages._common import judge_endpoint, show_chart, show_error, show_table
 
 
@@ -48,7 +49,8 @@ def attribution_section(store, version, ra, rb) -> None:
                 if est["cost_expected"] is not None else "; set prices in the sidebar for a cost estimate")
         st.info(f"{est['steps']} steps × {est['items']} items: {est['requests']} requests, {est['cached']} from the "
                 f"cache, {est['already_judged']} already judged, **{est['to_send']} to send** to "
-                f"{config.base_url} ({config.model} for the replay" + (", then B's judge" if "judge" in steps else "")
+                f"{md_escape(config.base_url)} ({md_escape(config.model)} for the replay"
+                + (", then B's judge" if "judge" in steps else "")
                 + f"){cost}.", icon=":material/info:")
         if st.button(f"Run the ladder ({est['to_send']} calls)", key="hx_run", type="primary",
                      icon=":material/play_arrow:"):
@@ -66,7 +68,8 @@ def attribution_section(store, version, ra, rb) -> None:
                 st.session_state["hx_ladder"] = None
     result = st.session_state.get("hx_ladder_result")
     if result is not None and result.attrs.get("run_a") in (ra.selector, rb.selector):
-        st.caption(f"A = {result.attrs['label_a']}; B = {result.attrs['label_b']}; {result.attrs['used']} items "
+        st.caption(f"A = {md_escape(result.attrs['label_a'])}; B = {md_escape(result.attrs['label_b'])}; "
+                   f"{result.attrs['used']} items "
                    "with a score at every step. " + attribution.LADDER_NOTE)
         show_chart(charts.ladder_waterfall(result), "attribution_waterfall")
         shown = result.assign(step=result["step"].map(lambda s: attribution.STEP_LABELS.get(s, s)))

@@ -110,7 +110,7 @@ def harness_compare(store, version: tuple) -> None:
                        on_click="ignore", icon=":material/download:", key="hx_setup_csv")
     with st.expander("Judge prompt templates, A vs B (rebuilt from the stored prompts)"):
         for p in cached_query(harness_diff.judge_prompt_diff, version, a=ra.selector, b=rb.selector):
-            st.markdown(f"**{p['kind']}** · red struck through: only in A; green: only in B")
+            st.markdown(f"**{md_escape(p['kind'])}** · red struck through: only in A; green: only in B")
             st.html(diff_html(p["ops"]))
             if p["only_b"]:
                 st.caption("Sentences only in B:")

@@ -12,8 +12,8 @@ from lib.cli.common import frame_out, open_store
 
 
 def cmd_harness_diff(args) -> int:
-    store = open_store(args)
-    df = diff_lib.harness_diff(store, parse_selector(args.a), parse_selector(args.b))
+    store = open_store(args, read_only=True)
+    df = diff_lib.harness_diff(store, parse_selector(args.a), parse_selector(args.b))  # reads only
     records = diff_lib.records(df)
     if args.format == "json":
         print(json.dumps(records, ensure_ascii=False, indent=1))
