@@ -276,6 +276,22 @@ CREATE TABLE IF NOT EXISTS model_aliases (
     method     VARCHAR NOT NULL,               -- auto | manual | removed (the user undid it: auto leaves it alone)
     created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
 );
+-- Search (lib.search_index, lib.analysis.search): every question turn, answer turn, reference turn, rationale
+-- and rendered judge prompt once more as lower(NFKC(text)), with its keys and filter columns, so a
+-- case- and width-insensitive search is one contains() scan. Kept current by refresh_item_scores().
+CREATE TABLE IF NOT EXISTS search_text (
+    source_id    INTEGER NOT NULL,
+    field        VARCHAR NOT NULL,             -- question | answer | reference | rationale | prompt
+    harness      VARCHAR, bench VARCHAR, question_id VARCHAR, turn INTEGER,
+    model        VARCHAR,                      -- NULL for question and reference
+    sample       INTEGER,
+    judge        VARCHAR,                      -- rationale/prompt: the judge; reference: the judge that looks it up
+    score        DOUBLE,                       -- rationale/prompt: the judgment's 1-10 score
+    parse_status VARCHAR,
+    norm         VARCHAR NOT NULL,             -- lower(NFKC(text))
+    pending      BOOLEAN NOT NULL              -- true only inside the write that is still normalising it
+);
+CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources already in search_text
 """
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
@@ -300,12 +316,21 @@ def refresh_item_scores(cur, benches=None) -> None:
     if benches is None:
         cur.execute("DELETE FROM item_scores")
         cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where=""))
+        _refresh_search(cur)
         return
     benches = sorted({b for b in benches if b is not None})
     if benches:
         cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)", {"b": benches})
         cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where="WHERE list_contains($b, j.bench)"),
                     {"b": benches})
+    _refresh_search(cur)
+
+
+def _refresh_search(cur) -> None:
+    """Search index (lib.search_index): index new sources, drop removed ones, in the same transaction."""
+    from lib.search_index import index_new_sources
+
+    index_new_sources(cur)
 
 
 def default_db_path() -> Path:

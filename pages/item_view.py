@@ -10,6 +10,7 @@ from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from pages._common import empty_state, get_store, keep_valid, publish_to_url, seed_from_url
+from pages._item_extras import search_box
 
 store = get_store()
 st.title("Item view")
@@ -26,6 +27,7 @@ seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model
 
 keep_valid("iv_bench", benches)
 bench = st.session_state["iv_bench"]
+search_box(bench)  # search everything (pages/_item_extras.py)
 qs = iv.questions(store, bench)
 models = iv.models(store, bench)
 if qs.empty or not models:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lib.cli import data, harness, judging, links, review, stats
+from lib.cli import data, harness, judging, links, review, search, stats
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
 
-COMMAND_MODULES = (data, review, stats, judging, links, harness)
+COMMAND_MODULES = (data, review, stats, judging, links, harness, search)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,145 @@
+"""Search: find text in questions, answers, references, rationales and rendered judge prompts, with filters.
+
+Case-insensitive substring after NFKC (full-width = half-width), or a regular expression. The whole search
+(text, fields, filters, page) lives in the URL, so the address bar is a deep link. Snippets are plain text in
+a dataframe, the hit between « and »: text is never rendered as HTML or Markdown.
+"""
+import streamlit as st
+
+from lib.analysis import item_view
+from lib.analysis import search as S
+from lib.analysis.flags import FLAGS
+from lib.errors import JudgeLensError
+from pages._common import cached_query, page_start, publish_to_url, seed_from_url, show_error
+
+PAGE_SIZE = 50
+ANY = "(any)"
+
+store, version = page_start("Search")
+S.ensure_index(store)  # stores made before search existed: index them once
+
+seed_from_url("sr", {"q": "sr_q", "in": "sr_in", "re": "sr_re", "bench": "sr_bench", "harness": "sr_harness",
+                     "judge": "sr_judge", "model": "sr_model", "cat": "sr_cat", "turn": "sr_turn",
+                     "smin": "sr_smin", "smax": "sr_smax", "parse": "sr_parse", "flag": "sr_flag",
+                     "dis": "sr_dis", "page": "sr_page"},
+              ints=("page",), lists=("in", "judge", "flag"))
+# URL values arrive as text; coerce the few non-text widgets
+for key, cast in (("sr_smin", float), ("sr_smax", float), ("sr_dis", float)):
+    value = st.session_state.get(key)
+    if isinstance(value, str):
+        try:
+            st.session_state[key] = cast(value)
+        except ValueError:
+            del st.session_state[key]
+if isinstance(st.session_state.get("sr_re"), str):
+    st.session_state["sr_re"] = st.session_state["sr_re"] in ("1", "true", "True")
+
+facets = cached_query(S.facets, version)
+
+
+def choice(label: str, options: list, key: str, col) -> str | None:
+    options = [ANY, *options]
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = ANY
+    value = col.selectbox(label, options, key=key)
+    return None if value == ANY else value
+
+
+def reset_page() -> None:
+    st.session_state["sr_page"] = 1
+
+
+text = st.text_input("Find", key="sr_q", placeholder="e.g. 英語, language, ｐｙｔｈｏｎ, [[1]]", on_change=reset_page,
+                     help="Case-insensitive; full-width and half-width forms match (NFKC). No word splitting: "
+                          "any substring matches, Japanese included.")
+c1, c2 = st.columns([4, 1])
+st.session_state.setdefault("sr_in", list(S.FIELDS))
+st.session_state["sr_in"] = [f for f in st.session_state["sr_in"] if f in S.FIELDS] or list(S.FIELDS)
+fields = c1.multiselect("In", list(S.FIELDS), key="sr_in", on_change=reset_page)
+regex = c2.toggle("Regular expression", key="sr_re", on_change=reset_page)
+
+with st.expander("Filters", expanded=True):
+    f1, f2, f3, f4 = st.columns(4)
+    bench = choice("Bench", facets["bench"], "sr_bench", f1)
+    harness = choice("Harness", facets["harness"], "sr_harness", f2)
+    model = choice("Model", facets["model"], "sr_model", f3)
+    category = choice("Category", facets["category"], "sr_cat", f4)
+    g1, g2, g3, g4 = st.columns(4)
+    st.session_state["sr_judge"] = [j for j in st.session_state.get("sr_judge", []) if j in facets["judge"]]
+    judges = g1.multiselect("Judges", facets["judge"], key="sr_judge")
+    turn = choice("Turn", ["1", "2"], "sr_turn", g2)
+    parse = choice("Parse status", list(S.PARSE_STATUSES), "sr_parse", g3)
+    st.session_state["sr_flag"] = [f for f in st.session_state.get("sr_flag", []) if f in FLAGS]
+    flags = g4.multiselect("Flagged by", list(FLAGS), key="sr_flag", help="Only items a stored-data flag found")
+    h1, h2, h3 = st.columns(3)
+    score_min = h1.number_input("Score at least", 0.0, 10.0, value=None, step=1.0, key="sr_smin",
+                                help="1-10 score of the judgment (answers/questions: of some judgment of the item)")
+    score_max = h2.number_input("Score at most", 0.0, 10.0, value=None, step=1.0, key="sr_smax")
+    disagree = h3.number_input("Judges disagree by at least", 0.0, 9.0, value=None, step=1.0, key="sr_dis",
+                               help="Items whose judges' scores (highest minus lowest) differ by at least this")
+
+query = S.SearchQuery(text=text or "", fields=tuple(fields) or S.FIELDS, regex=bool(regex), bench=bench,
+                      harness=harness, judges=tuple(judges), model=model, category=category,
+                      turn=int(turn) if turn else None, score_min=score_min, score_max=score_max,
+                      parse_status=parse, flags=tuple(flags), disagree_min=disagree)
+
+if not text and not (bench or harness or judges or model or category or turn or parse or flags
+                     or score_min is not None or score_max is not None or disagree is not None):
+    st.info("Type something to find, or set a filter.")
+    publish_to_url("sr", {})
+    st.stop()
+
+try:
+    by_field = cached_query(S.count_by_field, version, q=query)
+except JudgeLensError as exc:
+    show_error(exc)
+    st.stop()
+total = sum(by_field.values())
+pages = max(1, -(-total // PAGE_SIZE))
+if not isinstance(st.session_state.get("sr_page"), int) or not 1 <= st.session_state["sr_page"] <= pages:
+    st.session_state["sr_page"] = 1
+
+st.subheader(f"{total:,} matching record(s)")
+st.caption(" · ".join(f"{f}: {by_field.get(f, 0):,}" for f in S.FIELDS if f in query.fields)
+           + " — a record is one question turn, answer turn, reference turn, rationale or judge prompt.")
+if total:
+    p1, p2 = st.columns([1, 4])
+    page = p1.number_input(f"Page (of {pages:,})", 1, pages, key="sr_page")
+    results = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    results.insert(0, "open", [
+        item_view.link(_params) for _params in (
+            {**item_view.link_params(r.bench, r.question_id, r.turn, r.model,
+                                     [r.judge] if r.judge else None, harness=r.harness or "fastchat"),
+             **({"sample": str(int(r.sample))} if r.sample == r.sample and r.sample not in (None, 0) else {})}
+            if r.model else {"bench": r.bench, "q": str(r.question_id), "turn": str(int(r.turn))}
+            for r in results.itertuples())])
+    p2.caption("The hit is between « and ». Click a row to open its item; the open column opens it in a new tab. "
+               "Question and reference rows open the item with the first model.")
+    event = st.dataframe(results.drop(columns=["harness"]), hide_index=True, width="stretch", on_select="rerun",
+                         selection_mode="single-row", key="sr_table",
+                         column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗"),
+                                        "snippet": st.column_config.TextColumn("snippet", width="large"),
+                                        "score": st.column_config.NumberColumn(format="%.1f")})
+    d1, d2 = st.columns(2)
+    d1.download_button("This page as CSV", results.drop(columns=["open"]).to_csv(index=False).encode(),
+                       "search_page.csv", "text/csv", on_click="ignore", icon=":material/download:")
+    d2.download_button("All results as CSV (up to 10,000)",
+                       data=lambda: S.search(store, query, limit=10_000).to_csv(index=False).encode(),
+                       file_name="search.csv", mime="text/csv", on_click="ignore", icon=":material/download:")
+    rows = event.selection.rows if event else []
+    if rows:
+        r = results.iloc[rows[0]]
+        params = {"bench": r["bench"], "q": str(r["question_id"]), "turn": str(int(r["turn"]))}
+        if r["model"]:
+            params = item_view.link_params(r["bench"], r["question_id"], r["turn"], r["model"],
+                                           [r["judge"]] if r["judge"] else None, harness=r["harness"] or "fastchat")
+        st.switch_page("pages/item_view.py", query_params=params)
+else:
+    page = 1
+
+url = {"q": text or "", "in": "" if set(fields) == set(S.FIELDS) else ",".join(fields), "re": "1" if regex else "", "bench": bench or "",
+       "harness": harness or "", "judge": ",".join(judges), "model": model or "", "cat": category or "",
+       "turn": turn or "", "smin": "" if score_min is None else f"{score_min:g}",
+       "smax": "" if score_max is None else f"{score_max:g}", "parse": parse or "", "flag": ",".join(flags),
+       "dis": "" if disagree is None else f"{disagree:g}", "page": str(page) if page > 1 else ""}
+publish_to_url("sr", {k: v for k, v in url.items() if v})
