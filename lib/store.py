@@ -288,8 +288,7 @@ CREATE TABLE IF NOT EXISTS search_text (
     judge        VARCHAR,                      -- rationale/prompt: the judge; reference: the judge that looks it up
     score        DOUBLE,                       -- rationale/prompt: the judgment's 1-10 score
     parse_status VARCHAR,
-    norm         VARCHAR NOT NULL,             -- lower(NFKC(text))
-    pending      BOOLEAN NOT NULL              -- true only inside the write that is still normalising it
+    norm         VARCHAR NOT NULL              -- lower(NFKC(text))
 );
 CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources already in search_text
 """

@@ -92,7 +92,7 @@ def _where(cur, q: SearchQuery) -> tuple[str, dict]:
             params["pattern"] = "(?i)" + unicodedata.normalize("NFKC", q.text)
         else:
             conditions.append("contains(s.norm, $needle)")
-            params["needle"] = normalise_query(cur, q.text)
+            params["needle"] = normalise_query(q.text)
     for column in ("bench", "harness", "model"):
         value = getattr(q, column)
         if value is not None:
@@ -216,8 +216,7 @@ def search(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 0) ->
 def _needle(store: Store, q: SearchQuery) -> str:
     if not q.text or q.regex:
         return q.text
-    with store.read() as cur:
-        return normalise_query(cur, q.text)
+    return normalise_query(q.text)
 
 
 def _key(source_id, fld, bench, question_id, turn, model, sample, judge) -> tuple:
@@ -231,33 +230,34 @@ def _key(source_id, fld, bench, question_id, turn, model, sample, judge) -> tupl
 _ORIGINAL_SQL = {
     "question": """SELECT x.source_id, 'question' AS field, x.bench, x.question_id, t.turn, NULL AS model,
                           NULL AS sample, NULL AS judge, t.text
-                   FROM questions x, LATERAL (SELECT unnest(x.turns) AS text, unnest(range(1, len(x.turns) + 1)) AS turn) t
-                   WHERE list_contains($sources, x.source_id)""",
-    "answer": """SELECT source_id, 'answer', bench, question_id, turn, model, sample, NULL, text FROM answers
-                 WHERE list_contains($sources, source_id)""",
+                   FROM questions x, LATERAL (SELECT unnest(x.turns) AS text, unnest(range(1, len(x.turns) + 1)) AS turn) t""",
+    "answer": """SELECT source_id, 'answer', bench, question_id, turn, model, sample, NULL, text FROM answers""",
     "reference": """SELECT source_id, 'reference', bench, question_id, turn, NULL, NULL, judge, text
-                    FROM reference_answers WHERE list_contains($sources, source_id)""",
+                    FROM reference_answers""",
     "rationale": """SELECT source_id, 'rationale', bench, question_id, turn, model, sample, judge, rationale
-                    FROM single_judgments WHERE list_contains($sources, source_id)""",
+                    FROM single_judgments""",
     "prompt": """SELECT source_id, 'prompt', bench, question_id, turn, model, sample, judge, judge_prompt
-                 FROM single_judgments WHERE list_contains($sources, source_id)""",
+                 FROM single_judgments""",
 }
 
 
 def _originals(store: Store, page: pd.DataFrame) -> dict[tuple, list[str]]:
-    """The original texts of a page's records, by record key (one query per field on the page)."""
+    """The original texts of a page's records, by record key (one query per field on the page). The keys go in
+    as constant IN lists, which DuckDB pushes into the scan, so only the page's rows' text is read."""
     out: dict[tuple, list[str]] = {}
     with store.read() as cur:
         for fld, rows in page.groupby("field"):
-            keys = rows[["source_id", "bench", "question_id", "turn"]].drop_duplicates()
-            cur.register("_page_keys", keys.astype({"turn": "int64", "source_id": "int64"}))
-            try:
-                res = cur.execute(
-                    f"SELECT o.* FROM ({_ORIGINAL_SQL[fld]}) o SEMI JOIN _page_keys k ON o.source_id = k.source_id "
-                    "AND o.bench = k.bench AND o.question_id = k.question_id AND o.turn = k.turn",
-                    {"sources": sorted({int(s) for s in rows["source_id"]})}).fetchall()
-            finally:
-                cur.unregister("_page_keys")
+            params: dict = {}
+            conditions = []
+            columns = ["source_id", "question_id", "turn"] + (["model"] if fld in ("answer", *JUDGMENT_FIELDS) else []) \
+                + (["judge"] if fld in (*JUDGMENT_FIELDS, "reference") else [])
+            for column in columns:
+                values = sorted({v if column in ("question_id", "model", "judge") else int(v) for v in rows[column]})
+                names = [f"${column}{i}" for i in range(len(values))]
+                params.update({n[1:]: v for n, v in zip(names, values)})
+                conditions.append(f"o.{column} IN ({', '.join(names)})")
+            res = cur.execute(f"SELECT o.* FROM ({_ORIGINAL_SQL[fld]}) o WHERE {' AND '.join(conditions)}",
+                              params).fetchall()
             for *key, text in res:
                 out.setdefault(_key(*key), []).append(text or "")
     return out
@@ -276,6 +276,10 @@ def _pick(candidates: list[str], norm: str) -> str:
 def _char_map(text: str) -> tuple[str, list[tuple[int, int]]]:
     """The text normalised piece by piece (a character with the combining marks after it), and for each
     normalised character the (start, end) of the original piece it came from."""
+    if unicodedata.is_normalized("NFKC", text):
+        lowered = text.lower()
+        if len(lowered) == len(text):  # the usual case: positions are the original's
+            return lowered, _Identity(len(text))
     pieces: list[list[int]] = []
     for i, ch in enumerate(text):
         first = unicodedata.normalize("NFKC", ch)[:1]
@@ -289,6 +293,19 @@ def _char_map(text: str) -> tuple[str, list[tuple[int, int]]]:
         parts.append(n)
         spans.extend([(a, b)] * len(n))
     return "".join(parts), spans
+
+
+class _Identity:
+    """Spans of an unchanged text: character i came from (i, i + 1)."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        return (i, i + 1)
 
 
 def snippet(text: str | None, needle: str, *, regex: bool = False, around: int = SNIPPET_CHARS) -> str:
