@@ -15,6 +15,7 @@ page = st.navigation([
     st.Page("pages/agreement.py", title="Judge agreement", icon=":material/groups:"),
     st.Page("pages/item_view.py", title="Item view", icon=":material/compare:"),
     st.Page("pages/search.py", title="Search", icon=":material/search:"),
+    st.Page("pages/review.py", title="Review", icon=":material/rate_review:"),
     st.Page("pages/distributions.py", title="Distributions", icon=":material/bar_chart:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/difference:"),
     st.Page("pages/workbench.py", title="Workbench", icon=":material/edit_note:"),

@@ -114,7 +114,7 @@ def normalise_query(text: str) -> str:
     return normalise(pa.array([text], pa.string()))[0].as_py()
 
 
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 10_000
 
 
 def index_new_sources(cur) -> None:

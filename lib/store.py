@@ -291,6 +291,38 @@ CREATE TABLE IF NOT EXISTS search_text (
     norm         VARCHAR NOT NULL              -- lower(NFKC(text))
 );
 CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources already in search_text
+
+-- The analyst's verdicts (lib.judging.human). Each edit adds a row; the latest per author and item counts and
+-- enters item_scores as judge 'human:<author>' (harness 'human'). source_id: the imported verdict file, NULL
+-- when recorded in this store. uid: sha256 of all fields, so an import adds only verdicts not yet here.
+CREATE SEQUENCE IF NOT EXISTS verdict_ids START 1;
+CREATE TABLE IF NOT EXISTS human_verdicts (
+    verdict_id  INTEGER PRIMARY KEY DEFAULT nextval('verdict_ids'),
+    uid         VARCHAR NOT NULL,
+    author      VARCHAR NOT NULL,
+    created_at  TIMESTAMP NOT NULL,
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    model       VARCHAR NOT NULL,
+    sample      INTEGER,
+    score       DOUBLE,                        -- 1-10, NULL for a label or note alone
+    label       VARCHAR,
+    note        VARCHAR,
+    source_id   INTEGER
+);
+-- Pairwise human judgments in the public MT-Bench human-judgment format (one vote per row).
+CREATE TABLE IF NOT EXISTS human_pair_votes (
+    source_id   INTEGER NOT NULL,
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    model_a     VARCHAR NOT NULL,
+    model_b     VARCHAR NOT NULL,
+    winner      VARCHAR NOT NULL,              -- model_a | model_b | tie | tie (bothbad)
+    judge       VARCHAR NOT NULL,              -- human:<judge id> (e.g. human:expert_0), or an LLM judge's name
+    judge_type  VARCHAR NOT NULL               -- compute_agreement.py's type: human (experts), author, gpt4-pair
+);
 """
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
@@ -315,20 +347,23 @@ def refresh_item_scores(cur, benches=None) -> None:
     if benches is None:
         cur.execute("DELETE FROM item_scores")
         cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where=""))
-        _refresh_search(cur)
+        _refresh_extras(cur, None)
         return
     benches = sorted({b for b in benches if b is not None})
     if benches:
         cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)", {"b": benches})
         cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where="WHERE list_contains($b, j.bench)"),
                     {"b": benches})
-    _refresh_search(cur)
+    _refresh_extras(cur, benches)
 
 
-def _refresh_search(cur) -> None:
-    """Search index (lib.search_index): index new sources, drop removed ones, in the same transaction."""
+def _refresh_extras(cur, benches) -> None:
+    """What else follows the data, in the same transaction: the analyst's latest scores as judges human:<author>
+    in item_scores (lib.judging.human), and the search index (lib.search_index)."""
+    from lib.judging.human import refresh_human_scores
     from lib.search_index import index_new_sources
 
+    refresh_human_scores(cur, benches)
     index_new_sources(cur)
 
 

@@ -35,9 +35,11 @@ def get_store() -> Store:
 
 
 def data_version(store: Store) -> tuple:
-    """Changes whenever a source is added or removed: the cache key for query results."""
+    """Changes whenever a source is added or removed or an analyst records a verdict: the cache key for query
+    results."""
     with store.read() as cur:
-        return tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0) FROM sources").fetchone())
+        return tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0), "
+                                 "(SELECT count(*) FROM human_verdicts) FROM sources").fetchone())
 
 
 def cached_query(fn, version: tuple, **kwargs):

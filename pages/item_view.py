@@ -10,7 +10,7 @@ from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from pages._common import empty_state, get_store, keep_valid, publish_to_url, seed_from_url
-from pages._item_extras import search_box
+from pages._item_extras import search_box, verdict_panel
 
 store = get_store()
 st.title("Item view")
@@ -120,6 +120,8 @@ with right:
             with st.expander(f"Reasoning in <think> ({len(ans['think']):,} characters; the judge saw it)"):
                 st.code(ans["think"], language=None, wrap_lines=True)
         st.code(ans["visible"], language=None, wrap_lines=True, height=420)
+
+verdict_panel(store, key)  # the analyst's own verdict, keyboard first (pages/_item_extras.py)
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")

@@ -71,9 +71,11 @@ def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
 
 
 def known_judges(store: Store) -> list[str]:
-    """Every judge that has single judgments in the store, sorted."""
+    """Every judge that has single judgments in the store, and every analyst with verdicts (human:<author>), sorted."""
     with store.read() as cur:
-        return [r[0] for r in cur.execute("SELECT DISTINCT judge FROM single_judgments ORDER BY judge").fetchall()]
+        return [r[0] for r in cur.execute("SELECT DISTINCT judge FROM single_judgments UNION "
+                                          "SELECT DISTINCT judge FROM item_scores WHERE harness = 'human' "
+                                          "ORDER BY judge").fetchall()]
 
 
 def check_judges(store: Store, judges: list[str], minimum: int = 1) -> list[str]:

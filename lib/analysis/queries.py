@@ -156,15 +156,21 @@ def categories(store: Store, bench: str) -> list[str]:
 
 
 def judges_by_harness(store: Store) -> pd.DataFrame:
-    """What was judged by whom: one row per harness, bench, judge, model with counts and failures."""
+    """What was judged by whom: one row per harness, bench, judge, model with counts and failures. The analysts'
+    verdicts count as judges human:<author> (harness 'human'; judgments = items with a current score)."""
     return _df(store, """
-        SELECT harness, bench, judge, model,
-               count(*) AS judgments,
-               count(DISTINCT (question_id, turn)) AS items,
-               count(*) FILTER (parse_status = 'not_parsed') AS not_parsed,
-               count(*) FILTER (parse_status = 'api_error') AS api_errors,
-               count(*) FILTER (parse_status = 'out_of_range') AS out_of_range
-        FROM single_judgments GROUP BY ALL ORDER BY harness, bench, judge, model""")
+        SELECT * FROM (
+            SELECT harness, bench, judge, model,
+                   count(*) AS judgments,
+                   count(DISTINCT (question_id, turn)) AS items,
+                   count(*) FILTER (parse_status = 'not_parsed') AS not_parsed,
+                   count(*) FILTER (parse_status = 'api_error') AS api_errors,
+                   count(*) FILTER (parse_status = 'out_of_range') AS out_of_range
+            FROM single_judgments GROUP BY ALL
+            UNION ALL
+            SELECT harness, bench, judge, model, count(*), count(DISTINCT (question_id, turn)), 0, 0, 0
+            FROM item_scores WHERE harness = 'human' AND score IS NOT NULL GROUP BY ALL)
+        ORDER BY harness, bench, judge, model""")
 
 
 def duplicate_items(store: Store) -> pd.DataFrame:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lib.cli import data, harness, judging, links, review, search, stats
+from lib.cli import data, harness, judging, links, review, search, stats, verdicts
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
 
-COMMAND_MODULES = (data, review, stats, judging, links, harness, search)
+COMMAND_MODULES = (data, review, stats, judging, links, harness, search, verdicts)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -453,7 +453,19 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
     ``allowed_roots``: refuse (PathNotAllowed) files that resolve outside these folders (the app's rule).
     """
     progress = progress or (lambda f, m: None)
-    items = discover(list(paths), allowed_roots)
+    paths, human_items = _human_files(list(paths), allowed_roots)  # verdict exports, MT-Bench human judgments
+    try:
+        items = discover(paths, allowed_roots) if paths else []
+    except PathNotAllowed:
+        raise
+    except FormatError:
+        if not human_items:
+            raise
+        items = []
+    if not items:
+        _import_human(store, human_items)
+        progress(1.0, "done")
+        return IngestReport(human_items)
     with store.read() as cur:
         known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
     problems: list[LineProblem] = []
@@ -519,8 +531,56 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         progress(0.97, "linking benches and model names")
         relink(store, questions_changed=any(i.status == "imported" and i.kind in ("questions", "swallow_details")
                                             for i in items))
+    _import_human(store, human_items)
     progress(1.0, "done")
-    return IngestReport(items)
+    return IngestReport(items + human_items)
+
+
+def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[list, list[ImportFile]]:
+    """Split off the files lib.judging.human reads (recognised by their first record): given files, and files in
+    given folders that no harness format claims. Returns (the other paths, the human files). A file that resolves
+    outside ``allowed_roots`` stays with the other paths, where discover() refuses it."""
+    from lib.judging import human
+
+    roots = [Path(r).resolve() for r in allowed_roots] if allowed_roots is not None else None
+    rest, found = [], []
+    for given in paths:
+        root = Path(given).expanduser()
+        if roots is not None and root.exists() and not _inside(root.resolve(), roots):
+            rest.append(given)
+            continue
+        if root.is_file():
+            kind = human.sniff(root) if root.suffix in (".jsonl", ".json") else None
+            if kind:
+                found.append(ImportFile(root, str(root), "human", kind, None, None))
+            else:
+                rest.append(given)
+            continue
+        rest.append(given)
+        if root.is_dir():
+            for path in sorted(root.rglob("*.json*")):
+                if path.suffix not in (".jsonl", ".json") or any(p.startswith(".") for p in path.relative_to(root).parts):
+                    continue
+                if roots is not None and not _inside(path.resolve(), roots):
+                    continue  # discover() refuses the folder, naming this link
+                if fastchat.classify(path) is None and swallow.classify(path) is None and (kind := human.sniff(path)):
+                    found.append(ImportFile(path, _display(path, root), "human", kind, None, None))
+    return rest, found
+
+
+def _import_human(store: Store, items: list[ImportFile]) -> None:
+    from lib.judging import human
+
+    for item in items:
+        source_id, added, present, new = human.import_file(store, item.path, item.kind, item.display)
+        item.rows = added
+        if new:
+            item.status, item.source_id = "imported", source_id
+            item.kind = "human_verdicts" if item.kind == "verdicts" else "human_pair_votes"
+            if present:
+                item.warnings.append(f"{present} record(s) were already in the store")
+        else:
+            item.status, item.existing_source = "unchanged", source_id
 
 
 def relink(store: Store, questions_changed: bool = True) -> None:

@@ -1,0 +1,264 @@
+"""The analyst's verdicts: history and latest, the human judge in item_scores and agreement, review queue,
+export/import round trip, the CLI, MT-Bench pairwise human judgments with compute_agreement.py's numbers, and the
+verdict panel and Review page under AppTest."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from datetime import datetime
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from lib.analysis import agreement
+from lib.analysis.queries import judges_by_harness
+from lib.cli.main import main as cli_main
+from lib.ingest.importer import ingest, remove_source
+from lib.judging import human
+from lib.store import Store
+
+BENCH = "ja_mt_bench"
+M8B = "shisa-ai/shisa-v2-llama3.1-8b"
+LLM_JUDGES = ["gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14", "gpt-4o"]
+
+
+def item_score(store, judge, qid, turn, model):
+    with store.read() as cur:
+        row = cur.execute("SELECT score FROM item_scores WHERE judge = ? AND bench = ? AND question_id = ? AND turn = ? "
+                          "AND model = ?", [judge, BENCH, qid, turn, model]).fetchone()
+    return row[0] if row else None
+
+
+def test_edits_add_rows_and_the_latest_counts(sample_store):
+    t0 = datetime(2026, 1, 1, 12, 0, 0)
+    human.record(sample_store, author="ana", bench=BENCH, question_id="1", turn=1, model=M8B, score=3,
+                 label="both wrong", created_at=t0)
+    human.record(sample_store, author="ana", bench=BENCH, question_id="1", turn=1, model=M8B, score=8,
+                 note="on second reading", created_at=t0.replace(minute=5))
+    human.record(sample_store, author="bo", bench=BENCH, question_id="1", turn=1, model=M8B, score=6, created_at=t0)
+    hist = human.history(sample_store, question_id="1")
+    assert len(hist) == 3
+    ana = hist[hist["author"] == "ana"]
+    assert ana["score"].tolist() == [8.0, 3.0] and ana["latest"].tolist() == [True, False]
+    assert item_score(sample_store, "human:ana", "1", 1, M8B) == 8.0
+    assert item_score(sample_store, "human:bo", "1", 1, M8B) == 6.0
+    # the LLM judges are untouched
+    assert item_score(sample_store, "gpt-4o", "1", 1, M8B) is not None
+    latest = human.latest(sample_store)
+    assert sorted(zip(latest["author"], latest["score"])) == [("ana", 8.0), ("bo", 6.0)]
+
+
+def test_bad_verdicts_are_refused(sample_store):
+    from lib.errors import UsageError
+
+    for kw in ({"author": "", "score": 5}, {"author": "ana", "score": 11}, {"author": "ana"}):
+        with pytest.raises(UsageError):
+            human.record(sample_store, bench=BENCH, question_id="1", turn=1, model=M8B, **kw)
+    assert human.history(sample_store).empty
+
+
+def test_human_judge_appears_in_agreement_next_to_the_llm_judges(sample_store):
+    queue = human.review_queue(sample_store, "ana", bench=BENCH, n=5)
+    assert len(queue) == 5 and not queue["decided"].any()
+    given = {}
+    for i, r in enumerate(queue.itertuples()):
+        score = [2, 9, 4, 10, 5][i]
+        human.record(sample_store, author="ana", bench=BENCH, question_id=r.question_id, turn=r.turn, model=r.model,
+                     score=score)
+        given[(r.question_id, int(r.turn), r.model)] = score
+        if i == 2:
+            assert human.next_undecided(human.review_queue(sample_store, "ana", bench=BENCH, n=5)) == \
+                tuple(list(zip(queue["question_id"], queue["turn"], queue["model"]))[3])
+    assert human.review_queue(sample_store, "ana", bench=BENCH, n=5)["decided"].all()
+    assert "human:ana" in agreement.known_judges(sample_store)
+    judges = LLM_JUDGES + ["human:ana"]
+    table = agreement.agreement(sample_store, judges, bench=BENCH)
+    row = table[(table["judge_a"] == "gpt-4o") & (table["judge_b"] == "human:ana")].iloc[0]
+    gpt4o = {k: item_score(sample_store, "gpt-4o", *k) for k in given}
+    assert row["n"] == 5
+    assert row["mae"] == pytest.approx(sum(abs(gpt4o[k] - given[k]) for k in given) / 5)
+    assert row["mean_diff"] == pytest.approx(sum(gpt4o[k] - given[k] for k in given) / 5)
+    loaded = judges_by_harness(sample_store)
+    assert loaded[loaded["judge"] == "human:ana"]["judgments"].sum() == 5
+    worst = agreement.disagreements(sample_store, judges, bench=BENCH, limit=5)
+    assert "human:ana" in worst.columns
+
+
+def test_export_import_round_trip_into_a_second_database(sample_store, tmp_path):
+    for i, (score, label) in enumerate([(7, None), (None, "reference wrong"), (3, "language rule misapplied")]):
+        human.record(sample_store, author="ana", bench=BENCH, question_id=str(i + 1), turn=1, model=M8B,
+                     score=score, label=label, note="日本語のメモ" if i == 2 else None)
+    human.record(sample_store, author="bo", bench=BENCH, question_id="1", turn=2, model=M8B, score=5)
+    out = tmp_path / "verdicts.jsonl"
+    first = sample_store.path
+    sample_store.close()
+    assert cli_main(["verdicts", "export", "--db", str(first), "--out", str(out)]) == 0
+    with Store(tmp_path / "second.duckdb") as second:
+        report = ingest(second, [out])
+        assert [(f.kind, f.status, f.rows) for f in report.files] == [("human_verdicts", "imported", 4)]
+        again = tmp_path / "again.jsonl"
+        human.export_jsonl(second, again)
+        assert again.read_bytes() == out.read_bytes()
+        # the same file again changes nothing; a copy with other bytes adds no duplicates
+        assert [f.status for f in ingest(second, [out]).files] == ["unchanged"]
+        copy = tmp_path / "copy.jsonl"
+        copy.write_text(out.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+        assert [(f.status, f.rows) for f in ingest(second, [copy]).files] == [("imported", 0)]
+        assert len(human.history(second)) == 4
+        assert item_score(second, "human:ana", "1", 1, M8B) == 7.0
+        # each verdict belongs to the file that first brought it: removing that file removes them and their scores
+        with second.read() as cur:
+            sid = cur.execute("SELECT source_id FROM sources WHERE file_name = 'verdicts.jsonl'").fetchone()[0]
+        remove_source(second, sid)
+        assert human.history(second).empty and item_score(second, "human:ana", "1", 1, M8B) is None
+    with Store(first) as again_first:
+        assert human.export_jsonl(again_first, tmp_path / "bo.jsonl", author="bo") == 1
+    with Store(tmp_path / "third.duckdb") as third:  # only one author
+        ingest(third, [tmp_path / "bo.jsonl"])
+        assert human.authors(third) == ["bo"]
+
+
+def test_cli_verdict(sample_store, capsys):
+    db = str(sample_store.path)
+    sample_store.close()
+    assert cli_main(["verdict", "--db", db, "--bench", BENCH, "--question", "3", "--turn", "2", "--model", M8B,
+                     "--score", "4", "--label", "judge A right", "--note", "n", "--author", "ana"]) == 0
+    assert "human:ana" in capsys.readouterr().out
+    assert cli_main(["verdict", "--db", db, "--bench", BENCH, "--question", "3", "--turn", "2", "--model", M8B,
+                     "--score", "0", "--author", "ana"]) == 2
+    assert cli_main(["verdicts", "list", "--db", db, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["author"], r["score"], r["label"]) for r in rows] == [("ana", 4.0, "judge A right")]
+
+
+# ----------------------------------------------------------------------------------------------
+# MT-Bench pairwise human judgments
+
+def conv(q, a):
+    return [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+
+
+def vote(qid, a, b, winner, judge, turn):
+    return {"question_id": qid, "model_a": a, "model_b": b, "winner": winner, "judge": judge, "turn": turn,
+            "conversation_a": conv("q", "answer a"), "conversation_b": conv("q", "answer b")}
+
+
+VOTES = [
+    # question 81: alpaca-13b vs gpt-3.5-turbo (already in alphabetical order)
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "model_b", "expert_0", 1),
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "model_b", "expert_1", 1),
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "tie", "author_0", 1),
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "model_b", ["gpt-4", "pair-v2"], 1),
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "model_a", "expert_0", 2),
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "tie", "expert_1", 2),
+    vote(81, "alpaca-13b", "gpt-3.5-turbo", "model_a", ["gpt-4", "pair-v2"], 2),
+    # question 82: gpt-4 shown as A, claude-v1 as B: keyed (claude-v1, gpt-4), so winners flip
+    vote(82, "gpt-4", "claude-v1", "model_a", "expert_0", 1),
+    vote(82, "gpt-4", "claude-v1", "tie (bothbad)", "expert_2", 1),
+    vote(82, "claude-v1", "gpt-4", "model_b", ["gpt-4", "pair-v2"], 1),
+]
+
+# By hand, as compute_agreement.py counts:
+# gpt4-pair vs human, turn 1: q81 gpt4 B vs humans [B, B] -> 2/2; q82 gpt4 (gpt-4) vs humans [gpt-4, tie] -> 1/2
+#   with ties 3/4; without: the tie vote is dropped -> 3/3
+# gpt4-pair vs human, turn 2: q81 gpt4 A vs [A, tie] -> 1/2; without ties 1/1
+# human vs human, turn 1: q81 (B, B) agree; q82 (gpt-4, tie) disagree -> 1/2; without ties 1/1
+# human vs human, turn 2: q81 (A, tie) -> 0/1; without ties 0/0
+# author vs human, turn 1: q81 author tie vs [B, B] -> 0/2; without ties 0/0. Turn 2: no author votes -> 0/0
+EXPECTED = {
+    ("gpt4-pair", "human", 1, "with ties"): (3, 4), ("gpt4-pair", "human", 1, "without ties"): (3, 3),
+    ("gpt4-pair", "human", 2, "with ties"): (1, 2), ("gpt4-pair", "human", 2, "without ties"): (1, 1),
+    ("human", "human", 1, "with ties"): (1, 2), ("human", "human", 1, "without ties"): (1, 1),
+    ("human", "human", 2, "with ties"): (0, 1), ("human", "human", 2, "without ties"): (0, 0),
+    ("author", "human", 1, "with ties"): (0, 2), ("author", "human", 1, "without ties"): (0, 0),
+    ("author", "human", 2, "with ties"): (0, 0), ("author", "human", 2, "without ties"): (0, 0),
+}
+
+
+@pytest.mark.parametrize("as_array", [False, True])
+def test_mt_bench_human_judgments_import_and_agreement(store, tmp_path, as_array):
+    path = tmp_path / "mt_bench" / "model_judgment" / ("human_judgments.json" if as_array else "human_judgments.jsonl")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(VOTES) if as_array else "".join(json.dumps(v) + "\n" for v in VOTES), encoding="utf-8")
+    report = ingest(store, [tmp_path / "mt_bench"] if not as_array else [path])
+    assert [(f.kind, f.status, f.rows) for f in report.files] == [("human_pair_votes", "imported", len(VOTES))]
+    votes = human.pair_votes(store)
+    assert sorted(votes["judge"].unique()) == ["gpt-4:pair-v2", "human:author_0", "human:expert_0", "human:expert_1",
+                                                "human:expert_2"]
+    table = human.pair_agreement(store)
+    got = {(r.judge_1, r.judge_2, r.turn, r.ties): (r.agree, r.total) for r in table.itertuples()}
+    assert got == EXPECTED
+    ratio = table.set_index(["judge_1", "judge_2", "turn", "ties"])["ratio"]
+    assert ratio[("gpt4-pair", "human", 1, "with ties")] == 0.75
+    assert math.isnan(ratio[("human", "human", 2, "without ties")])
+
+
+def test_a_bad_human_judgment_line_is_named(store, tmp_path):
+    from lib.errors import FormatError
+
+    path = tmp_path / "human.jsonl"
+    path.write_text(json.dumps(VOTES[0]) + "\n" + json.dumps({**VOTES[1], "winner": "model_c"}) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(FormatError, match=r"human.jsonl:2: .*model_c"):
+        ingest(store, [path])
+    assert human.pair_votes(store).empty
+
+
+# ----------------------------------------------------------------------------------------------
+# Pages
+
+@pytest.fixture
+def app(_sample_db, tmp_path, monkeypatch):
+    db = tmp_path / "verdicts.duckdb"
+    shutil.copy(_sample_db, db)
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    return at
+
+
+def test_verdict_panel_records_scores_and_the_queue_moves(app):
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception
+    assert any("Set your name" in i.value for i in app.info)
+    app.text_input(key="jl_author_input").set_value("mika").run()
+    app.selectbox(key="iv_v_label").set_value("both wrong").run()
+    app.text_input(key="iv_v_note").set_value("言語ルール").run()
+    app.button(key="iv_v_s7").click().run()
+    assert not app.exception
+    assert any("human:mika" in s.value and "score 7" in s.value for s in app.success)
+    from pages._common import get_store
+
+    hist = human.history(get_store())
+    assert hist[["author", "score", "label", "note"]].values.tolist() == [["mika", 7.0, "both wrong", "言語ルール"]]
+    assert app.text_input(key="iv_v_note").value == ""
+    # U: the first undecided item of the queue
+    app.button(key="iv_v_next").click().run()
+    first = human.review_queue(get_store(), "mika", bench=app.session_state["iv_bench"], n=20)
+    assert (app.session_state["iv_q"], int(app.session_state["iv_turn"]), app.session_state["iv_model"]) == \
+        human.next_undecided(first)
+    app.button(key="iv_v_s10").click().run()
+    assert any("score 10" in s.value for s in app.success)
+    # the agreement page offers the human judge next to the LLM judges
+    app.switch_page("pages/agreement.py").run()
+    assert "human:mika" in app.multiselect(key="agr_judges").options
+    app.switch_page("pages/review.py").run()
+    assert not app.exception
+    progress = [str(p.proto) for p in app.get("progress")]
+    assert any("decided by human:mika" in p for p in progress), progress
+
+
+def test_verdict_and_human_judgment_uploads_import_like_on_the_import_page(sample_store, store, tmp_path):
+    from lib.ingest.uploads import stage_uploads
+
+    human.record(sample_store, author="ana", bench=BENCH, question_id="2", turn=1, model=M8B, score=9)
+    human.export_jsonl(sample_store, tmp_path / "v.jsonl")
+    pairs = "".join(json.dumps(v) + "\n" for v in VOTES).encode()
+    staged = stage_uploads([("v.jsonl", (tmp_path / "v.jsonl").read_bytes()), ("human_judgments.jsonl", pairs)],
+                           tmp_path / "upload", "ja_mt_bench")
+    report = ingest(store, staged)
+    assert sorted((f.kind, f.status, f.rows) for f in report.files) == [
+        ("human_pair_votes", "imported", len(VOTES)), ("human_verdicts", "imported", 1)]
+    assert item_score(store, "human:ana", "2", 1, M8B) == 9.0
