@@ -258,7 +258,7 @@ def test_verdict_and_human_judgment_uploads_import_like_on_the_import_page(sampl
     pairs = "".join(json.dumps(v) + "\n" for v in VOTES).encode()
     staged = stage_uploads([("v.jsonl", (tmp_path / "v.jsonl").read_bytes()), ("human_judgments.jsonl", pairs)],
                            tmp_path / "upload", "ja_mt_bench")
-    report = ingest(store, staged)
+    report = ingest(store, staged.paths, allowed_roots=[tmp_path / "upload"])
     assert sorted((f.kind, f.status, f.rows) for f in report.files) == [
         ("human_pair_votes", "imported", len(VOTES)), ("human_verdicts", "imported", 1)]
     assert item_score(store, "human:ana", "2", 1, M8B) == 9.0
