@@ -170,3 +170,9 @@ def test_waterfall_chart_and_cli(ladder_store, server, capsys, monkeypatch):
     assert list(bar.y[1:5]) == [1, -2, -1, pytest.approx(4 - 5)]
     assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
                  "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--steps", "prompt,nope"]) == 2
+    report = ladder_store.path.parent / "gap.html"
+    assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
+                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--items", "4",
+                 "--steps", "prompt,judge", "--reverse", "--report", str(report)]) == 0
+    html = report.read_text(encoding="utf-8")
+    assert "Reverse ladder (B&#x27;s answers" in html and '<td class="t">replay</td>' in html and "How the two runs were set up" in html

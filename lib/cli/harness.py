@@ -3,6 +3,7 @@ and which judge-side factor moves the score how much."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -59,6 +60,14 @@ def cmd_attribute(args) -> int:
           + (f", expected cost ~${est['cost_expected']:.4f}" if est["cost_expected"] is not None else ""),
           file=sys.stderr)
     df = ladder.run(api_key=resolve_api_key(None), concurrency=args.concurrency)
+    if args.report:
+        from lib.render.report import harness_report
+
+        text = harness_report(store, parse_selector(args.a), parse_selector(args.b), swallow_samples="first",
+                              ladder=None if args.reverse else df,
+                              reverse_ladder=df if args.reverse else None)
+        args.report.write_text(text, encoding="utf-8")
+        print(f"Wrote {args.report}: the gap, the setup table and the ladder; opens offline.", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(attribution.records(df), ensure_ascii=False, indent=1))
     else:
@@ -78,4 +87,6 @@ def register_attribute(sub, parents) -> None:
     p.add_argument("--items", type=int, help="re-judge this many linked items (question by question over the categories)")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--reverse", action="store_true", help="the reverse ladder: B's answers judged A's way")
+    p.add_argument("--report", type=Path, metavar="FILE",
+                   help="also write the self-contained HTML report (gap, setup table, ladder waterfall)")
     p.set_defaults(func=cmd_attribute)
