@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.analysis import agreement, deltas, distributions, item_view, queries  # noqa: E402
+from lib.analysis import agreement, deltas, distributions, harness_diff, item_view, linking, queries, runs  # noqa: E402
 from lib.store import Store, refresh_item_scores  # noqa: E402
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
@@ -57,11 +57,31 @@ def build(path: Path, rows: int, judges: int) -> dict:
                               ELSE 1 + ((hash(m, q) % 7) + (hash(j, m, q, turn) % 4))::INT END AS s
                   FROM range(?) a(j), range(?) b(m), range(1, 81) c(q), range(1, 3) d(turn))""", [judges, models])
         n = cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0]
+        # a second harness on a second bench: model-7 under Swallow's layout (5 samples, 'hosted_vllm/' route)
+        cur.execute("""INSERT INTO questions SELECT 1, 'bench_y', question_id, category, turns FROM questions
+                       WHERE bench = 'bench_x'""")
+        cur.execute("""
+            INSERT INTO answers SELECT 1, 'swallow', 'bench_y', 'hosted_vllm/model-7', NULL, NULL, CAST(q AS VARCHAR),
+                   s, turn, '答え' || md5(q::VARCHAR || turn || s), 0.7, 'あなたは誠実で優秀な日本人のアシスタントです。', 8192
+            FROM range(1, 81) b(q), range(1, 3) c(turn), range(0, 5) d(s)""")
+        cur.execute("""
+            INSERT INTO single_judgments
+            SELECT 1, 'swallow', 'bench_y', 'gpt-4o-2024-08-06', 'swallow-single-v1', 'hosted_vllm/model-7',
+                   CAST(q AS VARCHAR), turn, s, r, r, 'ok', 'Rating: [[' || r || ']]',
+                   '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "x"}]', NULL
+            FROM (SELECT q, turn, s, 1 + (hash(q, turn, s) % 10)::INT AS r
+                  FROM range(1, 81) b(q), range(1, 3) c(turn), range(0, 5) d(s))""")
         t1 = time.perf_counter()
         refresh_item_scores(cur)  # what ingest does after writing judgments
         refresh_s = time.perf_counter() - t1
+    from lib.ingest.importer import relink
+
+    t2 = time.perf_counter()
+    relink(store)  # what ingest does next: link the benches' questions, alias the model names
+    info_relink = time.perf_counter() - t2
     store.close()
-    return {"rows": n, "models": models, "judges": judges, "build_s": time.perf_counter() - t0, "refresh_s": refresh_s}
+    return {"rows": n, "models": models, "judges": judges, "build_s": time.perf_counter() - t0, "refresh_s": refresh_s,
+            "relink_s": info_relink}
 
 
 def timed(fn, repeat: int) -> float:
@@ -106,6 +126,14 @@ def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
             store, {"bench": "bench_x", "judge": j2[0], "model": "model-7"}, {"bench": "bench_x", "judge": j2[1], "model": "model-7"}),
         "compare: paired deltas, 2 models under one judge": lambda: deltas.compare_levels(
             store, {"bench": "bench_x", "judge": j2[0], "model": "model-7"}, {"bench": "bench_x", "judge": j2[0], "model": "model-8"}),
+        "harness: runs of every model (model picker)": lambda: runs.runs(store),
+        "harness: one model across linked benches (category rows)": lambda: runs.compare_runs(
+            store, {"harness": "fastchat", "judge": j2[0], "model": "model-7"}, {"harness": "swallow", "model": "model-7"},
+            levels=("category",)),
+        "harness: setup table": lambda: harness_diff.harness_diff(
+            store, {"harness": "fastchat", "judge": j2[0], "model": "model-7"}, {"harness": "swallow", "model": "model-7"}),
+        "harness: link summary": lambda: linking.link_summary(store, "bench_x", "bench_y"),
+        "overview: harness x model matrix": lambda: runs.matrix_wide(runs.harness_matrix(store)),
     }
 
 
@@ -120,7 +148,7 @@ def main() -> None:
         path = Path(tmp) / "pages_bench.duckdb"
         info = build(path, args.rows, args.judges)
         print(f"built {info['rows']:,} judgment rows ({info['judges']} judges x {info['models']:,} models x 80 x 2) "
-              f"in {info['build_s']:.1f} s (item_scores refresh {info['refresh_s']:.2f} s); "
+              f"in {info['build_s']:.1f} s (item_scores refresh {info['refresh_s']:.2f} s, relink {info['relink_s']:.2f} s); "
               f"file {path.stat().st_size / 1e6:.0f} MB")
         store = Store(path)
         judges = [f"judge-{j}" for j in range(args.judges)]

@@ -94,6 +94,11 @@ def harness_compare(store, version: tuple) -> None:
                    + "). Questions are the unit; 95% t interval; p_adjusted is Holm over the rows shown. "
                    "Red: significant after Holm; grey: inside the noise.")
         show_chart(charts.delta_forest(gap, "A", "B"), "harness_gap")
+        with st.expander("Paired items (edited and fuzzy links marked in the link column)"):
+            pairs = cached_query(runs.paired_runs, version, a=ra.selector, b=rb.selector, swallow_samples=samples,
+                                 exclude_links=excl)
+            show_table(pairs.drop(columns=["question"]), "harness_pairs",
+                       column_config={"link": st.column_config.TextColumn("link", help="exact, edited, fuzzy, manual")})
         show_table(gap.drop(columns=["model", "level"]), "harness_gap",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})

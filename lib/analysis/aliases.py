@@ -90,6 +90,12 @@ def canonical(store: Store, name: str) -> str:
     return _resolve(table, name)
 
 
+def canonical_map(store: Store, names) -> dict[str, str]:
+    """``canonical`` for many names with one read of the alias table."""
+    table = _table(store)
+    return {n: _resolve(table, n) for n in names}
+
+
 def _resolve(table: dict[str, tuple[str, str]], name: str) -> str:
     seen = set()
     while name in table and table[name][1] != "removed" and table[name][0] != name and name not in seen:

@@ -82,10 +82,33 @@ def _messages(stored: str | None) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def _placeholders(store: Store, run: Run, qid: str, turn: int, sample: int) -> dict[str, str]:
-    from lib.judging.context import build_contexts
+def _example_context(store: Store, run: Run, qid: str, sample: int) -> dict | None:
+    """The texts one stored prompt was filled with: the question's turns, the answer turns of this sample, the
+    reference the run's judge reads (a narrow lookup of one item; ``lib.judging.context`` loads whole benches)."""
+    q = _rows(store, "SELECT turns FROM current_questions WHERE bench = ? AND question_id = ?", [run.bench, qid])
+    if not q:
+        return None
+    turns = list(q[0][0])
+    ans = dict(_rows(store, """SELECT turn, arg_max(text, source_id) FROM answers WHERE bench = ? AND question_id = ?
+                               AND sample = ? AND (model = $4 OR model_id = $4 OR file_model = $4) GROUP BY turn"""
+                     .replace("$4", "?"), [run.bench, qid, sample, run.model, run.model, run.model]))
+    refs = _rows(store, "SELECT judge, turn, text FROM reference_answers WHERE bench = ? AND question_id = ? "
+                        "ORDER BY source_id", [run.bench, qid])
+    judges = sorted({j for j, _, _ in refs})
+    use = run.judge if run.judge in judges else (judges[0] if judges else None)
+    ref = {int(t): x for j, t, x in refs if j == use}
+    ctx = {"question": turns[0] if turns else None}
+    for i, text in enumerate(turns, 1):
+        ctx[f"question_{i}"] = text
+    for t, text in ans.items():
+        ctx[f"answer_{int(t)}"] = text
+    ctx["answer"] = ctx.get("answer_1")
+    for t, text in ref.items():
+        ctx[f"ref_answer_{t}"] = text
+    return ctx
 
-    ctx = build_contexts(store, [ItemKey(run.bench, qid, turn, run.model, sample)], judge_hint=run.judge)[0].context
+
+def _placeholders(ctx: dict | None, turn: int) -> dict[str, str]:
     if ctx is None:
         return {}
     names = (["question", "answer", "ref_answer_1"] if turn == 1 else
@@ -98,15 +121,17 @@ def prompt_templates(store: Store, run: Run) -> dict[str, dict]:
     judge saw, rebuilt from one stored rendered prompt by putting the question, answer and reference texts
     back as FastChat placeholders. FastChat does not store the system prompt: it comes from the imported
     judge_prompts.jsonl of that name when one matches, else it is marked not recorded."""
-    rows = _rows(store, """SELECT prompt_name, any_value(question_id), any_value(turn), any_value(sample),
-                                  any_value(judge_prompt), count(*)
-                           FROM (SELECT * FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ?
-                                 AND model = ? AND judge_prompt IS NOT NULL AND sample = 0 ORDER BY question_id, turn)
+    rows = _rows(store, """SELECT prompt_name, arg_min(question_id, k), arg_min(turn, k), arg_min(sample, k),
+                                  arg_min(judge_prompt, k), count(*)
+                           FROM (SELECT prompt_name, question_id, turn, sample, judge_prompt,
+                                        coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn AS k
+                                 FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND model = ?
+                                 AND judge_prompt IS NOT NULL AND sample = 0)
                            GROUP BY prompt_name ORDER BY prompt_name""", list(run.selector.values()))
     out = {}
     for name, qid, turn, sample, stored, n in rows:
         msgs = _messages(stored)
-        values = _placeholders(store, run, qid, int(turn), int(sample))
+        values = _placeholders(_example_context(store, run, qid, int(sample)), int(turn))
         for m in msgs:
             for key, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
                 m["content"] = m["content"].replace(value, "{" + key + "}")

@@ -56,8 +56,7 @@ def runs(store: Store) -> pd.DataFrame:
     with store.read() as cur:
         df = cur.execute("""SELECT harness, bench, judge, model, count(*) FILTER (score IS NOT NULL) AS items
                             FROM item_scores GROUP BY ALL ORDER BY harness, bench, judge, model""").df()
-    table = {n: aliases.canonical(store, n) for n in df["model"].unique()}
-    df.insert(4, "canonical", df["model"].map(table))
+    df.insert(4, "canonical", df["model"].map(aliases.canonical_map(store, df["model"].unique())))
     return df
 
 
@@ -185,8 +184,7 @@ def harness_matrix(store: Store) -> pd.DataFrame:
     board = leaderboard(store)
     if board.empty:
         return pd.DataFrame(columns=["model", "harness", "bench", "judge", "ours", "harness_own", "n_items"])
-    table = {n: aliases.canonical(store, n) for n in board["model"].unique()}
-    out = pd.DataFrame({"model": board["model"].map(table), "harness": board["harness"], "bench": board["bench"],
+    out = pd.DataFrame({"model": board["model"].map(aliases.canonical_map(store, board["model"].unique())), "harness": board["harness"], "bench": board["bench"],
                         "judge": board["judge"], "ours": board["overall"], "harness_own": board["overall_harness"],
                         "n_items": board["n_items"]})
     return out.sort_values(["model", "harness", "bench", "judge"]).reset_index(drop=True)
