@@ -220,8 +220,13 @@ order = f4.selectbox("Which items", ["judged by the stored judge", "largest disa
 g1, g2, g3 = st.columns(3)
 limit = g1.number_input("At most (items)", 1, 100_000, 20, key="wb_b_limit")
 concurrency = g2.number_input("Concurrency", 1, 64, 8, key="wb_b_conc")
-label = g3.text_input("Label (the new judge's name)",
-                      J.default_label(config, template) if config else "", key="wb_b_label")
+# The label follows the endpoint and template (MODEL+TEMPLATE@vN) until the user types their own: a widget
+# keeps its first value otherwise, and verdicts would be stored under a model that did not make them.
+auto_label = J.default_label(config, template) if config else ""
+if st.session_state.get("wb_b_label") in (None, "", st.session_state.get("wb_b_label_auto")):
+    st.session_state["wb_b_label"] = auto_label
+st.session_state["wb_b_label_auto"] = auto_label
+label = g3.text_input("Label (the new judge's name)", key="wb_b_label")
 filters = dict(bench=bench, category=None if cat == "(all)" else cat, turn=None if turn == "(all)" else int(turn),
                model=None if bmodel == "(all)" else bmodel, limit=int(limit))
 if order == "judged by the stored judge" and judges:

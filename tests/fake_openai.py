@@ -10,8 +10,9 @@ thread and answers ``POST /v1/chat/completions``. What it answers is scripted pe
 
 A ``Reply`` can be a normal completion (``Reply("text")``), an HTTP error with headers
 (``Reply.rate_limited(retry_after=1)``, ``Reply.server_error()``, ``Reply.error(401, ...)``), a
-malformed body (``Reply.malformed()``), a hang (``Reply.hang(seconds)``, for client timeouts), and
-any of them with extra ``delay``. ``latency`` delays every request. Every request is recorded
+malformed body (``Reply.malformed()``), a hang (``Reply.hang_for(seconds)``, for client timeouts), a
+drip (``Reply.dripping(every=1.0)``: headers at once, then the body one byte per ``every`` seconds, which no
+per-read timeout ever catches), and any of them with extra ``delay``. ``latency`` delays every request. Every request is recorded
 (``server.requests``: path, headers, parsed JSON body, time) so tests can check what the client sent,
 e.g. the Authorization header.
 
@@ -39,6 +40,7 @@ class Reply:
     body: bytes | None = None          # raw body (overrides everything): for malformed responses
     delay: float = 0.0                 # extra seconds before answering
     hang: float = 0.0                  # sleep this long (or until the server stops) and send nothing useful
+    drip: float = 0.0                  # > 0: send the headers, then one body byte every `drip` seconds
     prompt_tokens: int | None = None   # default: characters of the messages / 4
     completion_tokens: int | None = None
     error_message: str = "error"
@@ -67,6 +69,10 @@ class Reply:
     @classmethod
     def hang_for(cls, seconds: float) -> "Reply":
         return cls(None, hang=seconds)
+
+    @classmethod
+    def dripping(cls, every: float = 1.0, text: str = "Rating: [[5]]") -> "Reply":
+        return cls(text, drip=every)
 
 
 @dataclass
@@ -165,13 +171,31 @@ class FakeOpenAI:
                 text = reply.text or ""
                 pt = reply.prompt_tokens if reply.prompt_tokens is not None else max(1, chars // 4)
                 ct = reply.completion_tokens if reply.completion_tokens is not None else max(1, len(text) // 4)
-                self._send(200, {
+                send = self._send_drip if reply.drip else self._send
+                send(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                     "model": (body or {}).get("model", "fake"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
-                }, reply.headers)
+                }, reply.headers, *([reply.drip] if reply.drip else []))
+
+            def _send_drip(self, status, obj, headers, every):
+                data = json.dumps(obj).encode()
+                try:
+                    self.send_response(status)
+                    for k, v in {"Content-Type": "application/json", **(headers or {})}.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.flush()
+                    for i in range(len(data)):
+                        if fake._stop.wait(every):
+                            return
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                except OSError:
+                    pass
 
             def _send(self, status, obj, headers=None):
                 self._send_raw(status, json.dumps(obj).encode(), {"Content-Type": "application/json", **(headers or {})})
@@ -190,6 +214,12 @@ class FakeOpenAI:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             request_queue_size = 128
+
+            def handle_error(self, request, client_address):  # a client that hangs up is not news
+                import sys
+
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},

@@ -54,6 +54,7 @@ def cmd_rejudge(args) -> int:
     api_key = judge_client.resolve_api_key(None, None) if est.to_send else None
     progress = _throttled(lambda done, total, eta=None: f"  {done}/{total}" + (f", ~{eta:.0f} s left" if eta else ""))
     cancel = threading.Event()
+    finished = threading.Event()
     box: dict = {}
 
     def work():
@@ -61,23 +62,46 @@ def cmd_rejudge(args) -> int:
             box["summary"] = batch.run(api_key=api_key, concurrency=args.concurrency, progress=progress, cancel=cancel)
         except BaseException as exc:  # handed to the main thread
             box["error"] = exc
+        finally:
+            finished.set()
 
-    worker = threading.Thread(target=work, name="judgelens-rejudge", daemon=True)
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(0.2)
-    except KeyboardInterrupt:
-        print("cancelling (requests in flight are kept; run the same command again to resume) ...", file=sys.stderr)
-        cancel.set()
-        worker.join()
+    # Wait on an Event, not Thread.join: a join interrupted by Ctrl-C may return at once afterwards
+    # (CPython 3.11), and the process would then exit while the batch is still writing.
+    threading.Thread(target=work, name="judgelens-rejudge", daemon=True).start()
+    interrupted = False
+    while not finished.is_set():
+        try:
+            finished.wait(0.2)
+        except KeyboardInterrupt:
+            if not interrupted:
+                print("Cancelling: waiting for the requests in flight, then storing every verdict that arrived ...",
+                      file=sys.stderr)
+            interrupted = True
+            cancel.set()
     if "error" in box:
         raise box["error"]
     summary = box["summary"]
     print(summary.text())
+    if interrupted:
+        print(f"Interrupted: {summary.written} verdict(s) of this run are stored under {summary.label!r}. "
+              "Run the same command again to resume.", file=sys.stderr)
+        return 130
+    if summary.nothing_succeeded:
+        print(f"Nothing succeeded: {_every_request_failed(summary)}", file=sys.stderr)
+        return 1
     print("See it next to the other judges: python -m lib.cli scores --by judge,model,turn"
           + (f" --db {args.db}" if args.db else ""))
     return 1 if summary.error or (summary.not_renderable and not summary.written) else 0
+
+
+def _every_request_failed(summary) -> str:
+    if summary.error_reasons:
+        reasons = sorted(summary.error_reasons.items(), key=lambda kv: -kv[1])
+        return ("every request failed: " + "; ".join(f"{reason} ({n} request(s))" for reason, n in reasons[:5])
+                + (f"; and {len(reasons) - 5} other reason(s)" if len(reasons) > 5 else ""))
+    if summary.error:
+        return summary.error
+    return "no request could be sent (see the problems above)."
 
 
 def cmd_probe(args) -> int:

@@ -1,8 +1,9 @@
 """Command line: ``python -m lib.cli COMMAND``. Each command lives in the module of its area
 (``data``, ``review``, ``stats``, ``judging``, ``links``, ``harness``); this file builds the parser from them and maps errors to exit codes.
 
-Exit codes: 0 success, 1 bad input (nothing imported), 2 usage or a user error (unknown format, a bad
-template, a refused API key, ...), 3 the database is in use by another process. ``probe``: 0 every
+Exit codes: 0 success, 1 bad input (nothing imported; ``rejudge``: not one request succeeded), 2 usage or
+a user error (unknown format, a bad template, a refused API key, ...), 3 the database is in use by another
+process, 130 interrupted (Ctrl-C; ``rejudge`` keeps every verdict that arrived). ``probe``: 0 every
 deciding probe passed, 1 a canary or position-swap probe failed or could not be evaluated.
 ``flags`` always exits 0 on success: flags are findings to review.
 """
@@ -36,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(str(p) for p in exc.problems), file=sys.stderr)
         print(f"Nothing was imported. {exc.hint}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("Interrupted: nothing more was done.", file=sys.stderr)
+        return 130
     except DatabaseBusyError as exc:
         print(exc.message, file=sys.stderr)
         return 3

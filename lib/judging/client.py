@@ -18,15 +18,10 @@ trailing slash, model, messages, parameters sent: temperature and max tokens). T
 settings are not part of the key (they do not change the answer); the key never is. The same
 request again costs nothing unless forced.
 
-Batches: ``RejudgeBatch.prepare(...)`` renders every item first (so template problems and the cost
-estimate are known before any call), ``.run(...)`` sends the uncached requests with ``concurrency``
-threads, reports progress, stops on ``cancel`` (a ``threading.Event``) and writes verdicts as they
-arrive. Re-running the same batch (same label, template version, model, URL and parameters)
-resumes it: finished items are skipped and the cache answers requests that were already paid for.
-The verdicts are a new judge: ``single_judgments`` rows (harness 'judgelens', judge = the label,
-prompt_name = name@vN) or ``pair_judgments`` rows for pairwise templates, under a ``sources`` row of
-kind 'rejudge' (path ``rejudge:<label>``), plus one ``rejudgments`` row per request recording the
-template version and the request hash.
+Requests have a total deadline of ``timeout_s`` each (``lib.judging.deadline``), however slowly the
+server sends. Many calls at once go through ``lib.judging.dispatch``; re-judge batches
+(``RejudgeBatch``, ``run_batch``, ``BatchSummary``) live in ``lib.judging.batch`` and are also
+importable from here.
 """
 from __future__ import annotations
 
@@ -35,19 +30,18 @@ import hashlib
 import json
 import logging
 import os
-import queue
 import random
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from dataclasses import dataclass
+from typing import Mapping
 
 from lib.errors import JudgeLensError
-from lib.analysis.item_view import ItemKey
-from lib.judging.context import PairKey, build_contexts
-from lib.judging.parsers import parse, to_ten_scale
-from lib.store import Store, refresh_item_scores
-from lib.judging.templates import Template, TemplateError, _canon, get_template, render_many, save_template
+from lib.judging.context import build_contexts
+from lib.judging.deadline import deadline_http_client, total_deadline
+from lib.judging.parsers import parse
+from lib.judging.templates import Template, TemplateError, render_many
+from lib.store import Store
 
 log = logging.getLogger("judgelens.judge_client")
 
@@ -55,9 +49,6 @@ ENV_KEY = "OPENAI_API_KEY"
 HARNESS = "judgelens"
 RETRYABLE_STATUS = {408, 409, 429}
 FATAL_STATUS = {401, 403, 404}
-WRITE_EVERY_S = 0.5          # batch: flush finished verdicts at least this often
-WRITE_EVERY_ROWS = 100
-CANCEL_GRACE_S = 5.0         # batch: after cancel, wait this long for requests already in flight
 
 
 class JudgeAPIError(JudgeLensError):
@@ -79,10 +70,6 @@ class MissingAPIKeyError(JudgeLensError):
 
 class Cancelled(Exception):
     pass
-
-
-class LabelInUseError(JudgeLensError):
-    title = "Label already used"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -166,7 +153,8 @@ def make_client(config: JudgeConfig, api_key: str | None):
     import openai
 
     timeout = openai.Timeout(config.timeout_s, connect=min(10.0, config.timeout_s))
-    return openai.OpenAI(api_key=api_key, base_url=config.base_url, timeout=timeout, max_retries=0)
+    return openai.OpenAI(api_key=api_key, base_url=config.base_url, timeout=timeout, max_retries=0,
+                         http_client=deadline_http_client(timeout))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -299,9 +287,10 @@ def _create_with_retries(client, config: JudgeConfig, messages: list[dict], api_
             # client.post with cast_to=Response: the documented way to send a raw request through the
             # client (same auth, base URL, timeout, error classes) without the SDK's per-request model
             # transforms, which cost about 1 ms of CPU per call; the body is checked in _completion.
-            resp = client.post("/chat/completions", cast_to=_response_class(),
-                               body={"model": config.model, "messages": messages, **config.params()})
-            data = resp.json()
+            with total_deadline(config.timeout_s):  # the whole request, however slowly the server drips
+                resp = client.post("/chat/completions", cast_to=_response_class(),
+                                   body={"model": config.model, "messages": messages, **config.params()})
+                data = resp.json()
         except openai.APIStatusError as exc:
             status = exc.status_code
             headers = exc.response.headers if exc.response is not None else None
@@ -310,7 +299,8 @@ def _create_with_retries(client, config: JudgeConfig, messages: list[dict], api_
             if not retryable:
                 raise JudgeAPIError(msg, status=status, fatal=status in FATAL_STATUS, attempts=attempts) from None
         except openai.APITimeoutError:
-            msg = f"Judge call to {config.base_url} got no answer within {config.timeout_s:g} s (timeout)."
+            msg = (f"Judge call to {config.base_url} got no answer within {config.timeout_s:g} s (timeout). "
+                   "The limit is for the whole request, up to the last byte of the answer.")
             retryable = True
         except openai.APIConnectionError as exc:
             msg = redact(f"Could not connect to {config.base_url}: {exc.__cause__ or exc}", api_key)
@@ -404,550 +394,16 @@ def rejudge_one(store: Store, template: Template, config: JudgeConfig, item, *, 
             "cost": None if result.cached else config.cost(result.prompt_tokens, result.completion_tokens)}
 
 
-# ------------------------------------------------------------------------------------------------
-# Batches
-
-@dataclass
-class _Request:
-    unit: int                 # index of the item
-    game: int                 # 1, or 2 for the swapped pairwise game
-    messages: list[dict]
-    request_hash: str
-    messages_json: str = ""   # computed while preparing, so writing verdicts stays cheap
-    result: CallResult | None = None
-    error: str | None = None
 
 
-@dataclass
-class _Unit:
-    item: object
-    requests: list[_Request] = field(default_factory=list)
-    error: str | None = None  # context or render problem: never sent
-    written: bool = False
+# The batch API (lib.judging.batch) is also reachable from here, as it always was.
+_BATCH_NAMES = {"RejudgeBatch", "run_batch", "BatchSummary", "BatchEstimate", "LabelInUseError", "default_label",
+                "run_hash", "estimate_tokens"}
 
 
-@dataclass
-class BatchSummary:
-    label: str
-    template: str                      # name@vN
-    template_id: int
-    source_id: int | None
-    mode: str                          # single | pairwise
-    items: int                         # items asked for
-    skipped_done: int = 0              # already judged in this run before (resume)
-    not_renderable: int = 0            # items whose prompt could not be built (see problems)
-    requests: int = 0                  # requests this batch needed
-    cache_hits: int = 0
-    calls: int = 0                     # requests actually sent (answered or failed)
-    written: int = 0                   # verdict rows written
-    ok: int = 0
-    not_parsed: int = 0
-    regex_timeouts: int = 0            # of the not parsed: the template's parser regex ran out of time
-    out_of_range: int = 0
-    api_errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    estimated_cost: float | None = None
-    elapsed_s: float = 0.0
-    cancelled: bool = False
-    error: str | None = None           # why the batch stopped early, if it did
-    problems: list[str] = field(default_factory=list)
+def __getattr__(name: str):
+    if name in _BATCH_NAMES:
+        from lib.judging import batch
 
-    @property
-    def requests_per_s(self) -> float:
-        return self.calls / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    def text(self) -> str:
-        lines = [f"{self.label}: {self.template} ({self.mode}), {self.items} item(s)"
-                 + (f", {self.skipped_done} already done" if self.skipped_done else "")
-                 + (f", {self.not_renderable} not renderable" if self.not_renderable else ""),
-                 f"requests: {self.requests} needed, {self.cache_hits} from cache, {self.calls} sent "
-                 f"in {self.elapsed_s:.1f} s ({self.requests_per_s:.1f}/s)",
-                 f"verdicts written: {self.written} (ok {self.ok}, not parsed {self.not_parsed}, "
-                 f"out of range {self.out_of_range}, API errors {self.api_errors})"
-                 + (f"\n{self.regex_timeouts} of the not parsed: the template's parser regex took too long on the "
-                    "judge's output and was stopped; simplify the pattern (no nested repeats such as (a+)+) and "
-                    "run the batch again (the answers come from the cache)" if self.regex_timeouts else ""),
-                 f"tokens: {self.prompt_tokens} in, {self.completion_tokens} out"
-                 + (f"; cost ~${self.cost:.4f}" if self.cost is not None else "")
-                 + (f" (estimated before: ~${self.estimated_cost:.4f})" if self.estimated_cost is not None else "")]
-        if self.cancelled:
-            lines.append("cancelled: run the same batch again to resume (finished calls come from the cache)")
-        if self.error:
-            lines.append(f"stopped: {self.error}")
-        for p in self.problems[:10]:
-            lines.append(f"  problem: {p}")
-        if len(self.problems) > 10:
-            lines.append(f"  … and {len(self.problems) - 10} more problem(s)")
-        return "\n".join(lines)
-
-
-@dataclass
-class BatchEstimate:
-    items: int
-    requests: int
-    cached: int
-    to_send: int
-    prompt_tokens: int          # estimated for the requests to send (characters / 4, CJK 1 per character)
-    max_completion_tokens: int  # max_tokens x requests to send
-    cost_upper: float | None    # with max_completion_tokens
-    cost_expected: float | None  # with completion_tokens_typical per request
-    completion_tokens_typical: int
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count: ASCII ~4 characters per token, other characters ~1 each."""
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    return ascii_chars // 4 + (len(text) - ascii_chars) + 1
-
-
-def default_label(config: JudgeConfig, template: Template) -> str:
-    return f"{config.model}+{template.label}"
-
-
-def run_hash(label: str, template: Template, config: JudgeConfig) -> str:
-    ident = {"label": label, "template_id": template.template_id, "base_url": config.base_url,
-             "model": config.model, "params": config.params()}
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
-
-
-class RejudgeBatch:
-    """A batch: ``prepare`` (render everything, look up the cache, estimate) then ``run``."""
-
-    def __init__(self, store: Store, template: Template, config: JudgeConfig, items: list,
-                 label: str | None = None, *, reference_judge: str | None = None, judge_hint: str | None = None,
-                 force: bool = False):
-        if template.template_id is None:
-            template = save_template(store, template)
-        elif _canon(get_template(store, template.template_id).content()) != _canon(template.content()):
-            template = save_template(store, template.edited())  # changed since loaded: a new version
-        self.store, self.template, self.config = store, template, config
-        self.label = (label or default_label(config, template)).strip()
-        if not self.label:
-            raise ValueError("The label (the new judge's name) must not be empty.")
-        self.mode = template.mode
-        for it in items:
-            if self.mode == "pairwise" and not isinstance(it, PairKey):
-                raise ValueError(f"{template.label} is a pairwise template: give PairKey items (two models).")
-            if self.mode == "single" and not isinstance(it, ItemKey):
-                raise ValueError(f"{template.label} grades single answers: give ItemKey items.")
-        self.items = list(items)
-        self.reference_judge, self.judge_hint, self.force = reference_judge, judge_hint, force
-        self.run_sha = run_hash(self.label, template, config)
-        self.source_id: int | None = None
-        self.units: list[_Unit] = []
-        self.skipped_done = 0
-        self._redo_keys: list = []
-        self.prepared = False
-        self._estimate: BatchEstimate | None = None
-
-    # -- preparation
-    def _check_label(self) -> None:
-        with self.store.read() as cur:
-            row = cur.execute("SELECT source_id FROM sources WHERE kind = 'rejudge' AND sha256 = ?",
-                              [self.run_sha]).fetchone()
-            self.source_id = row[0] if row else None
-            others = cur.execute(
-                """SELECT DISTINCT s.source_id, s.path, s.harness FROM sources s
-                   JOIN (SELECT source_id FROM single_judgments WHERE judge = $l
-                         UNION SELECT source_id FROM pair_judgments WHERE judge = $l) j USING (source_id)
-                   WHERE s.sha256 <> $sha OR s.kind <> 'rejudge'""", {"l": self.label, "sha": self.run_sha}).fetchall()
-            same_path = cur.execute("SELECT source_id FROM sources WHERE kind = 'rejudge' AND path = ? AND sha256 <> ?",
-                                    [f"rejudge:{self.label}", self.run_sha]).fetchall()
-        if others or same_path:
-            sid = (others or same_path)[0][0]
-            raise LabelInUseError(
-                f"The judge name {self.label!r} is already used by source {sid} (another import or a re-judge run "
-                "with a different template version, model, URL or parameters). Choose another label, or remove "
-                f"that source first (python -m lib.cli remove {sid}).")
-
-    def _done_keys(self) -> set:
-        if self.source_id is None:
-            return set()
-        with self.store.read() as cur:
-            if self.mode == "single":
-                rows = cur.execute(
-                    """SELECT bench, question_id, turn, model, sample, parse_status FROM single_judgments
-                       WHERE source_id = ?""", [self.source_id]).fetchall()
-                done = {ItemKey(b, q, int(t), m, int(s)) for b, q, t, m, s, st in rows if st != "api_error"}
-                self._redo_keys = [ItemKey(b, q, int(t), m, int(s)) for b, q, t, m, s, st in rows if st == "api_error"]
-            else:
-                rows = cur.execute(
-                    """SELECT bench, question_id, turn, model_1, model_2, g1_winner, g2_winner FROM pair_judgments
-                       WHERE source_id = ?""", [self.source_id]).fetchall()
-                done = {PairKey(b, q, int(t), m1, m2, 0) for b, q, t, m1, m2, g1, g2 in rows
-                        if "error" not in (g1, g2)}
-                self._redo_keys = [PairKey(b, q, int(t), m1, m2, 0) for b, q, t, m1, m2, g1, g2 in rows
-                                   if "error" in (g1, g2)]
-        return done
-
-    def prepare(self) -> BatchEstimate:
-        """Build every prompt and look up the cache. Raises TemplateError if the template itself fails."""
-        self._check_label()
-        done = self._done_keys()
-        todo = [it for it in self.items if it not in done]
-        self.skipped_done = len(self.items) - len(todo)
-        expanded: list[tuple[int, int, object]] = []  # (unit, game, context item)
-        self.units = [_Unit(it) for it in todo]
-        for u, it in enumerate(todo):
-            if self.mode == "pairwise":
-                expanded.append((u, 1, it))
-                expanded.append((u, 2, PairKey(it.bench, it.question_id, it.turn, it.model_b, it.model_a, it.sample)))
-            else:
-                expanded.append((u, 1, it))
-        contexts = build_contexts(self.store, [e[2] for e in expanded], preprocess=self.template.preprocess,
-                                  reference_judge=self.reference_judge, judge_hint=self.judge_hint)
-        ok_idx = [k for k, c in enumerate(contexts) if c.context is not None]
-        for k, c in enumerate(contexts):
-            if c.context is None:
-                self.units[expanded[k][0]].error = c.error
-        rendered = render_many(self.template, [contexts[k].context for k in ok_idx],
-                               [contexts[k].missing or {} for k in ok_idx]) if ok_idx else []
-        for k, res in zip(ok_idx, rendered):
-            u, game, _ = expanded[k]
-            unit = self.units[u]
-            if not res.ok:
-                unit.error = unit.error or res.error
-                continue
-            unit.requests.append(_Request(u, game, res.messages, request_hash(self.config, res.messages),
-                                          json.dumps(res.messages, ensure_ascii=False)))
-        for unit in self.units:
-            if unit.error:
-                unit.requests = []
-        hashes = [r.request_hash for unit in self.units for r in unit.requests]
-        cache = {} if self.force else _cache_get(self.store, hashes)
-        for unit in self.units:
-            for r in unit.requests:
-                if r.request_hash in cache:
-                    r.result = cache[r.request_hash]
-        self.prepared = True
-        self._estimate = None
-        if any(r.result is None for unit in self.units for r in unit.requests):
-            import openai  # noqa: F401  (the SDK takes ~1 s to import: pay it here, not in the send phase)
-        return self.estimate()
-
-    def estimate(self) -> BatchEstimate:
-        """Requests to send and their cost: prompt tokens estimated from the rendered text, completion
-        tokens at most max_tokens each ("upper") or the judge model's average so far ("expected")."""
-        if getattr(self, "_estimate", None) is not None:
-            return self._estimate
-        reqs = [r for unit in self.units for r in unit.requests]
-        to_send = [r for r in reqs if r.result is None]
-        pt = sum(estimate_tokens(m["content"]) for r in to_send for m in r.messages)
-        with self.store.read() as cur:
-            typical = cur.execute("SELECT avg(completion_tokens) FROM judge_cache WHERE model = ?",
-                                  [self.config.model]).fetchone()[0]
-        typical = int(typical) if typical else min(self.config.max_tokens, 400)
-        mx = self.config.max_tokens * len(to_send)
-        self._estimate = BatchEstimate(len(self.units), len(reqs), len(reqs) - len(to_send), len(to_send), pt, mx,
-                                       self.config.cost(pt, mx), self.config.cost(pt, typical * len(to_send)), typical)
-        return self._estimate
-
-    # -- running
-    def _ensure_source(self, cur) -> int:
-        if self.source_id is not None:
-            return self.source_id
-        benches = {it.bench for it in self.items}
-        self.source_id = cur.execute(
-            """INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported, warnings)
-               VALUES (?, ?, ?, ?, 'rejudge', ?, 0, 0, []) RETURNING source_id""",
-            [self.run_sha, f"rejudge:{self.label}", self.label, HARNESS,
-             next(iter(benches)) if len(benches) == 1 else None]).fetchone()[0]
-        return self.source_id
-
-    def _rows(self, unit: _Unit) -> tuple[list[dict], list[dict], dict]:
-        """single_judgments/pair_judgments rows, rejudgments rows, and counts for one finished unit."""
-        now = time.time()
-        counts = {"ok": 0, "not_parsed": 0, "out_of_range": 0, "api_error": 0, "regex_timeouts": 0}
-        rej = []
-        for r in unit.requests:
-            it = unit.item
-            model = it.model if self.mode == "single" else (
-                f"{it.model_a} vs {it.model_b}" if r.game == 1 else f"{it.model_b} vs {it.model_a}")
-            rej.append({"source_id": self.source_id, "bench": it.bench, "question_id": str(it.question_id),
-                        "model": model, "turn": int(it.turn), "sample": int(it.sample),
-                        "template_id": self.template.template_id, "request_hash": r.request_hash,
-                        "judge_model": self.config.model, "base_url": self.config.base_url})
-        it = unit.item
-        if self.mode == "single":
-            r = unit.requests[0]
-            if r.error is not None:
-                raw, score, status, text = None, None, "api_error", r.error
-            else:
-                p = parse(r.result.text, self.template.parser)
-                status, text = p.status, r.result.text
-                counts["regex_timeouts"] += p.method == "regex_timeout"
-                raw = p.value
-                score = to_ten_scale(p.score, p.scale) if p.ok and p.scale else None
-            counts[status] += 1
-            row = {"source_id": self.source_id, "harness": HARNESS, "bench": it.bench, "judge": self.label,
-                   "prompt_name": self.template.label, "model": it.model, "question_id": str(it.question_id),
-                   "turn": int(it.turn), "sample": int(it.sample), "raw_score": raw, "score": score,
-                   "parse_status": status, "rationale": text,
-                   "judge_prompt": r.messages_json, "tstamp": now}
-            return [row], rej, counts
-        winners, texts, prompts = [], [], []
-        for r in sorted(unit.requests, key=lambda x: x.game):
-            if r.error is not None:
-                winners.append("error")
-                texts.append(r.error)
-                counts["api_error"] += 1
-            else:
-                p = parse(r.result.text, self.template.parser)
-                counts[p.status] += 1
-                counts["regex_timeouts"] += p.method == "regex_timeout"
-                texts.append(r.result.text)
-                if not p.ok or p.verdict is None:
-                    winners.append("error")
-                elif p.verdict == "tie":
-                    winners.append("tie")
-                else:  # game 1 shows model_1 as A; game 2 shows model_2 as A
-                    a_wins = p.verdict == "A"
-                    winners.append(("model_1" if a_wins else "model_2") if r.game == 1 else
-                                   ("model_2" if a_wins else "model_1"))
-            prompts.append(r.messages_json)
-        row = {"source_id": self.source_id, "harness": HARNESS, "bench": it.bench, "judge": self.label,
-               "prompt_name": self.template.label, "model_1": it.model_a, "model_2": it.model_b,
-               "question_id": str(it.question_id), "turn": int(it.turn), "g1_winner": winners[0],
-               "g2_winner": winners[1] if len(winners) > 1 else "error", "g1_judgment": texts[0],
-               "g2_judgment": texts[1] if len(texts) > 1 else None, "g1_user_prompt": prompts[0],
-               "g2_user_prompt": prompts[1] if len(prompts) > 1 else None, "m1_score": None, "m2_score": None,
-               "tstamp": now}
-        return [row], rej, counts
-
-    def _flush(self, units: list[_Unit], new_results: list[_Request], summary: BatchSummary) -> None:
-        if not units and not new_results:
-            return
-        table = "single_judgments" if self.mode == "single" else "pair_judgments"
-        with self.store.write() as cur:
-            sid = self._ensure_source(cur)
-            _insert(cur, "judge_cache", _cache_rows(self.config, [(r.messages_json, r.result) for r in new_results]),
-                    replace_existing=True)
-            rows, rej = [], []
-            for unit in units:
-                r1, r2, counts = self._rows(unit)
-                rows += r1
-                rej += r2
-                for k, v in counts.items():
-                    setattr(summary, k if k != "api_error" else "api_errors",
-                            getattr(summary, k if k != "api_error" else "api_errors") + v)
-            if units:
-                self._delete_previous(cur, sid, [u.item for u in units])
-            _insert(cur, table, rows)
-            _insert(cur, "rejudgments", rej)
-            summary.written += len(rows)
-            for unit in units:
-                unit.written = True
-
-    def _delete_previous(self, cur, sid: int, items: list) -> None:
-        """On resume, replace this run's earlier api_error rows for these items."""
-        redo = set(self._redo_keys) & set(items)
-        for it in redo:
-            if self.mode == "single":
-                keys = [sid, it.bench, str(it.question_id), int(it.turn), it.model, int(it.sample)]
-                cur.execute("""DELETE FROM single_judgments WHERE source_id = ? AND bench = ? AND question_id = ?
-                               AND turn = ? AND model = ? AND sample = ?""", keys)
-                cur.execute("""DELETE FROM rejudgments WHERE source_id = ? AND bench = ? AND question_id = ?
-                               AND turn = ? AND model = ? AND sample = ?""", keys)
-            else:
-                cur.execute("""DELETE FROM pair_judgments WHERE source_id = ? AND bench = ? AND question_id = ?
-                               AND turn = ? AND model_1 = ? AND model_2 = ?""",
-                            [sid, it.bench, str(it.question_id), int(it.turn), it.model_a, it.model_b])
-                cur.execute("""DELETE FROM rejudgments WHERE source_id = ? AND bench = ? AND question_id = ?
-                               AND turn = ? AND model IN (?, ?)""",
-                            [sid, it.bench, str(it.question_id), int(it.turn), f"{it.model_a} vs {it.model_b}",
-                             f"{it.model_b} vs {it.model_a}"])
-        self._redo_keys = [k for k in self._redo_keys if k not in redo]
-
-    def _finish_source(self, summary: BatchSummary | None) -> None:
-        if self.source_id is None:
-            return
-        if self.mode == "single":
-            sql = "SELECT count(*), count(*) FILTER (parse_status <> 'ok') FROM single_judgments WHERE source_id = ?"
-        else:
-            sql = ("SELECT count(*), count(*) FILTER ('error' IN (g1_winner, g2_winner)) FROM pair_judgments "
-                   "WHERE source_id = ?")
-        with self.store.write() as cur:
-            if self.mode == "single":  # the per-item table every page aggregates (lib.store)
-                benches = [b for (b,) in cur.execute("SELECT DISTINCT bench FROM single_judgments WHERE source_id = ?",
-                                                     [self.source_id]).fetchall()]
-                refresh_item_scores(cur, benches)
-            n, failed = cur.execute(sql, [self.source_id]).fetchone()
-            notes = [f"re-judged with {self.template.label} (template_id {self.template.template_id}) by "
-                     f"{self.config.model} at {self.config.base_url}, temperature {self.config.temperature:g}, "
-                     f"max tokens {self.config.max_tokens}"]
-            if failed:
-                notes.append(f"{failed} verdict(s) have no usable score (not parsed, out of range or API error); "
-                             "they are kept and left out of means")
-            if summary is None or summary.cancelled or summary.error:
-                notes.append("the last run stopped early; run it again to resume")
-            cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
-                        [n, notes, self.source_id])
-
-    def run(self, *, api_key: str | None = None, concurrency: int = 8,
-            progress: Callable[[int, int, float | None], None] | None = None,
-            cancel: threading.Event | None = None, client=None) -> BatchSummary:
-        """Send the uncached requests and store the verdicts. ``progress(done, total, eta_s)`` is called
-        from this thread as items finish; setting ``cancel`` stops it (requests in flight are waited
-        for up to CANCEL_GRACE_S and kept)."""
-        cancel = cancel if cancel is not None else threading.Event()
-        try:
-            return self._run(api_key, concurrency, progress, cancel, client)
-        except BaseException:  # e.g. the progress callback raised (Streamlit stops a script this way)
-            cancel.set()  # the worker threads stop taking requests
-            self._finish_source(None)  # keep the source's counts and item_scores right for what was written
-            raise
-
-    def _run(self, api_key, concurrency, progress, cancel, client) -> BatchSummary:
-        if not self.prepared:
-            self.prepare()
-        started = time.perf_counter()
-        est = self.estimate()
-        summary = BatchSummary(self.label, self.template.label, self.template.template_id, self.source_id, self.mode,
-                               len(self.items), skipped_done=self.skipped_done, estimated_cost=est.cost_expected)
-        for unit in self.units:
-            if unit.error:
-                summary.not_renderable += 1
-                summary.problems.append(f"{_item_text(unit.item)}: {unit.error}")
-        units = [u for u in self.units if not u.error]
-        reqs = [r for u in units for r in u.requests]
-        summary.requests = len(reqs)
-        summary.cache_hits = sum(1 for r in reqs if r.result is not None)
-        total = len(units)
-        pending_units = {id(u): u for u in units}
-        finished: list[_Unit] = []
-        done = 0
-
-        def unit_complete(u: _Unit) -> bool:
-            return all(r.result is not None or r.error is not None for r in u.requests)
-
-        for u in units:  # everything answered by the cache
-            if unit_complete(u):
-                finished.append(u)
-                pending_units.pop(id(u), None)
-        self._flush(finished, [], summary)
-        done += len(finished)
-        finished = []
-        if progress:
-            progress(done, total, None)
-        to_send = [r for r in reqs if r.result is None]
-        if to_send:
-            if client is None:
-                client = make_client(self.config, api_key)
-            work: queue.Queue = queue.Queue()
-            for r in to_send:
-                work.put(r)
-            results: queue.Queue = queue.Queue()
-            fatal = threading.Event()
-            n_threads = max(1, min(int(concurrency), len(to_send)))
-            in_flight = [0]
-            lock = threading.Lock()
-
-            def worker():
-                while not cancel.is_set() and not fatal.is_set():
-                    try:
-                        r = work.get_nowait()
-                    except queue.Empty:
-                        return
-                    with lock:
-                        in_flight[0] += 1
-                    try:
-                        r.result = _create_with_retries(client, self.config, r.messages, api_key, cancel,
-                                                        r.request_hash)
-                    except Cancelled:
-                        r.error = None
-                        results.put(("cancelled", r))
-                        continue
-                    except JudgeAPIError as exc:
-                        r.error = exc.message
-                        if exc.fatal:
-                            fatal.set()
-                        results.put(("error", r, exc))
-                        continue
-                    except Exception as exc:  # keep the batch alive; report it on the item
-                        r.error = redact(f"{type(exc).__name__}: {exc}", api_key)
-                        results.put(("error", r, None))
-                        continue
-                    finally:
-                        with lock:
-                            in_flight[0] -= 1
-                    results.put(("ok", r))
-
-            threads = [threading.Thread(target=worker, name=f"judgelens-judge-{i}", daemon=True)
-                       for i in range(n_threads)]
-            for t in threads:
-                t.start()
-            new_results: list[_Request] = []
-            last_flush = time.perf_counter()
-            sent_started = time.perf_counter()
-            answered = 0
-            cancel_at = None
-            while True:
-                alive = any(t.is_alive() for t in threads)
-                if not alive and results.empty():
-                    break
-                if (cancel.is_set() or fatal.is_set()) and cancel_at is None:
-                    cancel_at = time.perf_counter()
-                if cancel_at is not None and time.perf_counter() - cancel_at > CANCEL_GRACE_S:
-                    break  # requests still in flight are abandoned
-                try:
-                    msg = results.get(timeout=0.1)
-                except queue.Empty:
-                    msg = None
-                if msg is not None:
-                    kind, r = msg[0], msg[1]
-                    if kind == "cancelled":
-                        pass
-                    else:
-                        summary.calls += 1
-                        answered += 1
-                        if kind == "ok":
-                            summary.prompt_tokens += r.result.prompt_tokens
-                            summary.completion_tokens += r.result.completion_tokens
-                            new_results.append(r)
-                        elif kind == "error" and msg[2] is not None and msg[2].fatal and summary.error is None:
-                            summary.error = msg[2].message
-                        u = self.units[r.unit]
-                        if id(u) in pending_units and unit_complete(u):
-                            pending_units.pop(id(u))
-                            if not (fatal.is_set() and any(x.error for x in u.requests)):
-                                finished.append(u)
-                now = time.perf_counter()
-                if finished or new_results:
-                    if now - last_flush >= WRITE_EVERY_S or len(finished) >= WRITE_EVERY_ROWS or msg is None:
-                        done += len(finished)
-                        self._flush(finished, new_results, summary)
-                        finished, new_results = [], []
-                        last_flush = now
-                        if progress:
-                            rate = answered / (now - sent_started) if now > sent_started else 0
-                            remaining = len(to_send) - answered
-                            progress(done, total, remaining / rate if rate > 0 else None)
-            done += len(finished)
-            self._flush(finished, new_results, summary)
-            if progress:
-                progress(done, total, 0.0 if done == total else None)
-        summary.cancelled = cancel.is_set() and summary.written < total
-        summary.source_id = self.source_id
-        summary.cost = self.config.cost(summary.prompt_tokens, summary.completion_tokens)
-        summary.elapsed_s = time.perf_counter() - started
-        self._finish_source(summary)
-        return summary
-
-
-def _item_text(item) -> str:
-    if isinstance(item, PairKey):
-        return f"{item.bench} q{item.question_id} t{item.turn} {item.model_a} vs {item.model_b}"
-    return f"{item.bench} q{item.question_id} t{item.turn} {item.model} s{item.sample}"
-
-
-def run_batch(store: Store, template: Template, config: JudgeConfig, items: list, label: str | None = None,
-              concurrency: int = 8, progress: Callable[[int, int, float | None], None] | None = None,
-              cancel: threading.Event | None = None, force: bool = False, *, api_key: str | None = None,
-              reference_judge: str | None = None, judge_hint: str | None = None) -> BatchSummary:
-    """Prepare and run a batch in one call (see ``RejudgeBatch``)."""
-    batch = RejudgeBatch(store, template, config, items, label, reference_judge=reference_judge,
-                         judge_hint=judge_hint, force=force)
-    batch.prepare()
-    return batch.run(api_key=api_key, concurrency=concurrency, progress=progress, cancel=cancel)
+        return getattr(batch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
