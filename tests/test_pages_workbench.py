@@ -91,3 +91,23 @@ def test_without_a_key_the_user_is_told_where_to_put_one(app):
     app.text_input(key="ep_key").set_value("").run()
     button(app, "Re-judge").click().run()
     assert any("OPENAI_API_KEY" in e.value or "API key" in e.value for e in app.error)
+
+
+def test_the_batch_label_follows_the_sidebar_model_until_the_user_names_it(app, server):
+    template = app.selectbox(key="wb_template").value.split("@")[0]
+    assert app.text_input(key="wb_b_label").value == f"judge-x+{template}"   # not the first default gpt-4o-mini
+    app.text_input(key="ep_model").set_value("judge-y").run()
+    assert app.text_input(key="wb_b_label").value == f"judge-y+{template}"
+    app.number_input(key="wb_b_limit").set_value(2).run()
+    button(app, "Estimate and run").click().run()
+    deadline = time.time() + 60
+    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
+        time.sleep(0.1)
+    app.run()
+    assert any(f"Stored as judge judge-y+{template}." in s.value for s in app.success)
+    assert {r.body["model"] for r in server.chat_requests()} == {"judge-y"}
+    store = Store(os.environ["JUDGELENS_DB"])
+    assert f"judge-y+{template}" in set(queries.scores(store, ["judge"])["judge"])
+    app.text_input(key="wb_b_label").set_value("my-judge").run()            # a name the user typed stays
+    app.text_input(key="ep_model").set_value("judge-z").run()
+    assert app.text_input(key="wb_b_label").value == "my-judge"
