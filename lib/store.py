@@ -242,7 +242,7 @@ SELECT * EXCLUDE (rn) FROM (
     FROM questions) WHERE rn = 1;
 
 CREATE OR REPLACE VIEW answers_view AS
-SELECT *, regexp_replace(text, '(?s)<think>.*?</think>\\s*', '', 'g') AS text_no_think,
+SELECT *, regexp_replace(text, '(?s)<think>.*?(?:</think>|$)\\s*', '', 'g') AS text_no_think,  -- lib.vocab.THINK_SQL
        contains(coalesce(text, ''), '<think>') AS has_think
 FROM answers;
 

@@ -9,6 +9,7 @@ from lib.analysis import item_view as iv
 from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
+from lib.vocab import REFERENCE_CATEGORIES
 from pages._common import empty_state, get_store, keep_valid, publish_to_url, seed_from_url
 from pages._item_extras import search_box, verdict_panel
 
@@ -90,7 +91,7 @@ with left:
             st.markdown(f"**Turn {i}**" + (" (judged now)" if i == key.turn else ""))
             st.text(text)
     refs = iv.references(store, bench, key.question_id, key.turn)
-    uses_ref = q is not None and q["category"] in iv.REFERENCE_CATEGORIES
+    uses_ref = q is not None and q["category"] in REFERENCE_CATEGORIES
     with st.expander(f"Reference answer ({'shown to the judge' if uses_ref else 'not used by the judge in this category'})",
                      expanded=uses_ref):
         if refs.empty:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from lib.errors import JudgeLensError
 from lib.store import Store
+from lib.vocab import DOUBLE_BRACKET, QID_ORDER, SINGLE_BRACKET, qid_order
 
 ITEM_KEYS = ("bench", "question_id", "model", "turn")
 MATRIX_KEYS = ITEM_KEYS + ("category",)
@@ -47,12 +48,6 @@ AGREEMENT_NOTE = (
     "disagreement weighs by its squared distance on the full scale. Empty = undefined (fewer than 2 items or a "
     "constant judge).")
 
-# Sorts question ids the way a reader expects ("2" before "10") without losing string ids.
-_QID_ORDER = "TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id"
-
-# FastChat's rating regexes (fastchat-format.md section 7).
-_DOUBLE_BRACKET = r"\[\[\d+\.?\d*\]\]"
-_SINGLE_BRACKET = r"\[\d+\.?\d*\]"
 
 
 class JudgeChoiceError(JudgeLensError):
@@ -148,7 +143,7 @@ def item_matrix(store: Store, judges: list[str], *, bench: str | None = None, mo
         WITH p AS ({pivot})
         SELECT p.bench, p.question_id, p.model, p.turn, q.category, {cols}
         FROM p LEFT JOIN current_questions q ON q.bench = p.bench AND q.question_id = p.question_id
-        ORDER BY p.bench, TRY_CAST(p.question_id AS BIGINT) NULLS LAST, p.question_id, p.model, p.turn""", params)
+        ORDER BY p.bench, {qid_order('p')}, p.model, p.turn""", params)
     return df.rename(columns={f"c{i}": j for i, j in enumerate(judges)})
 
 
@@ -272,11 +267,11 @@ def disagreements(store: Store, judges: list[str], *, bench: str | None = None, 
             SELECT bench, question_id, model, turn, greatest({', '.join(cols)}) - least({', '.join(cols)}) AS spread,
                    {', '.join(cols)}
             FROM p WHERE {scored} >= 2
-            ORDER BY spread DESC, bench, {_QID_ORDER}, model, turn
+            ORDER BY spread DESC, bench, {QID_ORDER}, model, turn
             LIMIT $limit)
         SELECT t.bench, t.question_id, t.model, t.turn, q.category, t.spread, {', '.join('t.' + c for c in cols)}
         FROM top t LEFT JOIN current_questions q ON q.bench = t.bench AND q.question_id = t.question_id
-        ORDER BY t.spread DESC, t.bench, TRY_CAST(t.question_id AS BIGINT) NULLS LAST, t.question_id, t.model, t.turn
+        ORDER BY t.spread DESC, t.bench, {qid_order('t')}, t.model, t.turn
         """, params)
     return df.rename(columns={f"c{i}": j for i, j in enumerate(judges)})
 
@@ -513,7 +508,7 @@ def parse_failures(store: Store, *, harness: str | None = None, bench: str | Non
     """
     conditions, params = _rule_conditions(harness, bench, judge, None, turn)
     if scan_text:
-        params.update(double=_DOUBLE_BRACKET, single=_SINGLE_BRACKET)
+        params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
     return _df(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, scan_text), params)
 
 

@@ -21,6 +21,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from lib.store import Store
+from lib.vocab import model_key_sql
 
 GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
 FILTER_KEYS = GROUP_KEYS + ("question_id",)
@@ -259,8 +260,7 @@ LENGTH_RULE = ("One point per judged answer: FastChat (question, turn) with repe
                "stored answer text the judge saw, <think> blocks included when the judge saw them.")
 
 
-def _norm(expr: str) -> str:
-    return f"lower(replace({expr}, '__', '/'))"
+_norm = model_key_sql
 
 
 def length_points(store: Store, *, judge: str | None = None, bench: str | None = None,

@@ -63,10 +63,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lib.analysis.agreement import _DOUBLE_BRACKET, _SINGLE_BRACKET  # FastChat's rating regexes (fastchat-format.md §7)
 from lib.analysis.item_view import link, link_params
 from lib.store import Store
 from lib.errors import UsageError
+from lib.vocab import (DOUBLE_BRACKET, DOUBLE_BRACKET_RE, MODEL_KEY_SQL as MK, QID_ORDER, SINGLE_BRACKET,
+                       SINGLE_BRACKET_RE, THINK_SQL, model_key, qid_order)
 
 NEAR_EMPTY_CHARS = 5
 HIGH_SCORE = 6.0
@@ -77,12 +78,10 @@ SCREEN_MARGIN = 0.5         # the screen keeps rationales whose sampled referenc
 SNIPPET_CHARS = 40          # the reference's first characters, searched for in the stored judge prompt
 CONTEXT_CHARS = 40          # characters shown either side of a match in the evidence
 
-MK = "lower(replace({}, '__', '/'))"       # the model key lib.analysis.item_view and lib.judging.context use
-THINK_SQL = r"(?s)<think>.*?(?:</think>|$)\s*"
 WHITESPACE = " \t\n\r\x0b\x0c\u3000"
 _RATING_LABEL = re.compile(r"(rating|score|評価|点数|スコア)\s*[:：]?\s*$", re.IGNORECASE)
-_SINGLE = re.compile(r"\[(\d+\.?\d*)\]")
-_DOUBLE = re.compile(r"\[\[(\d+\.?\d*)\]\]")
+_SINGLE = SINGLE_BRACKET_RE
+_DOUBLE = DOUBLE_BRACKET_RE
 
 BASE_COLUMNS = ["flag", "harness", "bench", "question_id", "model", "turn", "judge", "prompt_name", "sample",
                 "score", "evidence", "link"]
@@ -200,7 +199,7 @@ def empty_high_scores(store: Store, *, bench: str | None = None, judge: str | No
          AND {MK.format('j.model')} IN (v.k1, v.k2, v.k3)
         WHERE length(v.visible) <= $n
         QUALIFY row_number() OVER (PARTITION BY j.rid ORDER BY v.source_id DESC) = 1   -- one answer per judgment
-        ORDER BY j.bench, j.judge, j.model, TRY_CAST(j.question_id AS BIGINT) NULLS LAST, j.question_id, j.turn,
+        ORDER BY j.bench, j.judge, j.model, {qid_order('j')}, j.turn,
                  j.sample"""
     df = _df(store, sql, params)
     if df.empty:
@@ -352,7 +351,7 @@ def reference_leaks(store: Store, *, bench: str | None = None, judge: str | None
         del rows
         if not screened:
             return _finish(pd.DataFrame(), "reference_leak", extra)
-        wanted = pd.DataFrame([(r[1], r[4].replace("__", "/").lower(), r[5], int(r[6]), int(r[7])) for r in screened],
+        wanted = pd.DataFrame([(r[1], model_key(r[4]), r[5], int(r[6]), int(r[7])) for r in screened],
                               columns=["bench", "mk", "question_id", "turn", "sample"]).drop_duplicates()
         cur.register("_jl_wanted", wanted)
         try:  # answer text only for the judgments that passed the screen
@@ -372,7 +371,7 @@ def reference_leaks(store: Store, *, bench: str | None = None, judge: str | None
              "reference_judge", "rationale"]
     for row in screened:
         d = dict(zip(names, row))
-        akey = (d["bench"], d["model"].replace("__", "/").lower(), d["question_id"], int(d["turn"]), int(d["sample"]))
+        akey = (d["bench"], model_key(d["model"]), d["question_id"], int(d["turn"]), int(d["sample"]))
         ag = ans_cache.get(akey)
         if ag is None:
             ag = ans_cache[akey] = ngrams(answer_text.get(akey), n)
@@ -417,14 +416,14 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
     from lib.judging.parsers import parse
 
     where, params = _filters(bench, judge)
-    params.update(double=_DOUBLE_BRACKET, single=_SINGLE_BRACKET)
+    params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
     df = _df(store, f"""
         SELECT harness, bench, judge, prompt_name, model, question_id, turn, sample, score, raw_score, parse_status,
                rationale
         FROM single_judgments j
         WHERE rationale IS NOT NULL AND contains(rationale, '[') AND parse_status IN ('ok', 'out_of_range'){where}
           AND NOT regexp_matches(rationale, $double) AND regexp_matches(rationale, $single)
-        ORDER BY bench, judge, model, TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id, turn, sample""", params)
+        ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params)
     extra = ["raw_score", "parse_status", "match", "match_span", "looks_like", "suspicious", "n_single_brackets",
              "context"]
     if df.empty:
@@ -473,7 +472,7 @@ def out_of_range_ratings(store: Store, *, bench: str | None = None, judge: str |
         SELECT harness, bench, judge, prompt_name, model, question_id, turn, sample, score, raw_score, parse_status
         FROM single_judgments j
         WHERE (parse_status = 'out_of_range' OR (parse_status = 'ok' AND (score < 1 OR score > 10))){where}
-        ORDER BY bench, judge, model, TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id, turn, sample""", params)
+        ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params)
     extra = ["raw_score", "parse_status", "match", "context"]
     if df.empty:
         return _finish(df, "out_of_range", extra)
@@ -554,7 +553,7 @@ def swallow_turn2_conditioning(store: Store, *, bench: str | None = None, judge:
                        AND d.sample = j.sample
             WHERE j.harness = 'swallow' AND j.turn = 2{where}
             GROUP BY ALL)
-        ORDER BY bench, judge, model, TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id""", params)
+        ORDER BY bench, judge, model, {QID_ORDER}""", params)
     extra = ["samples", "n_samples", "temperature", "scores"]
     if df.empty:
         return _finish(df, "swallow_turn2_conditioning", extra)
@@ -589,7 +588,7 @@ def swallow_truncation(store: Store, *, bench: str | None = None, judge: str | N
                   AND c.sample = j.sample
                   AND (c.turn = j.turn OR (c.turn = 1 AND j.turn = 2 AND j.prompt_name LIKE '%multi-turn%'))
         WHERE TRUE{where}
-        ORDER BY j.bench, j.judge, j.model, TRY_CAST(j.question_id AS BIGINT) NULLS LAST, j.question_id, j.turn,
+        ORDER BY j.bench, j.judge, j.model, {qid_order('j')}, j.turn,
                  j.sample""", params)
     extra = ["truncated_turn", "answer_chars", "max_chars", "answer_tail"]
     if df.empty:

@@ -5,17 +5,14 @@ fetch text for one item only, so they stay fast however big the store is.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pandas as pd
 
 from lib.store import Store
+from lib.vocab import QID_ORDER, model_key_sql, split_think
 
 # Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
-MODEL_KEY = "lower(replace({}, '__', '/'))"
-THINK = re.compile(r"(?s)<think>(.*?)(?:</think>|$)\s*")
-REFERENCE_CATEGORIES = {"math", "reasoning", "coding"}
 
 
 @dataclass(frozen=True)
@@ -37,8 +34,8 @@ def questions(store: Store, bench: str) -> pd.DataFrame:
     """question_id, category, turn-1 text, in the harness's id order."""
     with store.read() as cur:
         return cur.execute(
-            """SELECT question_id, category, turns[1] AS first_turn, len(turns) AS n_turns FROM current_questions
-               WHERE bench = ? ORDER BY TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id""",
+            f"""SELECT question_id, category, turns[1] AS first_turn, len(turns) AS n_turns FROM current_questions
+               WHERE bench = ? ORDER BY {QID_ORDER}""",
             [bench]).df()
 
 
@@ -75,13 +72,13 @@ def references(store: Store, bench: str, question_id: str, turn: int) -> pd.Data
 
 def answer(store: Store, key: ItemKey) -> dict | None:
     """The answer the judges saw for this item, with its <think> part separated."""
-    mk = MODEL_KEY.format("?")
+    mk = model_key_sql("?")
     with store.read() as cur:
         row = cur.execute(
             f"""SELECT text, model, max_chars, system_prompt, temperature FROM answers
                 WHERE bench = ? AND question_id = ? AND turn = ? AND sample = ?
-                  AND {mk} IN ({MODEL_KEY.format('model')}, {MODEL_KEY.format("coalesce(model_id, '')")},
-                               {MODEL_KEY.format("coalesce(file_model, '')")})
+                  AND {mk} IN ({model_key_sql('model')}, {model_key_sql("coalesce(model_id, '')")},
+                               {model_key_sql("coalesce(file_model, '')")})
                 ORDER BY source_id DESC LIMIT 1""",
             [key.bench, key.question_id, key.turn, key.sample, key.model]).fetchone()
     if not row:
@@ -119,8 +116,8 @@ def item_order(store: Store, bench: str, model: str) -> list[tuple[str, int]]:
     """(question_id, turn) pairs of this bench and model in reading order, for previous/next."""
     with store.read() as cur:
         rows = cur.execute(
-            """SELECT DISTINCT question_id, turn FROM single_judgments WHERE bench = ? AND model = ?
-               ORDER BY TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id, turn""", [bench, model]).fetchall()
+            f"""SELECT DISTINCT question_id, turn FROM single_judgments WHERE bench = ? AND model = ?
+               ORDER BY {QID_ORDER}, turn""", [bench, model]).fetchall()
     return [(r[0], int(r[1])) for r in rows]
 
 
@@ -132,11 +129,6 @@ def step(order: list[tuple[str, int]], current: tuple[str, int], delta: int) -> 
     except ValueError:
         return order[0]
     return order[(i + delta) % len(order)]
-
-
-def split_think(text: str) -> tuple[str, str]:
-    """(reasoning inside <think> blocks, the rest). An unclosed <think> runs to the end of the text."""
-    return "\n\n".join(THINK.findall(text or "")), THINK.sub("", text or "")
 
 
 def next_disagreement(store: Store, bench: str, question_id: str, turn: int, model: str,

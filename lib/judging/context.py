@@ -42,8 +42,9 @@ import re
 from dataclasses import dataclass
 
 from lib.errors import JudgeLensError
-from lib.analysis.item_view import ItemKey, split_think
+from lib.analysis.item_view import ItemKey
 from lib.store import Store
+from lib.vocab import MODEL_KEY_SQL, model_key, qid_order, split_think
 
 CONTEXT_VARIABLES: dict[str, str] = {
     "question": "the judged turn's question",
@@ -78,7 +79,6 @@ CONTEXT_VARIABLES: dict[str, str] = {
     "reference_judge": "whose reference answers were used (reference files are stored per judge name)",
 }
 
-MODEL_KEY_SQL = "lower(replace({}, '__', '/'))"
 
 CHAT_TOKENS = re.compile(
     r"<\|start_header_id\|>[^<>\n]{0,40}<\|end_header_id\|>\n{0,2}"
@@ -111,10 +111,6 @@ class ContextResult:
     error: str | None = None
     missing: dict[str, str] | None = None   # variable -> why it is absent (shown if a template needs it)
     reference_judge: str | None = None
-
-
-def model_key(name: str | None) -> str:
-    return (name or "").replace("__", "/").lower()
 
 
 def preprocess_text(text: str | None, preprocess: dict | None) -> str:
@@ -329,9 +325,6 @@ def build_context(store: Store, item, *, preprocess: dict | None = None, referen
 # ------------------------------------------------------------------------------------------------
 # Choosing items
 
-_QID_ORDER = "TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id"
-
-
 def select_items(store: Store, *, bench: str | None = None, category: str | None = None, turn: int | None = None,
                  model: str | None = None, judged_by: str | None = None,
                  disagreement_judges: list[str] | None = None, samples: str = "all",
@@ -374,7 +367,7 @@ def select_items(store: Store, *, bench: str | None = None, category: str | None
     sql = f"""SELECT x.bench, x.question_id, x.turn, x.model, x.sample FROM {source} x
               LEFT JOIN current_questions q ON q.bench = x.bench AND q.question_id = x.question_id
               {where}
-              ORDER BY x.bench, x.model, TRY_CAST(x.question_id AS BIGINT) NULLS LAST, x.question_id, x.turn, x.sample"""
+              ORDER BY x.bench, x.model, {qid_order('x')}, x.turn, x.sample"""
     if limit:
         sql += f" LIMIT {int(limit)}"
     with store.read() as cur:

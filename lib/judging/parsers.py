@@ -35,6 +35,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from lib.vocab import DOUBLE_BRACKET_RE, RATING_NUMBER, SINGLE_BRACKET_RE
+
 SINGLE_KINDS = ("fastchat_single", "rating_double_bracket", "score_double_bracket", "score_colon", "ja_rating")
 PAIR_KINDS = ("pairwise_abc", "pairwise_five", "fastchat_two_score")
 KINDS = SINGLE_KINDS + PAIR_KINDS + ("regex",)
@@ -42,12 +44,12 @@ KINDS = SINGLE_KINDS + PAIR_KINDS + ("regex",)
 MAX_USER_PATTERN = 500
 MAX_PARSE_CHARS = 200_000          # judge outputs longer than this are parsed on their first 200k characters
 
-NUM = r"(\d+\.?\d*)"
+NUM = RATING_NUMBER
 _FULLWIDTH = str.maketrans("０１２３４５６７８９．", "0123456789.")
 
 _PATTERNS = {
-    "double_bracket": re.compile(r"\[\[" + NUM + r"\]\]"),
-    "single_bracket_fallback": re.compile(r"\[" + NUM + r"\]"),
+    "double_bracket": DOUBLE_BRACKET_RE,
+    "single_bracket_fallback": SINGLE_BRACKET_RE,
     "rating_double_bracket": re.compile(r"Rating:\s*\[\[" + NUM + r"\]\]", re.IGNORECASE),
     "score_double_bracket": re.compile(r"Score:\s*\[\[" + NUM + r"\]\]", re.IGNORECASE),
     "score_colon": re.compile(r"Score\s*[:：]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE),
