@@ -73,3 +73,73 @@ class PathNotAllowed(JudgeLensError):
     """A file or folder the app may not read: outside the import roots (JUDGELENS_IMPORT_ROOTS)."""
 
     title = "That folder is outside the import roots"
+
+
+# -- analysis ---------------------------------------------------------------------------------------------
+
+class JudgeChoiceError(JudgeLensError):
+    """The judges asked for cannot be compared (too few, repeated, or clashing with a column name)."""
+
+    title = "Choose other judges"
+
+
+class UnknownJudgeError(JudgeChoiceError):
+    title = "Unknown judge"
+
+
+# -- judging ----------------------------------------------------------------------------------------------
+
+class TemplateError(JudgeLensError):
+    """A template cannot be used or rendered. ``kind``: syntax | undefined | security | limit |
+    timeout | memory | invalid | error."""
+
+    title = "Template error"
+
+    def __init__(self, message: str, kind: str = "error", title: str | None = None):
+        super().__init__(message, title)
+        self.kind = kind
+
+
+class TemplateNotFound(JudgeLensError):
+    title = "No such template"
+
+
+class ParserSpecError(JudgeLensError, ValueError):
+    """The parser spec itself is unusable (unknown kind, bad regex, bad scale)."""
+
+    title = "Unusable output parser"
+
+
+class ContextError(JudgeLensError):
+    title = "Cannot build the judge context"
+
+
+class EndpointError(UsageError):
+    """The judge endpoint settings are unusable (URL, model, timeout, retries, max tokens)."""
+
+    title = "Judge endpoint settings"
+
+
+class MissingAPIKeyError(JudgeLensError):
+    title = "No API key"
+
+
+class JudgeAPIError(JudgeLensError):
+    """A judge call failed. ``status`` is the HTTP status if there was one; ``fatal`` errors (bad key,
+    no access, unknown model or URL) stop a batch, others are recorded per item."""
+
+    title = "Judge API error"
+
+    def __init__(self, message: str, status: int | None = None, fatal: bool = False, attempts: int = 1):
+        super().__init__(message)
+        self.status = status
+        self.fatal = fatal
+        self.attempts = attempts
+
+
+class LabelInUseError(JudgeLensError):
+    title = "Label already used"
+
+
+class ProbeError(JudgeLensError):
+    title = "Cannot run the probes"

@@ -25,7 +25,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from lib.errors import JudgeLensError
+from lib.errors import JudgeChoiceError, UnknownJudgeError, UsageError
 from lib.store import Store
 from lib.vocab import DOUBLE_BRACKET, QID_ORDER, SINGLE_BRACKET, qid_order
 
@@ -48,16 +48,6 @@ AGREEMENT_NOTE = (
     "disagreement weighs by its squared distance on the full scale. Empty = undefined (fewer than 2 items or a "
     "constant judge).")
 
-
-
-class JudgeChoiceError(JudgeLensError):
-    """The judges asked for cannot be compared (too few, repeated, or clashing with a column name)."""
-
-    title = "Choose other judges"
-
-
-class UnknownJudgeError(JudgeChoiceError):
-    title = "Unknown judge"
 
 
 def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
@@ -313,7 +303,7 @@ def _pair_sides_sql(policy: str, judge: str | None, bench: str | None,
     tie, dropped and inconsistent counts. Rows are first counted per verdict pattern (g1, g2), so the
     policy is applied to a handful of rows per model pair, not to every judgment."""
     if policy not in _POLICY_SQL:
-        raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(PAIR_POLICIES)}")
+        raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(PAIR_POLICIES)}")
     where, params = _pair_filters(judge, bench)
     if baseline is not None:  # show_result.py --mode pairwise-baseline: only rows that include the baseline
         where += " AND (model_1 = $baseline OR model_2 = $baseline)"
@@ -521,6 +511,6 @@ def harness_rule_means(store: Store, *, harness: str | None = None, bench: str |
     by = tuple(by)
     unknown = [k for k in by if k not in RULE_KEYS]
     if unknown or not by:
-        raise ValueError(f"group by one or more of {', '.join(RULE_KEYS)}; got {', '.join(by) or 'nothing'}")
+        raise UsageError(f"group by one or more of {', '.join(RULE_KEYS)}; got {', '.join(by) or 'nothing'}")
     conditions, params = _rule_conditions(harness, bench, judge, model, turn)
     return _df(store, _rules_sql(by, conditions, False), params)

@@ -20,6 +20,7 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
+from lib.errors import UsageError
 from lib.store import Store
 from lib.vocab import model_key_sql
 
@@ -42,7 +43,7 @@ def _check_keys(keys: Iterable[str], allowed: tuple[str, ...], what: str) -> lis
     keys = list(keys)
     unknown = [k for k in keys if k not in allowed]
     if unknown:
-        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)}")
+        raise UsageError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)}")
     return keys
 
 
@@ -72,7 +73,7 @@ def _scored_rows(unit: str) -> str:
         return ("(SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, q.category, j.score "
                 "FROM single_judgments j LEFT JOIN current_questions q "
                 "ON q.bench = j.bench AND q.question_id = j.question_id WHERE j.score IS NOT NULL)")
-    raise ValueError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
+    raise UsageError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
 
 
 def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",

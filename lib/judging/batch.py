@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lib.analysis.item_view import ItemKey
-from lib.errors import JudgeLensError, UsageError
+from lib.errors import LabelInUseError, UsageError
 from lib.judging.client import HARNESS, CallResult, JudgeConfig, _insert, request_hash
 from lib.judging.context import PairKey, build_contexts
 from lib.judging.dispatch import Dispatcher, cached, store_in_cache
@@ -31,9 +31,6 @@ from lib.store import Store, refresh_item_scores
 WRITE_EVERY_S = 0.5          # flush finished verdicts at least this often
 WRITE_EVERY_ROWS = 100
 
-
-class LabelInUseError(JudgeLensError):
-    title = "Label already used"
 
 @dataclass
 class _Request:
@@ -179,9 +176,9 @@ class RejudgeBatch:
         self.mode = template.mode
         for it in items:
             if self.mode == "pairwise" and not isinstance(it, PairKey):
-                raise ValueError(f"{template.label} is a pairwise template: give PairKey items (two models).")
+                raise UsageError(f"{template.label} is a pairwise template: give PairKey items (two models).")
             if self.mode == "single" and not isinstance(it, ItemKey):
-                raise ValueError(f"{template.label} grades single answers: give ItemKey items.")
+                raise UsageError(f"{template.label} grades single answers: give ItemKey items.")
         self.items = list(items)
         self.reference_judge, self.judge_hint, self.force = reference_judge, judge_hint, force
         self.run_sha = run_hash(self.label, template, config)

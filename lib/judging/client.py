@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from lib.errors import JudgeLensError
+from lib.errors import EndpointError, JudgeAPIError, MissingAPIKeyError
 from lib.judging.context import build_contexts
 from lib.judging.deadline import deadline_http_client, total_deadline
 from lib.judging.parsers import parse
@@ -49,23 +49,6 @@ ENV_KEY = "OPENAI_API_KEY"
 HARNESS = "judgelens"
 RETRYABLE_STATUS = {408, 409, 429}
 FATAL_STATUS = {401, 403, 404}
-
-
-class JudgeAPIError(JudgeLensError):
-    """A judge call failed. ``status`` is the HTTP status if there was one; ``fatal`` errors (bad key,
-    no access, unknown model or URL) stop a batch, others are recorded per item."""
-
-    title = "Judge API error"
-
-    def __init__(self, message: str, status: int | None = None, fatal: bool = False, attempts: int = 1):
-        super().__init__(message)
-        self.status = status
-        self.fatal = fatal
-        self.attempts = attempts
-
-
-class MissingAPIKeyError(JudgeLensError):
-    title = "No API key"
 
 
 class Cancelled(Exception):
@@ -93,19 +76,19 @@ class JudgeConfig:
     def __post_init__(self):
         url = (self.base_url or "").strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"The base URL must start with http:// or https:// (got {self.base_url!r}), "
+            raise EndpointError(f"The base URL must start with http:// or https:// (got {self.base_url!r}), "
                              "e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1.")
         object.__setattr__(self, "base_url", url)
         if not (self.model or "").strip():
-            raise ValueError("Name the judge model, e.g. gpt-4o-mini.")
+            raise EndpointError("Name the judge model, e.g. gpt-4o-mini.")
         if not 0 < float(self.timeout_s) <= 600:
-            raise ValueError("timeout_s must be between 0 and 600 seconds.")
+            raise EndpointError("timeout_s must be between 0 and 600 seconds.")
         if not 0 <= int(self.max_retries) <= 20:
-            raise ValueError("max_retries must be between 0 and 20.")
+            raise EndpointError("max_retries must be between 0 and 20.")
         if int(self.max_tokens) < 1:
-            raise ValueError("max_tokens must be at least 1.")
+            raise EndpointError("max_tokens must be at least 1.")
         if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
-            raise ValueError("max_tokens_param is max_tokens or max_completion_tokens.")
+            raise EndpointError("max_tokens_param is max_tokens or max_completion_tokens.")
 
     def params(self) -> dict:
         """The generation parameters sent with every request (part of the cache key)."""

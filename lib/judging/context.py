@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lib.errors import JudgeLensError
+from lib.errors import ContextError
 from lib.analysis.item_view import ItemKey
 from lib.store import Store
 from lib.vocab import MODEL_KEY_SQL, model_key, qid_order, split_think
@@ -87,10 +87,6 @@ CHAT_TOKENS = re.compile(
     r"|<\|[A-Za-z0-9_.:/\- ]{1,40}\|>"
     r"|<｜[^｜<>\n]{1,40}｜>"
     r"|</?s>|\[/?INST\]|<end_of_turn>|<eos>|<bos>")
-
-
-class ContextError(JudgeLensError):
-    title = "Cannot build the judge context"
 
 
 @dataclass(frozen=True)

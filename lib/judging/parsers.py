@@ -35,6 +35,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from lib.errors import ParserSpecError
 from lib.vocab import DOUBLE_BRACKET_RE, RATING_NUMBER, SINGLE_BRACKET_RE
 
 SINGLE_KINDS = ("fastchat_single", "rating_double_bracket", "score_double_bracket", "score_colon", "ja_rating")
@@ -78,10 +79,6 @@ class ParseResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-
-class ParserSpecError(ValueError):
-    """The parser spec itself is unusable (unknown kind, bad regex, bad scale)."""
 
 
 def mode_of(spec: dict) -> str:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from lib.errors import JudgeLensError
+from lib.errors import JudgeLensError, ParserSpecError, TemplateError, TemplateNotFound
 from lib.judging.parsers import check_spec, mode_of
 
 if TYPE_CHECKING:  # the worker process never imports duckdb or pandas
@@ -81,21 +81,6 @@ SANDBOX_MEMORY_MB = 768          # address space of the worker process
 WORKER_START_TIMEOUT_S = 20.0
 ROLES = ("system", "user", "assistant")
 PREPROCESS_KEYS = ("strip_think", "strip_chat_tokens", "truncate")
-
-
-class TemplateError(JudgeLensError):
-    """A template cannot be used or rendered. ``kind``: syntax | undefined | security | limit |
-    timeout | memory | invalid | error."""
-
-    title = "Template error"
-
-    def __init__(self, message: str, kind: str = "error", title: str | None = None):
-        super().__init__(message, title)
-        self.kind = kind
-
-
-class TemplateNotFound(JudgeLensError):
-    title = "No such template"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -195,7 +180,7 @@ def check_template(template: Template) -> Template:
                             kind="limit")
     try:
         check_spec(template.parser)
-    except ValueError as exc:
+    except ParserSpecError as exc:
         raise TemplateError(f"Parser: {exc}", kind="invalid") from None
     normalize_preprocess(template.preprocess)
     env = _parse_env()

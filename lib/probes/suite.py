@@ -106,7 +106,7 @@ from typing import Callable
 
 import pandas as pd
 
-from lib.errors import JudgeLensError
+from lib.errors import ProbeError
 from lib.analysis.item_view import ItemKey
 from lib.judging.client import (CallResult, JudgeAPIError, JudgeConfig, _cache_get, _insert, call_judge, make_client,
                            request_hash)
@@ -131,10 +131,6 @@ ABLATIONS = ("order_swap", "no_reference", "answer_first", "rubric_first", "rubr
 PROBE_GROUPS = {"canaries": CANARIES, "ablation": ABLATIONS, "position_swap": ("position_swap",),
                 "repeat_noise": ("repeat_noise",)}
 ALL_PROBES = CANARIES + ABLATIONS + ("position_swap", "repeat_noise")
-
-
-class ProbeError(JudgeLensError):
-    title = "Cannot run the probes"
 
 
 @dataclass(frozen=True)
