@@ -104,6 +104,10 @@ class TemplateNotFound(JudgeLensError):
     title = "No such template"
 
 
+class RegexTimeout(JudgeLensError):
+    title = "Parser regex too slow"
+
+
 class ParserSpecError(JudgeLensError, ValueError):
     """The parser spec itself is unusable (unknown kind, bad regex, bad scale)."""
 

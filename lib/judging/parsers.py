@@ -26,7 +26,7 @@ kind                     reads
 Full-width digits (``[[８]]``, which Python's ``\\d`` matches) are read, with method ``…_fullwidth``
 and a note. Optional keys: ``scale`` ([low, high], default [1, 10]) and ``take`` ("first" | "last" match;
 default "first", as FastChat). User regexes run in the sandbox worker process with a time limit
-(Python's ``re`` cannot be interrupted and holds the GIL), see ``lib.judging.templates.run_regex``.
+(Python's ``re`` cannot be interrupted and holds the GIL), see ``lib.judging.sandbox.run_regex``.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from lib.errors import ParserSpecError
+from lib.errors import ParserSpecError, RegexTimeout
+from lib.judging.sandbox import run_regex
 from lib.vocab import DOUBLE_BRACKET_RE, RATING_NUMBER, SINGLE_BRACKET_RE
 
 SINGLE_KINDS = ("fastchat_single", "rating_double_bracket", "score_double_bracket", "score_colon", "ja_rating")
@@ -241,8 +242,6 @@ def parse(text: str | None, spec: dict) -> ParseResult:
         return ParseResult("not_parsed", "none")
 
     # kind == "regex": run in the sandbox worker with a time limit
-    from lib.judging.templates import RegexTimeout, run_regex
-
     try:
         groups = run_regex(spec["pattern"], text, take)
     except RegexTimeout as exc:
