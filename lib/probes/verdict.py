@@ -1,0 +1,112 @@
+"""The verdict in plain words: what a probe run found and what it means (``summary_text``)."""
+from __future__ import annotations
+
+from lib.probes.canaries import CONFUSION_REF_SHARE
+from lib.probes.spec import PROBES, ProbeResult, ProbeRun, _excerpt, _fmt
+
+
+# ------------------------------------------------------------------------------------------------
+# Plain words
+
+_CAUSE = {"order_swap": "the order of the sections is the cause",
+          "no_reference": "the reference is what the judge grades",
+          "answer_first": "the position of the answer is the cause",
+          "rubric_first": "the position of the rubric is the cause",
+          "rubric_last": "the position of the rubric is the cause"}
+
+
+def _scores_phrase(scores: list, hi) -> str:
+    vals = [s for s in scores if s is not None]
+    if vals and len(set(vals)) == 1:
+        return f"{vals[0]:g}/{hi:g}"
+    return ", ".join(_fmt(s) for s in scores) + f" (out of {hi:g})"
+
+
+def summary_text(run: ProbeRun) -> str:
+    """What the run found, in plain words (a few lines)."""
+    name = run.template_name
+    counted = [r for r in run.results if r.counts and r.status in ("pass", "fail")]
+    failed = [r for r in counted if r.failed]
+    lines = []
+    unknown = [r.probe for r in run.results if r.counts and r.status == "error"]
+    head = (f"{run.template} judged by {run.model} on {len(run.items)} item(s): "
+            + (f"FAILS {len(failed)} of {len(counted)} probe(s) ({', '.join(r.probe for r in failed)})."
+               if failed else
+               f"could not evaluate {', '.join(unknown)} (see below); the other {len(counted)} probe(s) pass."
+               if unknown else f"passes all {len(counted)} probe(s) that decide it."))
+    lines.append(head)
+    hi = run.scale[1] if run.scale else None
+    ablations = [r for r in run.results if r.kind == "ablation" and r.status in ("pass", "fail")]
+    for r in failed:
+        if r.kind == "canary" and run.mode == "single":
+            fails = [i for i in r.items if i["status"] == "fail"]
+            fs = [i["score"] for i in fails]
+            line = (f"{name} scores {PROBES[r.probe].label} {_scores_phrase(fs, hi)} on {len(fails)} of "
+                    f"{r.n_items} item(s)")
+            if r.probe in ("empty_answer", "whitespace_answer"):
+                line += ": " + ("the judge confuses the reference with the answer"
+                                if _confuses_reference(run, r) else "the judge grades an answer it was not given")
+            elif r.probe == "injection":
+                line += ": the judge follows instructions hidden in the answer"
+            elif r.probe == "reference_copy":
+                line += ": the judge does not recognise a correct answer"
+            elif r.probe == "truncated_answer":
+                line += ", no lower than the full answer: the judge does not notice the answer is incomplete"
+            elif r.probe == "question_echo":
+                line += ": the judge rewards restating the question"
+            elif r.probe == "wrong_language":
+                line += ": the judge ignores the answer's language and content"
+            elif r.probe == "off_topic":
+                line += ": the judge does not check that the answer addresses the question"
+            line += "."
+            lines.append(line)
+            if r.probe == "empty_answer":
+                fixes = [a for a in ablations if a.status == "pass"]
+                for a in fixes:
+                    lines.append(f"With {a.metrics['description']} ({a.probe}) the empty answer scores "
+                                 f"{_scores_phrase(a.scores, hi)}: {_CAUSE.get(a.probe, 'the layout is the cause')}.")
+                if ablations and not fixes:
+                    lines.append("No section reordering fixed it (" + ", ".join(
+                        f"{a.probe}: {_scores_phrase(a.scores, hi)}" for a in ablations) + ").")
+            if r.evidence:
+                e = r.evidence[0]
+                words = " ".join((e["rationale"] or "").split())
+                lines.append(f"  Judge's own words ({e['bench']} q{e['question_id']} turn {e['turn']}): "
+                             f"\"{_excerpt(words, 160)}\"")
+        elif r.kind == "canary":
+            lines.append(f"{name}: {r.detail}")
+        elif r.kind == "position":
+            lines.append(f"Position swap: {r.detail}")
+    passed = [r.probe for r in counted if r.status == "pass" and r.kind == "canary"]
+    if passed:
+        lines.append("Passes: " + ", ".join(passed) + ".")
+    for r in run.results:
+        if r.counts and r.status == "pass" and r.kind == "position":
+            lines.append(f"Position swap: {r.detail}")
+    for r in ablations:
+        m = r.metrics
+        if m.get("mean_shift") is not None and not (failed and r.status == "pass" and any(
+                f.probe == "empty_answer" for f in failed)):
+            lines.append(f"Layout {r.probe} ({m['description']}): real answers move by {m['mean_shift']:+.2f} on "
+                         f"average (max |shift| {m['max_abs_shift']:g}); the empty answer scores "
+                         f"{_scores_phrase(r.scores, hi)}.")
+    noise = run.result("repeat_noise")
+    if noise is not None and noise.status in ("pass", "fail"):
+        lines.append(f"Repeat noise: {noise.detail}")
+    errors = [r for r in run.results if r.status == "error"]
+    if errors:
+        lines.append("Could not evaluate: " + ", ".join(f"{r.probe} ({r.detail})" for r in errors) + ".")
+    cost = f", ~${run.cost:.4f}" if run.cost is not None else ""
+    lines.append(f"{run.requests} request(s): {run.calls} sent, {run.cache_hits} from the cache, "
+                 f"{run.prompt_tokens} + {run.completion_tokens} tokens{cost}.")
+    return "\n".join(lines)
+
+
+def _confuses_reference(run: ProbeRun, r: ProbeResult) -> bool:
+    """The template shows a reference and either swapping or removing it fixes the empty answer, or a
+    failing rationale quotes the reference (at least CONFUSION_REF_SHARE of its 8-grams,
+    ``lib.analysis.flags.reference_overlap``)."""
+    if any(a.kind == "ablation" and a.probe in ("order_swap", "no_reference") and a.status == "pass"
+           for a in run.results):
+        return True
+    return any(i["status"] == "fail" and (i.get("ref_share") or 0) >= CONFUSION_REF_SHARE for i in r.items)
