@@ -91,3 +91,26 @@ def page(chromium):
     tab = context.new_page()
     yield tab
     context.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# A run that tested nothing must not look green: pytest already exits 5 when nothing is collected (or
+# everything is deselected); a run whose every test was skipped exits 5 too, with the reason.
+
+_OUTCOMES = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _OUTCOMES[report.outcome] = _OUTCOMES.get(report.outcome, 0) + 1
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and _OUTCOMES["skipped"] and not (_OUTCOMES["passed"] or _OUTCOMES["failed"]):
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+    if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("No test ran (none collected, all deselected, or all skipped): this run checked "
+                                "nothing, so it exits 5.", red=True)

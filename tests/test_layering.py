@@ -1,5 +1,6 @@
 """lib/ runs without Streamlit; pages stay thin; only lib/cli parses arguments or prints."""
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,13 @@ def test_pages_do_not_read_raw_files_or_open_duckdb():
         text = page.read_text()
         for forbidden in ("read_ndjson", "read_parquet", "duckdb.connect", "json.loads(", "open("):
             assert forbidden not in text, f"{page.name} uses {forbidden}"
+
+
+def test_import_contracts():
+    """The layers and forbidden imports in pyproject.toml ([tool.importlinter]), checked by import-linter."""
+    script = Path(sys.executable).with_name("lint-imports")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "importlinter.cli"]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    kept = re.search(r"Contracts: (\d+) kept, 0 broken", out.stdout)
+    assert kept and int(kept.group(1)) >= 4, out.stdout[-2000:]
