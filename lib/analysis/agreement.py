@@ -5,8 +5,7 @@ its score for a judge is ``item_scores.score`` (see ``queries.MEAN_RULE``: repea
 Swallow samples averaged, parse failures left out). Items are never matched across benches.
 
 Everything that touches many rows is aggregated in SQL (the item pivot reads single_judgments in one
-pass, computing what the item_scores view does, because going through the view took 2-5x as long
-at 1M rows); only the item matrix (one row per item,
+pass and averages per item itself, with the same rule as the ``item_scores`` table); only the item matrix (one row per item,
 one column per judge) or small aggregates come back as pandas DataFrames. The statistics on the
 matrix use scipy / scikit-learn.
 

@@ -6,7 +6,7 @@ or a box plot of a million judgments without shipping the points.
 Two units of counting, chosen with ``unit=``:
 
 - ``"item"`` (default): one value per judged item (harness, bench, judge, model, question, turn)
-  from the ``item_scores`` view: repeats and Swallow's 5 samples averaged, parse failures left out
+  from the ``item_scores`` table: repeats and Swallow's 5 samples averaged, parse failures left out
   (``lib.analysis.queries.MEAN_RULE``). Item means can be fractions such as 7.4.
 - ``"judgment"``: one value per ``single_judgments`` row that has a usable score, so a Swallow item
   counts 5 times (once per sample) and a FastChat re-run counts twice.
@@ -135,7 +135,7 @@ def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",
 
 
 # --------------------------------------------------------------------------------------------------
-# The JA harness's summary numbers (fastchat-format.md §8)
+# The JA harness's summary numbers (its show_result.py tables)
 
 KEYS = ["harness", "bench", "judge", "model"]
 

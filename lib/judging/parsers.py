@@ -146,12 +146,6 @@ def _number(text: str) -> float | None:
     return float(value)
 
 
-def _pick(matches: list, take: str):
-    if not matches:
-        return None
-    return matches[0] if take == "first" else matches[-1]
-
-
 def _scored(value: float | None, label: str, method: str, scale, note: str | None = None) -> ParseResult:
     lo, hi = scale
     if not label.isascii() and any(c in label for c in "０１２３４５６７８９"):

@@ -480,10 +480,6 @@ def _stability_templates(store: "Store") -> list[Template]:
     return out
 
 
-def builtin_names(store: "Store | None" = None) -> list[str]:
-    return [t.name for t in builtins(store)]
-
-
 # ------------------------------------------------------------------------------------------------
 # Versions in the store
 

@@ -9,7 +9,8 @@ Layout (a "data root"; any folder level of it can be given):
     <bench>/model_judgment/<judge>_single.jsonl     and  <judge>_pair.jsonl
     <bench>/model_judgment/<judge>_single/<model>__<N>turn.jsonl   (per-model layout of some forks)
 
-See ``shared/docs/fastchat-format.md`` for the semantics these converters follow.
+The converters follow FastChat's own reader and scorer (``fastchat/llm_judge/common.py`` and
+``show_result.py``); a score of -1 is FastChat's "not parsed".
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 
 One details row is one question; it explodes to 2 turns x 5 samples of answers and judgments.
 Scores in the details are the judge's own 1-10 ratings (-1 = not parsed); the results file
-reports means divided by 10. See ``shared/docs/swallow-format.md``.
+reports means divided by 10.
 """
 from __future__ import annotations
 
