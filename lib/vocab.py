@@ -30,9 +30,9 @@ def model_key(name: str | None) -> str:
 
 
 # -- question order ----------------------------------------------------------------------------------------
-def qid_order(table: str = "") -> str:
+def qid_order(table: str = "", column: str = "question_id") -> str:
     """ORDER BY terms sorting question ids as numbers first, then as text: ``qid_order('p')``."""
-    col = f"{table}.question_id" if table else "question_id"
+    col = f"{table}.{column}" if table else column
     return f"TRY_CAST({col} AS BIGINT) NULLS LAST, {col}"
 
 

@@ -57,6 +57,7 @@ from scipy import stats
 from lib.analysis.selectors import SELECTOR_KEYS, check_selector, describe
 from lib.errors import UsageError
 from lib.store import Store
+from lib.vocab import QID_ORDER
 
 SIDE_KEYS = SELECTOR_KEYS
 # Keys that may pair items on top of (bench, question_id, turn).
@@ -317,7 +318,7 @@ def paired_items(store: Store, a: dict, b: dict) -> pd.DataFrame:
         SELECT bench || ':' || question_id AS question, {using}, {free + ', ' if free else ''}
                coalesce(a.category, b.category) AS category, a.score AS score_a, b.score AS score_b
         FROM a JOIN b USING ({using})
-        ORDER BY bench, TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id, turn, {', '.join(
+        ORDER BY bench, {QID_ORDER}, turn, {', '.join(
             k for k in FREE_KEYS)}"""
     with store.read() as cur:
         df = cur.execute(sql, params).df()

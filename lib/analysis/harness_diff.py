@@ -18,6 +18,7 @@ from lib.analysis import linking
 from lib.analysis.item_view import ItemKey, link, link_params
 from lib.analysis.runs import Run, resolve_run
 from lib.store import Store
+from lib.vocab import MODEL_KEY_SQL
 
 AREAS = ("judge_model", "judge_prompt", "system_prompt", "samples", "temperature", "truncation", "reasoning",
          "references", "parse_failures", "scale", "questions")
@@ -28,7 +29,6 @@ AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "sy
 COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
 TRUNCATION_LIMITS = (8192, 6144)
 _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
-_MODEL_KEY = "lower(replace({}, '__', '/'))"
 
 
 def _rows(store: Store, sql: str, params) -> list[tuple]:
@@ -39,7 +39,7 @@ def _rows(store: Store, sql: str, params) -> list[tuple]:
 def _answers(store: Store, run: Run) -> pd.DataFrame:
     """The answers the run's judge saw: the run's model in its bench (judgment names match an answer file's
     model, model_id or file name, '/' and '__' alike, as the item view matches them)."""
-    mk = _MODEL_KEY
+    mk = MODEL_KEY_SQL
     with store.read() as cur:
         return cur.execute(f"""
             SELECT a.question_id, a.turn, a.sample, a.text, a.temperature, a.system_prompt, a.max_chars,

@@ -27,6 +27,7 @@ from rapidfuzz import fuzz, process
 
 from lib.errors import UsageError
 from lib.store import Store
+from lib.vocab import QID_ORDER, qid_order
 
 EDITED_MIN = 0.35
 FUZZY_MIN = 0.6
@@ -48,7 +49,7 @@ def id_key(qid) -> str:
 def _questions(store: Store, bench: str) -> list[tuple[str, str | None, list[str]]]:
     with store.read() as cur:
         rows = cur.execute("SELECT question_id, category, turns FROM current_questions WHERE bench = ? "
-                           "ORDER BY TRY_CAST(question_id AS BIGINT) NULLS LAST, question_id", [bench]).fetchall()
+                           f"ORDER BY {QID_ORDER}", [bench]).fetchall()
     return [(q, c, [normalize(t) for t in (turns or [])]) for q, c, turns in rows]
 
 
@@ -176,7 +177,7 @@ def links(store: Store, bench_a: str, bench_b: str, *, include_removed: bool = F
         df = cur.execute(f"""
             SELECT bench_a, question_id_a, bench_b, question_id_b, method, similarity, edited_turns
             FROM question_links WHERE bench_a = ? AND bench_b = ? {'' if include_removed else "AND method <> 'removed'"}
-            ORDER BY TRY_CAST(question_id_a AS BIGINT) NULLS LAST, question_id_a""", [lo, hi]).df()
+            ORDER BY {qid_order(column='question_id_a')}""", [lo, hi]).df()
     if flip:
         df = df.rename(columns={"bench_a": "bench_b", "question_id_a": "question_id_b", "bench_b": "bench_a",
                                 "question_id_b": "question_id_a"})[LINK_COLUMNS]
