@@ -1,24 +1,28 @@
-"""JudgeLens library: everything that runs without Streamlit.
+"""JudgeLens library: everything that runs without Streamlit. Higher layers import lower ones, never the
+reverse (the contracts in ``pyproject.toml``, checked by ``tests/test_layering.py``).
 
-Modules, by what they own:
-
-- ``store``         the DuckDB file: schema, connections, the write lock, transactions, item_scores
-- ``formats``       readers for each harness's files (FastChat family, Swallow/lighteval)
-- ``ingest``        finds files, hashes them, imports each import as one transaction, removes sources
-- ``uploads``       import roots and the layout of uploaded files
-- ``queries``       overview, leaderboard and scores the pages and the CLI ask of the store
-- ``agreement``     judge-vs-judge statistics, disagreements, pairwise win rates, parse failures
-- ``deltas``        paired A-vs-B deltas: t intervals on question-level deltas, Holm correction (``selectors``: A/B sides)
-- ``distributions`` histograms, box summaries, the JA harness's overall views, length bias
-- ``item_view``     one item's question, references, answer and verdicts; deep-link parameters
-- ``textdiff``      character-level diffs (escaped HTML)
-- ``safe_text``     showing untrusted text inside Markdown
-- ``charts``        Plotly figures shared by the pages and the report
-- ``report``        the self-contained HTML report
-- ``templates``     judge prompt templates: built-ins, versions, the Jinja2 sandbox
-- ``judge_context`` the documented context a template is rendered with
-- ``parsers``       reading a score or verdict out of a judge's text
-- ``judge_client``  judge calls through the openai client: cache, retries, batches
-- ``sample``        the bundled real data and the first-start loader
-- ``cli``           ``python -m lib.cli``
+- ``cli/``       ``python -m lib.cli``: the only place that parses arguments or prints. ``main.py`` builds
+                 the parser from one module per area (``data``, ``review``, ``judging``, ``harness``,
+                 ``links``, ...); ``common.py`` holds the shared options and output helpers.
+- ``probes/``    judge-prompt probes: ``spec`` (names, thresholds, results), one module per family
+                 (``canaries``, ``ablation``, ``position``, ``noise``), ``items``, ``runner``
+                 (``run_probes``), ``verdict`` (plain words), ``storage``; ``suite`` is the one-import API.
+- ``render/``    ``report`` (the self-contained HTML report) above; ``charts`` (pure Plotly figures),
+                 ``textdiff`` (character diffs, escaped HTML), ``safe_text`` (``md_escape``) at the bottom.
+- ``judging/``   re-judging: ``templates`` (versions, built-ins), ``sandbox`` (the security boundary: the
+                 locked-down Jinja2 environment in a worker process with limits), ``parsers``, ``context``
+                 (the item context; choosing items), ``client`` (one call: config, key, retries, cache),
+                 ``deadline`` (a total deadline per request), ``dispatch`` (the one thread pool for many
+                 calls), ``batch`` (``RejudgeBatch``: verdicts stored as a new judge).
+- ``ingest/``    ``formats/`` (FastChat, Swallow, JSONL readers), ``importer`` (discover, hash,
+                 one-transaction import, remove), ``uploads``, ``sample`` (the bundled sample).
+- ``analysis/``  ``queries`` (overview, leaderboard, scores), ``agreement``, ``deltas`` (paired A-vs-B deltas:
+                 t intervals on question-level deltas, Holm correction), ``distributions``,
+                 ``flags`` (suspicious stored verdicts), ``item_view`` (one item, deep links), and harness
+                 vs harness: ``aliases``, ``linking``, ``selectors``, ``runs``, ``harness_diff``.
+- ``store``      the DuckDB file: schema, connections, the single writer, ``item_scores``.
+- ``errors``     the titled errors a user reads (``JudgeLensError`` and its subclasses).
+- ``vocab``      the shared vocabulary: model-name key, question-id order, the ``<think>`` rule, reference
+                 categories, FastChat's rating regexes.
+- ``paths``      where the repository's own files live.
 """
