@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Nothing was imported. {exc.hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("Interrupted: nothing more was done.", file=sys.stderr)
+        print("Interrupted.", file=sys.stderr)
         return 130
     except DatabaseBusyError as exc:
         print(exc.message, file=sys.stderr)

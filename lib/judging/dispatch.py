@@ -82,7 +82,7 @@ class Dispatcher:
         for j in jobs:
             work.put(j)
         results: queue.Queue = queue.Queue()
-        stop = threading.Event()   # fatal error
+        stop = threading.Event()   # a fatal error, or the caller stopped reading (an exception, Ctrl-C)
         in_flight = [0]
         lock = threading.Lock()
         config, api_key, client, cancel = self.config, self.api_key, self.client, self.cancel
@@ -117,11 +117,17 @@ class Dispatcher:
         self._started = time.perf_counter()
         for t in threads:
             t.start()
-        stopping_at = None
+        try:
+            yield from self._collect(threads, results, stop, in_flight, lock)
+        finally:  # also when the caller stops early: the workers take no new job
+            stop.set()
+
+    def _collect(self, threads, results, stop, in_flight, lock) -> Iterator[Outcome | None]:
+        cancel, stopping_at = self.cancel, None
         while True:
             if not any(t.is_alive() for t in threads) and results.empty():
                 break
-            if (cancel.is_set() or stop.is_set()) and stopping_at is None:
+            if (cancel.is_set() or self.fatal is not None) and stopping_at is None:
                 stopping_at = time.perf_counter()
             if stopping_at is not None and time.perf_counter() - stopping_at > self.grace_s:
                 with lock:

@@ -1,0 +1,80 @@
+"""The one dispatcher for judge calls (lib/judging/dispatch.py): re-judge batches and probes send through it."""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+from fake_openai import FakeOpenAI, Reply
+
+from lib.judging import client as J
+from lib.judging.dispatch import Dispatcher
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-dispatch-0123456789"
+
+
+class Job:
+    def __init__(self, i: int):
+        self.messages = [{"role": "user", "content": f"item {i}"}]
+        self.request_hash = str(i)
+
+
+def config(server, **kw):
+    return J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
+
+
+def test_every_job_comes_back_once_with_its_answer_or_its_reason():
+    with FakeOpenAI() as server:
+        server.responder = lambda body: (Reply.error(400, "bad item") if body["messages"][0]["content"] == "item 3"
+                                         else "Rating: [[7]]")
+        d = Dispatcher(config(server), api_key=KEY, concurrency=4)
+        outs = [o for o in d.run([Job(i) for i in range(12)]) if o is not None]
+    assert sorted(o.job.request_hash for o in outs) == sorted(str(i) for i in range(12))
+    failed = [o for o in outs if o.error]
+    assert [o.job.request_hash for o in failed] == ["3"] and "Server says: bad item" in failed[0].error
+    assert all(o.result.text == "Rating: [[7]]" for o in outs if not o.error) and d.sent == 12 and d.fatal is None
+
+
+def test_cancel_stops_taking_jobs_and_waits_for_those_in_flight():
+    with FakeOpenAI(latency=0.3) as server:
+        cancel = threading.Event()
+        d = Dispatcher(config(server), api_key=KEY, concurrency=2, cancel=cancel)
+        outs = []
+        for o in d.run([Job(i) for i in range(30)]):
+            if o is not None:
+                outs.append(o)
+                cancel.set()
+        sent = len(server.chat_requests())
+    assert 1 <= len(outs) < 30 and sent == len(outs) and d.abandoned == 0   # nothing paid for is dropped
+
+
+def test_a_fatal_error_stops_the_run():
+    with FakeOpenAI() as server:
+        server.responder = lambda body: Reply.error(401, "bad key")
+        d = Dispatcher(config(server), api_key=KEY, concurrency=1)
+        outs = [o for o in d.run([Job(i) for i in range(10)]) if o is not None]
+    assert len(outs) == 1 and d.fatal is not None and "API key was refused" in d.fatal.message
+
+
+def test_a_caller_that_stops_reading_stops_the_workers():
+    with FakeOpenAI(latency=0.2) as server:
+        d = Dispatcher(config(server), api_key=KEY, concurrency=2)
+        run = d.run([Job(i) for i in range(40)])
+        first = next(o for o in run if o is not None)
+        run.close()                                   # e.g. an exception or Ctrl-C in the caller
+        time.sleep(0.8)
+        sent = len(server.chat_requests())
+    assert first.result is not None and sent <= 4
+
+
+def test_batches_and_probes_share_the_dispatcher_and_no_other_thread_pool():
+    lib = ROOT / "lib"
+    callers = [p for p in [*(lib / "judging").glob("*.py"), *(lib / "probes").glob("*.py")]
+               if p.name != "sandbox.py"]   # the sandbox's pipe reader is not a judge call
+    pools = [str(p.relative_to(ROOT)) for p in callers
+             if re.search(r"ThreadPoolExecutor|threading\.Thread\(", p.read_text(encoding="utf-8"))]
+    assert pools == ["lib/judging/dispatch.py"]
+    for module in ("judging/batch.py", "probes/runner.py"):
+        assert "Dispatcher(" in (lib / module).read_text(encoding="utf-8")
