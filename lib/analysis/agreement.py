@@ -5,9 +5,9 @@ its score for a judge is ``item_scores.score`` (see ``queries.MEAN_RULE``: repea
 Swallow samples averaged, parse failures left out). Items are never matched across benches.
 
 Everything that touches many rows is aggregated in SQL (the item pivot reads single_judgments in one
-pass and averages per item itself, with the same rule as the ``item_scores`` table); only the item matrix (one row per item,
-one column per judge) or small aggregates come back as pandas DataFrames. The statistics on the
-matrix use scipy / scikit-learn.
+pass and averages per item itself, with the same rule as the ``item_scores`` table); only the item
+matrix (one row per item, one column per judge) or small aggregates come back as pandas DataFrames.
+The statistics on the matrix use scipy / scikit-learn.
 
 **Rounding.** Quadratic weighted kappa (QWK) needs integer categories, so for ``qwk``, ``exact``
 and ``within1`` each item score is rounded to the nearest integer, halves up (7.5 -> 8): these

@@ -110,8 +110,8 @@ class BatchSummary:
                  + (f"; cost ~${self.cost:.4f}" if self.cost is not None else "")
                  + (f" (estimated before: ~${self.estimated_cost:.4f})" if self.estimated_cost is not None else "")]
         if self.error_reasons:
-            lines.append(f"why {self.api_errors} request(s) failed:" if len(self.error_reasons) > 1 or self.api_errors > 1
-                         else "why the request failed:")
+            many = len(self.error_reasons) > 1 or self.api_errors > 1
+            lines.append(f"why {self.api_errors} request(s) failed:" if many else "why the request failed:")
             for reason, n in sorted(self.error_reasons.items(), key=lambda kv: -kv[1])[:5]:
                 lines.append(f"  {n} x {reason}")
             if len(self.error_reasons) > 5:
