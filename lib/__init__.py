@@ -13,14 +13,17 @@ reverse (the contracts in ``pyproject.toml``, checked by ``tests/test_layering.p
                  locked-down Jinja2 environment in a worker process with limits), ``parsers``, ``context``
                  (the item context; choosing items), ``client`` (one call: config, key, retries, cache),
                  ``deadline`` (a total deadline per request), ``dispatch`` (the one thread pool for many
-                 calls), ``batch`` (``RejudgeBatch``: verdicts stored as a new judge).
+                 calls), ``batch`` (``RejudgeBatch``: verdicts stored as a new judge), ``attribution``
+                 (the attribution ladder), ``human`` (the analyst's own verdicts as judges ``human:<author>``).
 - ``ingest/``    ``formats/`` (FastChat, Swallow, JSONL readers), ``importer`` (discover, hash,
                  one-transaction import, remove), ``uploads``, ``sample`` (the bundled sample).
 - ``analysis/``  ``queries`` (overview, leaderboard, scores), ``agreement``, ``deltas`` (paired A-vs-B deltas:
                  t intervals on question-level deltas, Holm correction), ``distributions``,
                  ``flags`` (suspicious stored verdicts), ``item_view`` (one item, deep links), and harness
-                 vs harness: ``aliases``, ``linking``, ``selectors``, ``runs``, ``harness_diff``.
+                 vs harness: ``aliases``, ``linking``, ``selectors``, ``runs``, ``harness_diff``; ``search``
+                 (full-text search over the index ``search_index`` builds inside every import).
 - ``store``      the DuckDB file: schema, connections, the single writer, ``item_scores``.
+- ``search_index`` the NFKC- and case-folded text index, built in the import transaction.
 - ``errors``     the titled errors a user reads (``JudgeLensError`` and its subclasses).
 - ``vocab``      the shared vocabulary: model-name key, question-id order, the ``<think>`` rule, reference
                  categories, FastChat's rating regexes.
