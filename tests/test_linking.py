@@ -129,12 +129,14 @@ def test_linking_1000_questions_takes_under_2_seconds(store):
             qb.append((str(9000 + i), "writing", [_text(rng, 200), _text(rng, 80)]))
     put_questions(store, "big_a", qa)
     put_questions(store, "big_b", qb)
-    started = time.perf_counter()
+    # CPU seconds of this process (all its threads), not wall time: other processes on a busy machine
+    # stretch the wall clock but not the work linking does.
+    started = time.process_time()
     counts = L.link_benches(store, "big_a", "big_b")
-    elapsed = time.perf_counter() - started
-    print(f"\nlinking 1,000 x 1,000 questions: {elapsed:.3f} s, {counts}")
+    cpu = time.process_time() - started
+    print(f"\nlinking 1,000 x 1,000 questions: {cpu:.3f} CPU s, {counts}")
     assert counts == {"exact": 600, "edited": 200, "fuzzy": 100}
-    assert elapsed < 2.0
+    assert cpu < 2.0
 
 
 # ----------------------------------------------------------------------------------------------
