@@ -41,6 +41,7 @@ class Reply:
     delay: float = 0.0                 # extra seconds before answering
     hang: float = 0.0                  # sleep this long (or until the server stops) and send nothing useful
     drip: float = 0.0                  # > 0: send the headers, then one body byte every `drip` seconds
+    drip_headers: bool = False         # with drip: the status line and headers drip too
     prompt_tokens: int | None = None   # default: characters of the messages / 4
     completion_tokens: int | None = None
     error_message: str = "error"
@@ -71,8 +72,8 @@ class Reply:
         return cls(None, hang=seconds)
 
     @classmethod
-    def dripping(cls, every: float = 1.0, text: str = "Rating: [[5]]") -> "Reply":
-        return cls(text, drip=every)
+    def dripping(cls, every: float = 1.0, text: str = "Rating: [[5]]", headers_too: bool = False) -> "Reply":
+        return cls(text, drip=every, drip_headers=headers_too)
 
 
 @dataclass
@@ -178,17 +179,24 @@ class FakeOpenAI:
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
-                }, reply.headers, *([reply.drip] if reply.drip else []))
+                }, reply.headers, *([reply.drip, reply.drip_headers] if reply.drip else []))
 
-            def _send_drip(self, status, obj, headers, every):
+            def _send_drip(self, status, obj, headers, every, headers_too=False):
                 data = json.dumps(obj).encode()
+                if headers_too:
+                    head = "".join(f"{k}: {v}\r\n" for k, v in {"Content-Type": "application/json", **(headers or {}),
+                                                                  "Content-Length": len(data)}.items())
+                    data = f"HTTP/1.1 {status} OK\r\n{head}\r\n".encode() + data
                 try:
-                    self.send_response(status)
-                    for k, v in {"Content-Type": "application/json", **(headers or {})}.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.flush()
+                    if headers_too:
+                        self.close_connection = True
+                    else:
+                        self.send_response(status)
+                        for k, v in {"Content-Type": "application/json", **(headers or {})}.items():
+                            self.send_header(k, v)
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.flush()
                     for i in range(len(data)):
                         if fake._stop.wait(every):
                             return

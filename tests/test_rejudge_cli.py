@@ -40,10 +40,12 @@ def rows(db, sql, params=()):
         return cur.execute(sql, list(params)).fetchall()
 
 
-def test_a_judge_that_drips_one_byte_at_a_time_hits_the_total_deadline(store):
+@pytest.mark.parametrize("headers_too", [False, True], ids=["body drips", "headers drip too"])
+def test_a_judge_that_drips_one_byte_at_a_time_hits_the_total_deadline(store, headers_too):
     with FakeOpenAI() as server:
         url = server.url
-        server.queue(Reply.dripping(0.2))   # a ~250-byte body at 5 bytes/s: no single read ever times out
+        # a ~250-byte body at 5 bytes/s (and the status line and headers too): no single read ever times out
+        server.queue(Reply.dripping(0.2, headers_too=headers_too))
         config = J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=1.5, max_retries=0)
         client = J.make_client(config, KEY)    # the SDK import is not part of the request
         t0 = time.perf_counter()

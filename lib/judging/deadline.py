@@ -93,7 +93,14 @@ def deadline_http_client(timeout, limits=None):
     import httpx2
     import openai
 
-    client = openai.DefaultHttpxClient(timeout=timeout, **({"limits": limits} if limits is not None else {}))
+    class Client(openai.DefaultHttpxClient):
+        def __del__(self):  # like the SDK's own client: release the connections with the client
+            try:
+                self.close()
+            except Exception:
+                pass
+
+    client = Client(timeout=timeout, **({"limits": limits} if limits is not None else {}))
     for transport in [client._transport, *client._mounts.values()]:  # proxies from the environment too
         pool = getattr(transport, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):
