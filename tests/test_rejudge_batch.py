@@ -40,6 +40,9 @@ def test_batch_becomes_a_new_judge_compared_like_any_other(sample_store, server)
     template = T.get_template(sample_store, "ja-single-v1")
     items = select_items(sample_store, bench="ja_mt_bench", turn=1, judged_by="gpt-4o")
     assert len(items) == 160
+    # Each answer takes 50 ms, so requests overlap whenever the batch really sends them concurrently
+    # (an instant server let one request finish before the next began on a loaded machine).
+    server.latency = 0.05
     seen = []
     summary = J.run_batch(sample_store, template, cfg(server), items, "rejudge-4o", concurrency=6,
                           api_key=KEY, progress=lambda d, t, eta: seen.append((d, t, eta)), judge_hint="gpt-4o")
