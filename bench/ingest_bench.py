@@ -15,6 +15,8 @@ What it does (see shared/docs/performance-baselines.md, sections 0, 2 and 6):
    - ``judgelens``: ``Store(fresh file)`` (timed separately), ``ingest(store, [path])`` then CHECKPOINT
      (timed in-process, split into hash / fast insert / notes / rest), then a re-import of the same
      file (must report "unchanged").
+   - ``ducklake``: the same, into a new DuckLake store (SQLite catalog, Parquet folder next to it;
+     no CHECKPOINT: the Parquet files are written by COMMIT), the team store of lib.store.
    - ``sha256``: ``lib.ingest.importer.sha256_of`` alone.
    Ratios are JudgeLens / reference on the same file in the same run: goals are >= 1.0x rows/s and
    <= 1.0x peak RSS. "load CPU s" (process CPU time of the load, all threads) is steadier than wall
@@ -238,9 +240,22 @@ def generate(path: Path, n: int, ascii_: bool) -> dict:
 # Child processes: one method each, result as JSON on stdout
 
 def _rm_db(db: Path) -> None:
-    for p in (db, Path(str(db) + ".wal")):
-        if p.exists():
+    for p in (db, Path(str(db) + ".wal"), *_lake_files(db)):
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
             p.unlink()
+
+
+def _lake_files(db: Path) -> tuple[Path, Path, Path, Path]:
+    """The DuckLake store the ``ducklake`` method writes next to ``db``: SQLite catalog (+ WAL files), Parquet folder."""
+    catalog = db.with_suffix(".sqlite")
+    return catalog, Path(str(catalog) + "-wal"), Path(str(catalog) + "-shm"), db.with_suffix(".lake")
+
+
+def _lake_bytes(db: Path) -> int:
+    catalog, _, _, data = _lake_files(db)
+    return catalog.stat().st_size + sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
 
 
 def child_reference(path: Path, db: Path) -> dict:
@@ -261,7 +276,7 @@ def child_reference(path: Path, db: Path) -> dict:
             "import_s": t_import, "rows": rows, "db_bytes": db.stat().st_size}
 
 
-def child_judgelens(path: Path, db: Path) -> dict:
+def child_judgelens(path: Path, db: Path, lake: bool = False) -> dict:
     t0 = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     import lib.ingest.importer as ing
@@ -286,12 +301,17 @@ def child_judgelens(path: Path, db: Path) -> dict:
 
     _rm_db(db)
     t1 = time.perf_counter()
-    store = Store(db)
+    if lake:  # a DuckLake store with a SQLite catalog: the Parquet files are written before COMMIT returns
+        catalog, _, _, data = _lake_files(db)
+        store = Store(f"ducklake:sqlite:{catalog}", data_path=data)
+    else:
+        store = Store(db)
     t2, c2 = time.perf_counter(), time.process_time()
     report = ing.ingest(store, [path])
     t3 = time.perf_counter()
-    with store.cursor() as cur:
-        cur.execute("CHECKPOINT")
+    if not lake:
+        with store.cursor() as cur:
+            cur.execute("CHECKPOINT")
     t4, c4 = time.perf_counter(), time.process_time()
     item = report.files[0]
     assert item.status == "imported", report.summary()
@@ -310,7 +330,11 @@ def child_judgelens(path: Path, db: Path) -> dict:
     return {"load_s": t4 - t2, "load_cpu_s": c4 - c2, "ingest_s": ingest_s, "checkpoint_s": t4 - t3, "open_s": t2 - t1,
             "import_s": t_import, "rows": rows, "fast_path": item.fast and "python_reader_s" not in first,
             "phases": first, "reimport_s": t6 - t5, "reimport_hash_s": phases.get("hash_s"),
-            "db_bytes": db.stat().st_size, "warnings": item.warnings}
+            "db_bytes": _lake_bytes(db) if lake else db.stat().st_size, "warnings": item.warnings}
+
+
+def child_ducklake(path: Path, db: Path) -> dict:
+    return child_judgelens(path, db, lake=True)
 
 
 def child_sha256(path: Path, db: Path) -> dict:
@@ -321,7 +345,8 @@ def child_sha256(path: Path, db: Path) -> dict:
     return {"load_s": time.perf_counter() - t0, "load_cpu_s": time.process_time() - c0}
 
 
-CHILDREN = {"reference": child_reference, "judgelens": child_judgelens, "sha256": child_sha256}
+CHILDREN = {"reference": child_reference, "judgelens": child_judgelens, "ducklake": child_ducklake,
+            "sha256": child_sha256}
 
 
 def run_child(method: str, path: Path, db: Path, script: Path | None = None) -> dict:
@@ -407,13 +432,14 @@ def markdown(key: str, meta: dict, summary: dict, base: str = "reference") -> st
                      f"{s['rows_per_s'] / 1e3:,.1f}k | {s['mb_per_s']:,.0f} | {s['peak_rss_mb']:,.0f} MB | "
                      f"{cpu_text} | {s['process_s']:.2f} | {ratio_r} | {ratio_m} | {ratio_c} |")
     lines.append("")
-    jl = summary.get("judgelens")
-    if jl:
+    for name, jl in (("JudgeLens", summary.get("judgelens")), ("JudgeLens on DuckLake", summary.get("ducklake"))):
+        if not jl:
+            continue
         ph = jl.get("phases", {})
         lines.append(
-            f"JudgeLens: Store open {jl['open_s']:.3f} s; ingest {jl['ingest_s']:.2f} s = "
+            f"{name}: Store open {jl['open_s']:.3f} s; ingest {jl['ingest_s']:.2f} s = "
             + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in ph.items())
-            + f"; CHECKPOINT {jl['checkpoint_s']:.2f} s; DB {jl.get('db_mb', 0):,.0f} MB; "
+            + f"; CHECKPOINT {jl['checkpoint_s']:.2f} s; store {jl.get('db_mb', 0):,.0f} MB; "
             f"re-import {jl['reimport_s']:.2f} s.")
     if ref and "ctas_s" in ref:
         lines.append(f"Reference: CTAS {ref['ctas_s']:.2f} s + CHECKPOINT {ref['checkpoint_s']:.2f} s; "
@@ -438,7 +464,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=None, help="rounds per method (default 3 for <=100k, 1 for 1m)")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--methods", default="reference,judgelens,sha256")
+    ap.add_argument("--methods", default="reference,judgelens,ducklake,sha256",
+                    help="ducklake: JudgeLens into a DuckLake store (SQLite catalog, local Parquet folder)")
     ap.add_argument("--delete-data", action="store_true", help="delete generated files after measuring")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--file", type=Path, help=argparse.SUPPRESS)

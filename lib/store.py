@@ -27,19 +27,37 @@ fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected
 
 Concurrency: one process holds the file read-write. Inside it, every reader takes its own
 ``cursor()`` and every writer takes ``Store.write()`` (a lock plus one transaction).
+
+Team store (DuckLake): ``Store("ducklake:sqlite:FILE")`` or ``Store("ducklake:postgres:CONNINFO")`` (chosen
+by ``JUDGELENS_STORE``; Parquet data under ``JUDGELENS_DATA_PATH``) opens the same tables in a DuckLake
+catalog, so many processes read and write at once with snapshot isolation. DuckLake has no PRIMARY KEY,
+UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
+- ids are ``max(id) + 1`` read inside the write transaction (``Store.next_id``);
+- every write transaction first bumps the ``write_clock`` row of ``meta``. Two transactions that overlap
+  therefore both change that row, and DuckLake refuses to commit the second (a commit conflict, or
+  "database is locked" with a SQLite catalog). ``Store.transaction`` re-runs a refused transaction from
+  the start on the new snapshot, a bounded number of times; that is how an id is never handed out twice
+  and the same file imported twice at once lands once (the re-run finds the first one's source).
+- ``write_clock`` also tells readers in other processes that the data changed (``Store.data_clock``).
 """
 from __future__ import annotations
 
+import glob
 import os
+import random
 import re
+import tempfile
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import duckdb
 
-from lib.errors import DatabaseBusyError, DatabaseFileError
+from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
+
+T = TypeVar("T")
 
 DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "judgelens.duckdb"
 SCHEMA_VERSION = "1"
@@ -367,6 +385,78 @@ def _refresh_extras(cur, benches) -> None:
     index_new_sources(cur)
 
 
+LAKE_PREFIX = "ducklake:"
+LAKE_ALIAS = "lake"
+LAKE_CATALOGS = ("sqlite", "postgres")
+COMMIT_ATTEMPTS = 8  # a DuckLake transaction refused at commit is re-run this many times in all
+# ids DuckLake cannot hand out by itself (no sequences): table -> (id column, the embedded store's sequence)
+ID_COLUMNS = {"sources": ("source_id", "source_ids"), "templates": ("template_id", "template_ids"),
+              "probe_runs": ("run_id", "probe_run_ids")}
+
+
+def lake_schema(schema: str = SCHEMA) -> str:
+    """``SCHEMA`` without what DuckLake lacks: sequences, PRIMARY KEY / UNIQUE constraints, list defaults.
+    Uniqueness is kept by the writers (``Store.transaction``, ``Store.next_id``)."""
+    out = re.sub(r"(?m)^CREATE (?:SEQUENCE|(?:UNIQUE )?INDEX)[^;]*;[ \t]*\n", "", schema)
+    out = re.sub(r" DEFAULT nextval\('[a-z_]+'\)", "", out)
+    out = re.sub(r",([ \t]*--[^\n]*)?\s*(?:UNIQUE|PRIMARY KEY) ?\([^)]*\)", r"\1", out)  # table constraints
+    out = re.sub(r" (?:PRIMARY KEY|UNIQUE)\b", "", out)                                    # column constraints
+    out = re.sub(r" DEFAULT \[\]", "", out)
+    return out
+
+
+def is_lake(target) -> bool:
+    return isinstance(target, str) and target.startswith(LAKE_PREFIX)
+
+
+def default_store() -> str | Path:
+    """What the app and CLI open unless told otherwise: ``JUDGELENS_STORE`` (a DuckLake store) if set,
+    else the single DuckDB file (``default_db_path``)."""
+    return os.environ.get("JUDGELENS_STORE") or default_db_path()
+
+
+def default_data_path() -> str | None:
+    return os.environ.get("JUDGELENS_DATA_PATH") or None
+
+
+def parse_lake(target: str) -> tuple[str, str]:
+    """``ducklake:sqlite:FILE`` -> ("sqlite", FILE); ``ducklake:postgres:CONNINFO`` -> ("postgres", CONNINFO)."""
+    rest = target[len(LAKE_PREFIX):]
+    catalog, _, where = rest.partition(":")
+    if catalog not in LAKE_CATALOGS or not where.strip():
+        raise UsageError(f"Unknown store {target!r}. A team store is ducklake:sqlite:FILE (many processes on one "
+                         "machine) or ducklake:postgres:CONNINFO (e.g. ducklake:postgres:dbname=judgelens "
+                         "host=db.internal); leave JUDGELENS_STORE unset for the single DuckDB file.",
+                         title="Unknown store")
+    return catalog, where
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _extension_file(name: str) -> str:
+    """The extension shipped in the ``duckdb-extension-NAME`` wheel (requirements.txt): loaded from the
+    installed package, never downloaded."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
+    found = []
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found += glob.glob(os.path.join(folder, "extensions", f"v{duckdb.__version__}", f"{name}.duckdb_extension"))
+        found += glob.glob(os.path.join(folder, "**", f"{name}.duckdb_extension"), recursive=True)
+    if not found:
+        raise UsageError(f"The DuckDB extension {name!r} is not installed. Install the packages in requirements.txt "
+                         f"(duckdb-extension-{name}=={duckdb.__version__}).", title="DuckLake is not installed")
+    return found[0]
+
+
+def _retryable(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.Error) and ("conflict" in text or "database is locked" in text
+                                              or "could not serialize" in text)
+
+
 def default_db_path() -> Path:
     """The store the app and CLI use unless told otherwise (``JUDGELENS_DB`` overrides)."""
     return Path(os.environ.get("JUDGELENS_DB") or DEFAULT_DB)
@@ -400,15 +490,27 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 
 class Store:
-    """One open DuckDB file. Thread-safe: readers use ``cursor()``, writers use ``write()``.
+    """One open store: a DuckDB file (default) or a DuckLake store (``ducklake:sqlite:FILE`` /
+    ``ducklake:postgres:CONNINFO``, Parquet data under ``data_path``). Thread-safe: readers use ``read()``
+    / ``cursor()``, writers use ``write()`` (or ``transaction()``, which re-runs a DuckLake transaction
+    refused at commit).
 
-    ``read_only=True`` (the CLI's reading commands) opens the file read-only and runs no DDL, so a store in a
-    read-only folder can still be read; the file must already hold a JudgeLens store.
+    ``read_only=True`` (the CLI's reading commands) opens a DuckDB file read-only and runs no DDL, so a store in
+    a read-only folder can still be read; the file must already hold a JudgeLens store. (A DuckLake store is
+    opened the same way for reading and writing: readers never block writers there.)
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False):
-        self.path = Path(path) if path is not None else default_db_path()
+    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False, *,
+                 data_path: str | os.PathLike | None = None):
+        target = path if path is not None else default_store()
+        self.lake = is_lake(target)
         self.read_only = read_only
+        self._write_lock = threading.Lock()
+        if self.lake:
+            self._open_lake(str(target), data_path if data_path is not None else default_data_path())
+            return
+        self.data_path = None
+        self.path = Path(target)
         check_database_file(self.path, read_only)
         if not read_only:
             try:
@@ -420,7 +522,6 @@ class Store:
             self._con = _connect(self.path, read_only)
         except duckdb.Error as exc:  # another process holds the file, or the file is damaged
             raise open_error(self.path, exc) from exc
-        self._write_lock = threading.Lock()
         if read_only:
             self._check_schema()
             return
@@ -457,13 +558,140 @@ class Store:
                 "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION]
             )
 
+    # -- DuckLake
+    def _open_lake(self, target: str, data_path) -> None:
+        catalog, where = parse_lake(target)
+        self.path = target  # what identifies the store (cache keys, messages); no file of its own
+        self.catalog, self.catalog_location = catalog, where
+        config = dict(CONNECT_CONFIG)  # extensions only from the installed wheels, loaded below
+        if not os.environ.get("HOME") and not Path("~").expanduser().is_dir():
+            config["extension_directory"] = os.path.join(tempfile.gettempdir(), "judgelens-duckdb-extensions")
+        con = duckdb.connect(config=config)
+        try:
+            for name in ("ducklake", catalog):
+                con.execute(f"INSTALL {_sql_text(_extension_file(name))}")
+                con.execute(f"LOAD {name}")
+            options = []
+            if catalog == "sqlite":
+                file = Path(where).expanduser()
+                file.parent.mkdir(parents=True, exist_ok=True)
+                where = str(file)
+                # WAL lets readers work during a commit; the busy timeout makes a writer wait for the lock
+                options += ["META_JOURNAL_MODE 'WAL'", "META_BUSY_TIMEOUT 5000"]
+                if data_path is None and not file.exists():  # a new store: its Parquet files next to it
+                    data_path = str(file) + ".files"
+            if data_path is not None:
+                data_path = str(data_path)
+                if "://" not in data_path:
+                    Path(data_path).expanduser().mkdir(parents=True, exist_ok=True)
+                    data_path = str(Path(data_path).expanduser().resolve())
+                options.append(f"DATA_PATH {_sql_text(data_path.rstrip('/') + '/')}")
+            attach = f"ATTACH {_sql_text(LAKE_PREFIX + catalog + ':' + where)} AS {LAKE_ALIAS}"
+            if options:
+                attach += f" ({', '.join(options)})"
+            self._attempt(lambda: con.execute(attach))
+        except duckdb.Error as exc:
+            con.close()
+            hint = ("" if data_path is not None or catalog != "postgres" else
+                    " A new PostgreSQL-backed store needs a data folder: set JUDGELENS_DATA_PATH (or --data-path).")
+            raise DatabaseBusyError(f"Could not open the DuckLake store {target}: {exc}.{hint}",
+                                    title="Could not open the store") from exc
+        except BaseException:
+            con.close()
+            raise
+        con.execute(f"USE {LAKE_ALIAS}")
+        self._con = con
+        self.data_path = self._lake_data_path()
+
+        def create(cur):
+            have = {r[0] for r in cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = ?", [LAKE_ALIAS]).fetchall()}
+            if "meta" in have and "item_scores" in have and "answers_view" in have and _schema_tables() <= have:
+                return  # DDL only when something is missing: every DDL is a commit other processes conflict with
+            cur.execute(lake_schema())
+            for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0")):
+                if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():
+                    cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
+
+        self.transaction(create, clock=False)
+
+    def _lake_data_path(self) -> str | None:
+        try:
+            row = self._con.execute(
+                f"SELECT value FROM __ducklake_metadata_{LAKE_ALIAS}.ducklake_metadata WHERE key = 'data_path'"
+            ).fetchone()
+            return row[0] if row else None
+        except duckdb.Error:
+            return None
+
+    def _attempt(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``, again after a short wait while DuckLake says another process got there first."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return fn()
+            except duckdb.Error as exc:
+                if not _retryable(exc) or attempt == COMMIT_ATTEMPTS:
+                    raise
+            time.sleep(min(0.05 * 2 ** attempt, 2.0) * random.uniform(0.5, 1.5))
+        raise AssertionError("unreachable")
+
+    def transaction(self, fn: Callable[[duckdb.DuckDBPyConnection], T], memory_limit: str | None = None,
+                    clock: bool = True) -> T:
+        """``fn(cur)`` inside ``write()``; on a DuckLake store a transaction that another process's commit
+        made stale is rolled back and ``fn`` runs again on the new snapshot (at most COMMIT_ATTEMPTS times).
+        ``fn`` must therefore read what it decides on through ``cur`` and may run more than once."""
+        if not self.lake:
+            with self.write(memory_limit) as cur:
+                return fn(cur)
+
+        def once():
+            with self.write(memory_limit, clock=clock) as cur:
+                return fn(cur)
+
+        try:
+            return self._attempt(once)
+        except duckdb.Error as exc:
+            if _retryable(exc):
+                raise DatabaseBusyError(
+                    f"The store {self.path} was changed by other processes {COMMIT_ATTEMPTS} times while this "
+                    f"change was being written; nothing was written. Try again. ({exc})",
+                    title="The store is busy") from exc
+            raise
+
+    def next_id(self, cur, table: str) -> int:
+        """A new id for ``sources`` / ``templates`` / ``probe_runs``, inside the caller's write transaction."""
+        column, sequence = ID_COLUMNS[table]
+        if not self.lake:
+            return cur.execute(f"SELECT nextval('{sequence}')").fetchone()[0]
+        # Safe on DuckLake: every write bumps write_clock, so a concurrent writer that read the same value
+        # conflicts at commit and runs again. The last id is kept in meta so, like a sequence, an id is
+        # never reused after its row was removed.
+        key = f"last_id:{table}"
+        row = cur.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        top = cur.execute(f"SELECT coalesce(max({column}), 0) FROM {table}").fetchone()[0]
+        new = max(int(row[0]) if row else 0, top) + 1
+        self.set_meta(cur, key, str(new))
+        return new
+
+    def data_clock(self) -> int | None:
+        """DuckLake: a number that changes whenever any process commits a write; None for a DuckDB file."""
+        if not self.lake:
+            return None
+        with self.read() as cur:
+            row = cur.execute("SELECT value FROM meta WHERE key = 'write_clock'").fetchone()
+        return int(row[0]) if row else 0
+
+    # -- both kinds
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A connection of this thread's own. Close it (or use ``with``) when done."""
-        return self._con.cursor()
+        cur = self._con.cursor()
+        if self.lake:  # a cursor starts in the in-memory database; the store is the attached lake
+            cur.execute(f"USE {LAKE_ALIAS}")
+        return cur
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        cur = self._con.cursor()
+        cur = self.cursor()
         try:
             yield cur
         except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
@@ -474,19 +702,24 @@ class Store:
             cur.close()
 
     @contextmanager
-    def write(self, memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    def write(self, memory_limit: str | None = None, clock: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """One writer at a time, one transaction: everything or nothing.
 
         ``memory_limit`` (e.g. "1GB") bounds DuckDB's buffer pool from BEGIN until after COMMIT, under the
         write lock. It is a database-wide setting, so queries running meanwhile share the bound.
+        On a DuckLake store the transaction bumps ``write_clock`` (see the module docstring); use
+        ``transaction()`` to have a transaction that another process's commit refused run again.
         """
         with self._write_lock:
-            cur = self._con.cursor()
+            cur = self.cursor()
             if memory_limit:
                 cur.execute(f"SET memory_limit = '{memory_limit}'")
             try:
                 cur.execute("BEGIN TRANSACTION")
                 try:
+                    if self.lake and clock:
+                        cur.execute("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) "
+                                    "WHERE key = 'write_clock'")
                     yield cur
                 except BaseException:
                     cur.execute("ROLLBACK")
@@ -496,6 +729,28 @@ class Store:
                 if memory_limit:
                     cur.execute("RESET memory_limit")
                 cur.close()
+
+    def set_meta(self, cur, key: str, value: str) -> None:
+        """Set a ``meta`` row inside the caller's write transaction (no ON CONFLICT on DuckLake)."""
+        cur.execute("DELETE FROM meta WHERE key = ?", [key])
+        cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
+
+    def describe(self) -> dict:
+        """What this store is and where its data lives (``store info``)."""
+        if not self.lake:
+            return {"kind": "duckdb file", "store": str(self.path), "data": str(self.path),
+                    "bytes": self.path.stat().st_size if self.path.exists() else 0}
+        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.path, "catalog": self.catalog_location,
+                "data": self.data_path}
+        with self.read() as cur:
+            files = cur.execute(
+                f"SELECT count(*), coalesce(sum(file_size_bytes), 0) FROM __ducklake_metadata_{LAKE_ALIAS}.ducklake_data_file "
+                "WHERE end_snapshot IS NULL").fetchone()
+            info["data_files"], info["bytes"] = int(files[0]), int(files[1])
+            info["snapshot"] = cur.execute(f"SELECT id FROM ducklake_current_snapshot('{LAKE_ALIAS}')").fetchone()[0]
+        if self.catalog == "sqlite" and Path(self.catalog_location).exists():
+            info["catalog_bytes"] = Path(self.catalog_location).stat().st_size
+        return info
 
     def close(self) -> None:
         self._con.close()
@@ -571,6 +826,58 @@ def open_error(path: Path, exc: Exception) -> DatabaseFileError | DatabaseBusyEr
         return DatabaseFileError(f"Cannot open the database {path}: permission denied. Check the file's and its "
                                  "folder's permissions, or use --db (or JUDGELENS_DB) with another file.")
     return busy_error(path, exc)
+
+def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
+    """Copy every table of the single-file store ``source`` into the empty store ``target`` (normally a
+    DuckLake store) in one transaction; returns rows copied per table. Ids are kept."""
+    source = Path(source)
+    if not source.is_file():
+        raise UsageError(f"{source}: no such DuckDB file", title="Nothing to migrate")
+    check_database_file(source, read_only=True)
+    with target.read() as cur:
+        have = cur.execute("SELECT count(*) FROM sources").fetchone()[0] + cur.execute(
+            "SELECT count(*) FROM templates").fetchone()[0]
+    if have:
+        raise UsageError(f"The store {target.path} already holds data; migrate into a new, empty store.",
+                         title="Target store is not empty")
+    alias = "jl_migrate_source"
+    try:
+        target._con.execute(f"ATTACH {_sql_text(str(source.resolve()))} AS {alias} (READ_ONLY)")
+    except duckdb.Error as exc:
+        raise open_error(source, exc) from exc
+    try:
+        with target.read() as cur:
+            ours = {r[0] for r in cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+                "AND table_type = 'BASE TABLE'").fetchall()}
+            theirs = {r[0] for r in cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? "
+                "AND table_type = 'BASE TABLE'", [alias]).fetchall()}
+        tables = sorted((ours & theirs) - {"meta"})
+
+        def copy(cur) -> dict[str, int]:
+            counts = {}
+            for table in tables:
+                counts[table] = cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {alias}.main.{table}"
+                                            ).fetchone()[0]
+            for key, value in cur.execute(f"SELECT key, value FROM {alias}.main.meta").fetchall():
+                if key not in ("schema_version", "write_clock") and not key.startswith("last_id:"):
+                    target.set_meta(cur, key, value)
+            if target.lake:  # keep counting ids where the file's sequences were
+                for table, (column, sequence) in ID_COLUMNS.items():
+                    row = cur.execute("SELECT last_value FROM duckdb_sequences() WHERE database_name = ? "
+                                      "AND sequence_name = ?", [alias, sequence]).fetchone()
+                    top = cur.execute(f"SELECT coalesce(max({column}), 0) FROM {table}").fetchone()[0]
+                    target.set_meta(cur, f"last_id:{table}", str(max(top, (row[0] or 0) if row else 0)))
+            return counts
+
+        return target.transaction(copy)
+    finally:
+        target._con.execute(f"DETACH {alias}")
+
+
+def _schema_tables() -> set[str]:
+    return set(re.findall(r"CREATE (?:TABLE IF NOT EXISTS|OR REPLACE VIEW) (\w+)", SCHEMA))
 
 
 def busy_error(path: Path, exc: Exception) -> DatabaseBusyError:

@@ -10,7 +10,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from lib.render import charts
 from lib.render.safe_text import csv_text
 from lib.errors import DatabaseFileError, JudgeLensError
-from lib.store import Store, default_db_path
+from lib.store import Store, default_data_path, default_db_path
 
 
 if PagesManager.uses_pages_directory:
@@ -21,14 +21,34 @@ if PagesManager.uses_pages_directory:
 
 
 @st.cache_resource(show_spinner=False)
-def _open_store(path: str) -> Store:
-    return Store(path)
+def _open_store(path: str, data_path: str | None = None) -> Store:
+    return Store(path, data_path=data_path)
+
+
+def _secret(name: str) -> str | None:
+    try:
+        section = st.secrets.get("judgelens")
+    except Exception:  # no secrets file
+        return None
+    value = section.get(name) if section else None
+    return str(value) if value else None
+
+
+def store_target() -> tuple[str, str | None]:
+    """Which store this server uses: ``JUDGELENS_STORE`` or ``[judgelens] store`` in secrets (a DuckLake
+    store, data under ``JUDGELENS_DATA_PATH`` / ``[judgelens] data_path``), else the single DuckDB file."""
+    import os
+
+    target = os.environ.get("JUDGELENS_STORE") or _secret("store")
+    if not target:
+        return str(default_db_path()), None
+    return target, default_data_path() or _secret("data_path")
 
 
 def get_store() -> Store:
     """The one store of this server process. On failure, say why and stop the page."""
     try:
-        return _open_store(str(default_db_path()))
+        return _open_store(*store_target())
     except JudgeLensError as exc:
         show_error(exc)
         st.stop()
@@ -36,26 +56,30 @@ def get_store() -> Store:
 
 def data_version(store: Store) -> tuple:
     """Changes whenever a source is added or removed or an analyst records a verdict: the cache key for query
-    results."""
+    results. On a DuckLake store also whenever any process commits a write (its write clock), so every server
+    sees the others' imports, re-judges, probe runs and verdicts on the next rerun. Each query reads the
+    newest snapshot."""
     with store.read() as cur:
-        return tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0), "
-                                 "(SELECT count(*) FROM human_verdicts) FROM sources").fetchone())
+        version = tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0), "
+                                    "(SELECT count(*) FROM human_verdicts) FROM sources").fetchone())
+    return version if not store.lake else (*version, store.data_clock())
 
 
 def cached_query(fn, version: tuple, **kwargs):
     """Run ``fn(store, **kwargs)`` (a ``lib`` query function), cached until the data changes: reruns
     that only change how a result is drawn cost nothing."""
+    target, data_path = store_target()
     try:
-        return _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", str(default_db_path()), version, **kwargs)
+        return _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version, **kwargs)
     except DatabaseFileError as exc:  # a damaged block shows up only when a query reads it
         show_error(exc)
         st.stop()
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _cached_query(_fn, name: str, db: str, version: tuple, **kwargs):
+def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
     # ``name`` keys the cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
-    return _fn(_open_store(db), **kwargs)
+    return _fn(_open_store(db, data_path), **kwargs)
 
 
 def page_start(title: str):

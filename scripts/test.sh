@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every JudgeLens test (unit, CLI, AppTest pages, real-browser). Sets up everything first:
-# .venv with requirements-dev.txt, and Debian's chromium for the browser tests.
+# .venv with requirements-dev.txt, Debian's chromium for the browser tests and Debian's postgresql for the
+# DuckLake team-store tests (each test session starts its own throwaway server as a non-root user).
 # Extra arguments go to pytest (e.g. -k ingest, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,15 @@ if [ ! -x /usr/bin/chromium ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null
   else
     echo "Browser tests need Debian's chromium: sudo apt-get install chromium chromium-driver" >&2
+    exit 1
+  fi
+fi
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "Installing Debian postgresql for the DuckLake team-store tests…"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) >/dev/null
+  else
+    echo "The DuckLake team-store tests need Debian's postgresql: sudo apt-get install postgresql" >&2
     exit 1
   fi
 fi

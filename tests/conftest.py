@@ -22,6 +22,8 @@ TEST_DATA = Path(__file__).resolve().parent / "data"
 def _isolated_env(monkeypatch, tmp_path):
     """No test reads the developer's database or keys."""
     monkeypatch.setenv("JUDGELENS_DB", str(tmp_path / "default.duckdb"))
+    monkeypatch.delenv("JUDGELENS_STORE", raising=False)
+    monkeypatch.delenv("JUDGELENS_DATA_PATH", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
@@ -46,6 +48,54 @@ def sample_store(_sample_db, tmp_path) -> Store:
     path = tmp_path / "sample.duckdb"
     shutil.copy(_sample_db, path)
     s = Store(path)
+    yield s
+    s.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# DuckLake team stores (lib.store): a SQLite catalog in tmp, or a PostgreSQL catalog on the session's
+# throwaway server (tests/pg_support.py). Each test gets its own catalog and Parquet folder.
+
+@pytest.fixture(scope="session")
+def postgres() -> str:
+    """libpq conninfo of a PostgreSQL server started for this test session (stopped at the end)."""
+    from pg_support import pg_bin, running_postgres
+
+    if pg_bin() is None:
+        pytest.skip("PostgreSQL is not installed (scripts/test.sh installs Debian's postgresql)")
+    with running_postgres() as conninfo:
+        yield conninfo
+
+
+_pg_databases = iter(range(1, 10_000))
+
+
+def fresh_pg_database(conninfo: str) -> str:
+    """A new empty database on the test server; its conninfo."""
+    from pg_support import pg_bin
+
+    name = f"jl_{next(_pg_databases)}"
+    parts = dict(p.split("=", 1) for p in conninfo.split())
+    import subprocess
+
+    subprocess.run([str(pg_bin() / "createdb"), "-h", parts["host"], "-p", parts["port"], "-U", parts["user"], name],
+                   check=True, capture_output=True)
+    return conninfo.replace(f"dbname={parts['dbname']}", f"dbname={name}")
+
+
+def lake_target(kind: str, tmp_path: Path, request) -> tuple[str, Path]:
+    """(JUDGELENS_STORE value, data folder) for a new DuckLake store with a ``kind`` catalog."""
+    data = tmp_path / "lake-data"
+    if kind == "sqlite":
+        return f"ducklake:sqlite:{tmp_path / 'catalog.sqlite'}", data
+    return f"ducklake:postgres:{fresh_pg_database(request.getfixturevalue('postgres'))}", data
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def lake_store(request, tmp_path) -> Store:
+    """An empty DuckLake store, once with a SQLite and once with a PostgreSQL catalog."""
+    target, data = lake_target(request.param, tmp_path, request)
+    s = Store(target, data_path=data)
     yield s
     s.close()
 

@@ -69,7 +69,7 @@ def auto_alias(store: Store, names: list[str] | None = None) -> int:
     groups: dict[str, list[str]] = {}
     for n in names:
         groups.setdefault(model_key(n), []).append(n)
-    with store.write() as cur:
+    def write(cur) -> int:  # Store.transaction: may run again on a DuckLake store
         kept = {n for (n,) in cur.execute("SELECT name FROM model_aliases WHERE method <> 'auto'").fetchall()}
         cur.execute("DELETE FROM model_aliases WHERE method = 'auto'")
         rows = []
@@ -81,7 +81,9 @@ def auto_alias(store: Store, names: list[str] | None = None) -> int:
             rows.extend((n, canonical) for n in members[1:] if n not in kept)
         if rows:
             cur.executemany("INSERT INTO model_aliases (name, canonical, method) VALUES (?, ?, 'auto')", rows)
-    return len(rows)
+        return len(rows)
+
+    return store.transaction(write)
 
 
 def canonical(store: Store, name: str) -> str:
@@ -128,11 +130,13 @@ def set_alias(store: Store, name: str, canonical_name: str) -> str:
     if target == name and name != canonical_name:
         raise UsageError(f"{canonical_name!r} is already an alias of {name!r}; setting {name!r} -> "
                          f"{canonical_name!r} would make a loop. Remove that alias first.")
-    with store.write() as cur:
-        cur.execute("INSERT OR REPLACE INTO model_aliases (name, canonical, method) VALUES (?, ?, 'manual')",
-                    [name, target])
+    def write(cur) -> None:  # no INSERT OR REPLACE: a DuckLake store has no primary keys
+        cur.execute("DELETE FROM model_aliases WHERE name = ?", [name])
+        cur.execute("INSERT INTO model_aliases (name, canonical, method) VALUES (?, ?, 'manual')", [name, target])
         # names that pointed at ``name`` now point at its canonical too
         cur.execute("UPDATE model_aliases SET canonical = ? WHERE canonical = ? AND name <> ?", [target, name, name])
+
+    store.transaction(write)
     return target
 
 
@@ -141,9 +145,11 @@ def remove_alias(store: Store, name: str) -> bool:
     table = _table(store)
     if name not in table or table[name][1] == "removed":
         return False
-    with store.write() as cur:
-        cur.execute("INSERT OR REPLACE INTO model_aliases (name, canonical, method) VALUES (?, ?, 'removed')",
-                    [name, name])
+    def write(cur) -> None:
+        cur.execute("DELETE FROM model_aliases WHERE name = ?", [name])
+        cur.execute("INSERT INTO model_aliases (name, canonical, method) VALUES (?, ?, 'removed')", [name, name])
+
+    store.transaction(write)
     return True
 
 

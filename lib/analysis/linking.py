@@ -142,7 +142,8 @@ def link_benches(store: Store, bench_a: str, bench_b: str, *, edited_min: float 
                           skip_b={b for _, b, m in kept if m == "manual"},
                           forbidden={(a, b) for a, b, m in kept if m == "removed"},
                           edited_min=edited_min, fuzzy_min=fuzzy_min)
-    with store.write() as cur:
+
+    def write(cur) -> None:  # Store.transaction: may run again on a DuckLake store
         cur.execute("DELETE FROM question_links WHERE bench_a = ? AND bench_b = ? AND method IN ('exact', 'edited', "
                     "'fuzzy')", [bench_a, bench_b])
         if links:
@@ -158,6 +159,8 @@ def link_benches(store: Store, bench_a: str, bench_b: str, *, edited_min: float 
                                       edited_turns::INTEGER[] FROM _links""")
             finally:
                 cur.unregister("_links")
+
+    store.transaction(write)
     counts = {m: 0 for m in AUTO_METHODS}
     for link in links:
         counts[link[2]] += 1
@@ -229,11 +232,13 @@ def set_link(store: Store, a: str, b: str) -> dict:
         (ba, qa, ta), (bb, qb, tb) = (bb, qb, tb), (ba, qa, ta)
     ta, tb = [normalize(t) for t in ta], [normalize(t) for t in tb]
     sim, edited = round(_similarity(ta, tb), 6), _edited_turns(ta, tb)
-    with store.write() as cur:
+    def write(cur) -> None:
         cur.execute("DELETE FROM question_links WHERE bench_a = ? AND bench_b = ? AND (question_id_a = ? OR "
                     "question_id_b = ?)", [ba, bb, qa, qb])
         cur.execute("""INSERT INTO question_links (bench_a, question_id_a, bench_b, question_id_b, method, similarity,
                            edited_turns) VALUES (?, ?, ?, ?, 'manual', ?, ?)""", [ba, qa, bb, qb, sim, edited])
+
+    store.transaction(write)
     return {"bench_a": ba, "question_id_a": qa, "bench_b": bb, "question_id_b": qb, "method": "manual",
             "similarity": sim, "edited_turns": edited}
 
@@ -243,7 +248,7 @@ def remove_link(store: Store, a: str, b: str) -> bool:
     (ba, qa), (bb, qb) = parse_ref(a), parse_ref(b)
     if not _ordered(ba, bb):
         ba, qa, bb, qb = bb, qb, ba, qa
-    with store.write() as cur:
+    def write(cur) -> bool:
         found = cur.execute("""SELECT 1 FROM question_links WHERE bench_a = ? AND question_id_a = ? AND bench_b = ?
                                AND question_id_b = ? AND method <> 'removed'""", [ba, qa, bb, qb]).fetchone()
         if not found:
@@ -252,7 +257,9 @@ def remove_link(store: Store, a: str, b: str) -> bool:
                     "question_id_b = ?", [ba, bb, qa, qb])
         cur.execute("""INSERT INTO question_links (bench_a, question_id_a, bench_b, question_id_b, method, similarity,
                            edited_turns) VALUES (?, ?, ?, ?, 'removed', NULL, [])""", [ba, qa, bb, qb])
-    return True
+        return True
+
+    return store.transaction(write)
 
 
 def link_diff(store: Store, bench_a: str, qid_a: str, bench_b: str, qid_b: str) -> list[dict]:

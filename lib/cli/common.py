@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from lib.errors import UsageError
 from lib.render.safe_text import csv_text
-from lib.store import Store, default_db_path
+from lib.store import Store, default_db_path, default_store, is_lake
 
 
 def parents() -> dict[str, argparse.ArgumentParser]:
@@ -16,6 +17,12 @@ def parents() -> dict[str, argparse.ArgumentParser]:
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument("--db", type=Path, default=None,
                     help=f"DuckDB file (default: $JUDGELENS_DB or {default_db_path()})")
+    db.add_argument("--store", default=None, metavar="STORE",
+                    help="a DuckLake team store instead of the DuckDB file: ducklake:sqlite:FILE or "
+                         "ducklake:postgres:CONNINFO (default: $JUDGELENS_STORE if set)")
+    db.add_argument("--data-path", default=None, metavar="FOLDER",
+                    help="where a DuckLake store keeps its Parquet files (default: $JUDGELENS_DATA_PATH; "
+                         "SQLite catalogs: FILE.files next to the catalog)")
     fmt = argparse.ArgumentParser(add_help=False)
     fmt.add_argument("--format", choices=("table", "csv", "json"), default="table")
     endpoint = argparse.ArgumentParser(add_help=False)
@@ -41,10 +48,22 @@ def judge_config(args):
                        price_per_1k_input=args.price_in, price_per_1k_output=args.price_out)
 
 
+def store_target(args):
+    """The store the options name: --store, else --db, else $JUDGELENS_STORE, else the DuckDB file."""
+    if getattr(args, "store", None) and getattr(args, "db", None):
+        raise UsageError("Give either --db (a DuckDB file) or --store (a DuckLake store), not both.")
+    if getattr(args, "store", None):
+        if not is_lake(args.store):
+            raise UsageError(f"--store {args.store!r}: a store is ducklake:sqlite:FILE or ducklake:postgres:CONNINFO "
+                             "(for a DuckDB file use --db FILE).")
+        return args.store
+    return getattr(args, "db", None) or default_store()
+
+
 def open_store(args, read_only: bool = False) -> Store:
-    """The store ``--db`` names. Commands that only read open it read-only: no schema DDL, so a store in a
-    read-only folder (or one another reader holds) still answers."""
-    return Store(args.db, read_only=read_only)
+    """The store the options name (``store_target``). Commands that only read open a DuckDB file read-only: no
+    schema DDL, so a store in a read-only folder (or one another reader holds) still answers."""
+    return Store(store_target(args), read_only=read_only, data_path=getattr(args, "data_path", None))
 
 
 def split_list(text: str | None) -> list[str]:

@@ -3,7 +3,8 @@
 
 Exit codes: 0 success, 1 bad input (nothing imported; ``rejudge``: not one request succeeded), 2 usage or
 a user error (unknown format, a bad template, a refused API key, ...), 3 the database is in use by another
-process, 130 interrupted (Ctrl-C; ``rejudge`` keeps every verdict that arrived). ``probe``: 0 every
+process (or a DuckLake store stayed busy), 130 interrupted (Ctrl-C; ``rejudge`` keeps every verdict that
+arrived). ``probe``: 0 every
 deciding probe passed, 1 a canary or position-swap probe failed or could not be evaluated.
 ``flags`` always exits 0 on success: flags are findings to review.
 """
@@ -12,11 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lib.cli import data, harness, judging, links, review, search, stats, verdicts
+from lib.cli import data, harness, judging, links, review, search, stats, store, verdicts
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
 
-COMMAND_MODULES = (data, review, stats, judging, links, harness, search, verdicts)
+COMMAND_MODULES = (data, review, stats, judging, links, harness, search, verdicts, store)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -393,41 +393,64 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
 IMPORT_MEMORY_LIMIT = os.environ.get("JUDGELENS_IMPORT_MEMORY", "1GB")
 
 
-def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress) -> None:
+def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress,
+           known: dict | None = None) -> None:
     todo = [i for i in items if i.status == "pending"]
-    with store.write(memory_limit=IMPORT_MEMORY_LIMIT) as cur:
-        for n, item in enumerate(todo):
-            progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
-            existing = cur.execute(  # checked again under the write lock: another session may have won
-                "SELECT source_id FROM sources WHERE sha256 = ? AND bench IS NOT DISTINCT FROM ? AND kind = ?",
-                [item.sha256, item.bench, item.kind]).fetchone()
-            if existing:
-                item.status, item.existing_source = "unchanged", existing[0]
-                continue
-            skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
-            source_id = cur.execute(
-                "INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
-                "rows_skipped, warnings, skipped_lines) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING source_id",
-                [item.sha256, str(item.path), item.path.name, item.harness, item.kind, item.bench, item.size,
-                 len(item.skipped), [], json.dumps(skipped) if skipped else None],
-            ).fetchone()[0]
-            if item.fast:
-                rows = _insert_fast(cur, item, source_id)
-                if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
-                    item.warnings.append(BLANK_NOTE)
-            else:
-                for table, parsed in item.tables.items():
-                    _insert_rows(cur, table, source_id, parsed.rows)
-                main = next(iter(item.tables.values()), None)
-                rows = main.lines_read - len(item.skipped) if main else 0
-            if item.kind in ("single_judgments", "swallow_details"):
-                item.warnings.extend(_judgment_notes(cur, source_id))
-            cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
-                        [rows, item.warnings, source_id])
-            item.rows, item.source_id, item.status = rows, source_id, "imported"
-        # Judgments and questions feed the per-item table (questions give judged items their category).
-        refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
-                                  and i.kind in ("single_judgments", "pair_judgments", "swallow_details", "questions")])
+
+    def write(cur) -> None:
+        if any(i.status != "pending" for i in todo):  # a DuckLake re-run after a commit conflict: start over
+            _reset(todo, known or {})
+        _write_items(store, cur, todo, progress)
+
+    store.transaction(write, memory_limit=IMPORT_MEMORY_LIMIT)
+
+
+def _reset(items: list[ImportFile], known: dict) -> None:
+    """Forget what a rolled-back write transaction decided about these files."""
+    for other in items:
+        # also undo "unchanged" verdicts that pointed at a source the rolled-back transaction made
+        # (the same bytes given twice in one import)
+        if other.status == "imported" or (other.status == "unchanged"
+                                          and other.existing_source not in known.values()):
+            other.status, other.source_id, other.rows = "pending", None, 0
+            other.existing_source = None
+            other.warnings = [w for w in other.warnings  # notes _write_items adds: it will add them again
+                              if not (_is_judgment_note(w) or (other.fast and w == BLANK_NOTE))]
+
+
+def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) -> None:
+    for n, item in enumerate(todo):
+        progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
+        existing = cur.execute(  # checked again under the write lock: another session may have won
+            "SELECT source_id FROM sources WHERE sha256 = ? AND bench IS NOT DISTINCT FROM ? AND kind = ?",
+            [item.sha256, item.bench, item.kind]).fetchone()
+        if existing:
+            item.status, item.existing_source = "unchanged", existing[0]
+            continue
+        skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
+        source_id = store.next_id(cur, "sources")
+        cur.execute(
+            "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
+            "rows_skipped, warnings, skipped_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+            [source_id, item.sha256, str(item.path), item.path.name, item.harness, item.kind, item.bench,
+             item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None])
+        if item.fast:
+            rows = _insert_fast(cur, item, source_id)
+            if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
+                item.warnings.append(BLANK_NOTE)
+        else:
+            for table, parsed in item.tables.items():
+                _insert_rows(cur, table, source_id, parsed.rows)
+            main = next(iter(item.tables.values()), None)
+            rows = main.lines_read - len(item.skipped) if main else 0
+        if item.kind in ("single_judgments", "swallow_details"):
+            item.warnings.extend(_judgment_notes(cur, source_id))
+        cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
+                    [rows, item.warnings, source_id])
+        item.rows, item.source_id, item.status = rows, source_id, "imported"
+    # Judgments and questions feed the per-item table (questions give judged items their category).
+    refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
+                              and i.kind in ("single_judgments", "pair_judgments", "swallow_details", "questions")])
 
 
 def _judgment_notes(cur, source_id: int) -> list[str]:
@@ -501,20 +524,12 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         raise IngestError(problems)
     while True:
         try:
-            _write(store, items, skip_bad_lines, progress)
+            _write(store, items, skip_bad_lines, progress, known)
             break
         except _FastPathRefused as refused:
             item = refused.item  # the transaction rolled back: read this file line by line and try again
             item.fast = False
-            for other in items:
-                # also undo "unchanged" verdicts that pointed at a source this rolled-back transaction made
-                # (the same bytes given twice in one import)
-                if other.status == "imported" or (other.status == "unchanged"
-                                                  and other.existing_source not in known.values()):
-                    other.status, other.source_id, other.rows = "pending", None, 0
-                    other.existing_source = None
-                    other.warnings = [w for w in other.warnings  # notes _write adds: it will add them again
-                                      if not (_is_judgment_note(w) or (other.fast and w == BLANK_NOTE))]
+            _reset(items, known)
             _read(item, items, store)
             file_problems = _problems(item)
             if not file_problems:
@@ -599,7 +614,7 @@ def _is_judgment_note(text: str) -> bool:
 
 def remove_source(store: Store, source_id: int) -> bool:
     """Delete one source and everything imported from it. Returns False if there is no such source."""
-    with store.write() as cur:
+    def remove(cur) -> bool:
         if not cur.execute("SELECT 1 FROM sources WHERE source_id = ?", [source_id]).fetchone():
             return False
         benches = [r[0] for r in cur.execute(
@@ -609,5 +624,9 @@ def remove_source(store: Store, source_id: int) -> bool:
             cur.execute(f"DELETE FROM {table} WHERE source_id = ?", [source_id])
         cur.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
         refresh_item_scores(cur, benches)
+        return True
+
+    if not store.transaction(remove):
+        return False
     relink(store)
     return True

@@ -17,8 +17,7 @@ SAMPLE_DIR = DATA_DIR / "sample"
 
 def load_sample(store: Store, progress: Progress | None = None) -> IngestReport:
     report = ingest(store, [SAMPLE_DIR], progress=progress)
-    with store.write() as cur:
-        cur.execute("INSERT OR REPLACE INTO meta VALUES ('sample_loaded', 'yes')")
+    store.transaction(lambda cur: store.set_meta(cur, "sample_loaded", "yes"))
     return report
 
 

@@ -296,11 +296,14 @@ class RejudgeBatch:
         if self.source_id is not None:
             return self.source_id
         benches = {it.bench for it in self.items}
-        self.source_id = cur.execute(
-            """INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported, warnings)
-               VALUES (?, ?, ?, ?, 'rejudge', ?, 0, 0, []) RETURNING source_id""",
-            [self.run_sha, f"rejudge:{self.label}", self.label, HARNESS,
-             next(iter(benches)) if len(benches) == 1 else None]).fetchone()[0]
+        source_id = self.store.next_id(cur, "sources")
+        cur.execute(
+            """INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported,
+                                    warnings)
+               VALUES (?, ?, ?, ?, ?, 'rejudge', ?, 0, 0, [])""",
+            [source_id, self.run_sha, f"rejudge:{self.label}", self.label, HARNESS,
+             next(iter(benches)) if len(benches) == 1 else None])
+        self.source_id = source_id
         return self.source_id
 
     def _rows(self, unit: _Unit) -> tuple[list[dict], list[dict], dict]:
@@ -367,27 +370,42 @@ class RejudgeBatch:
         if not units and not new_results:
             return
         table = "single_judgments" if self.mode == "single" else "pair_judgments"
-        with self.store.write() as cur:
+        source_id, redo_keys = self.source_id, list(self._redo_keys)
+
+        def write(cur) -> tuple[int, dict, dict]:
+            # may run again on a DuckLake store (Store.transaction): start from the state before the first try
+            self.source_id, self._redo_keys = source_id, list(redo_keys)
             sid = self._ensure_source(cur)
             store_in_cache(cur, self.config, [(r.messages_json, r.result) for r in new_results])
-            rows, rej = [], []
+            rows, rej, total, reasons = [], [], {}, {}
             for unit in units:
                 r1, r2, counts = self._rows(unit)
                 rows += r1
                 rej += r2
                 for k, v in counts.items():
-                    setattr(summary, k if k != "api_error" else "api_errors",
-                            getattr(summary, k if k != "api_error" else "api_errors") + v)
+                    total[k] = total.get(k, 0) + v
                 for r in unit.requests:
                     if r.error is not None:
-                        summary.error_reasons[r.error] = summary.error_reasons.get(r.error, 0) + 1
+                        reasons[r.error] = reasons.get(r.error, 0) + 1
             if units:
                 self._delete_previous(cur, sid, [u.item for u in units])
             _insert(cur, table, rows)
             _insert(cur, "rejudgments", rej)
-            summary.written += len(rows)
-            for unit in units:
-                unit.written = True
+            return len(rows), total, reasons
+
+        try:
+            written, total, reasons = self.store.transaction(write)
+        except BaseException:
+            self.source_id, self._redo_keys = source_id, redo_keys  # rolled back: nothing of it exists
+            raise
+        for k, v in total.items():
+            setattr(summary, k if k != "api_error" else "api_errors",
+                    getattr(summary, k if k != "api_error" else "api_errors") + v)
+        for reason, n in reasons.items():
+            summary.error_reasons[reason] = summary.error_reasons.get(reason, 0) + n
+        summary.written += written
+        for unit in units:
+            unit.written = True
 
     def _delete_previous(self, cur, sid: int, items: list) -> None:
         """On resume, replace this run's earlier api_error rows for these items."""
@@ -417,7 +435,8 @@ class RejudgeBatch:
         else:
             sql = ("SELECT count(*), count(*) FILTER ('error' IN (g1_winner, g2_winner)) FROM pair_judgments "
                    "WHERE source_id = ?")
-        with self.store.write() as cur:
+
+        def finish(cur) -> None:
             if self.mode == "single":  # the per-item table every page aggregates (lib.store)
                 benches = [b for (b,) in cur.execute("SELECT DISTINCT bench FROM single_judgments WHERE source_id = ?",
                                                      [self.source_id]).fetchall()]
@@ -433,6 +452,8 @@ class RejudgeBatch:
                 notes.append("the last run stopped early; run it again to resume")
             cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                         [n, notes, self.source_id])
+
+        self.store.transaction(finish)
 
     def run(self, *, api_key: str | None = None, concurrency: int = 8,
             progress: Callable[[int, int, float | None], None] | None = None,

@@ -205,10 +205,19 @@ def _insert(cur, table: str, rows: list[dict], replace_existing: bool = False) -
     name = f"_jl_{table}_{threading.get_ident()}"
     cur.register(name, data)
     try:
+        if replace_existing and not _has_primary_key(cur, table):  # DuckLake: no INSERT OR REPLACE
+            cur.execute(f"DELETE FROM {table} WHERE request_hash IN (SELECT request_hash FROM {name})")
+            replace_existing = False
         verb = "INSERT OR REPLACE" if replace_existing else "INSERT"
         cur.execute(f"{verb} INTO {table} BY NAME SELECT * FROM {name}")
     finally:
         cur.unregister(name)
+
+
+def _has_primary_key(cur, table: str) -> bool:
+    return bool(cur.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? AND "
+                            "database_name = current_database() AND constraint_type = 'PRIMARY KEY'",
+                            [table]).fetchone()[0])
 
 
 def _retry_wait(headers, attempt: int, config: JudgeConfig) -> tuple[float, bool]:
@@ -353,8 +362,8 @@ def call_judge(store: Store, config: JudgeConfig, messages: list[dict], *, api_k
     if client is None:
         client = make_client(config, api_key)
     result = _create_with_retries(client, config, messages, api_key, cancel, h)
-    with store.write() as cur:
-        _insert(cur, "judge_cache", _cache_rows(config, [(messages, result)]), replace_existing=True)
+    store.transaction(lambda cur: _insert(cur, "judge_cache", _cache_rows(config, [(messages, result)]),
+                                          replace_existing=True))
     return result
 
 

@@ -508,24 +508,33 @@ def save_template(store: "Store", template: Template, *, parent: "Template | int
     """
     check_template(template)
     content = template.content()
-    parent_id = parent.template_id if isinstance(parent, Template) else parent
-    with store.write() as cur:
+    given_parent = parent.template_id if isinstance(parent, Template) else parent
+
+    def save(cur):  # may run again on a DuckLake store (Store.transaction): decides from what cur reads
+        parent_id = given_parent
         latest = cur.execute(f"SELECT {_COLUMNS} FROM templates WHERE name = ? ORDER BY version DESC LIMIT 1",
                              [template.name]).fetchone()
         if latest is not None:
             existing = _row_to_template(latest)
             if _canon(existing.content()) == _canon(content):
-                existing.description = template.description
                 return existing
         version = (latest[2] + 1) if latest else 1
         if parent_id is None:
             parent_id = template.parent_id if template.parent_id is not None else (latest[0] if latest else None)
-        row = cur.execute(
-            f"""INSERT INTO templates (name, version, messages, parser, preprocess, parent_id, provenance, builtin)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}""",
-            [template.name, version, _canon(content["messages"]), _canon(content["parser"]),
+        template_id = store.next_id(cur, "templates")
+        cur.execute(
+            """INSERT INTO templates (template_id, name, version, messages, parser, preprocess, parent_id, provenance,
+                                     builtin)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [template_id, template.name, version, _canon(content["messages"]), _canon(content["parser"]),
              _canon(content["preprocess"]), parent_id, template.provenance,
-             version == 1 and _is_builtin_content(template.name, content)]).fetchone()
+             version == 1 and _is_builtin_content(template.name, content)])
+        return cur.execute(f"SELECT {_COLUMNS} FROM templates WHERE template_id = ?", [template_id]).fetchone()
+
+    row = store.transaction(save)
+    if isinstance(row, Template):  # identical to the newest version: that version, unchanged
+        row.description = template.description
+        return row
     saved = _row_to_template(row)
     saved.description = template.description
     return saved
@@ -543,16 +552,21 @@ def ensure_builtins(store: "Store") -> list[Template]:
         have = {r[0] for r in cur.execute("SELECT DISTINCT name FROM templates").fetchall()}
     missing = [t for t in items if t.name not in have]
     if missing:
-        with store.write() as cur:
-            for t in missing:
-                if cur.execute("SELECT 1 FROM templates WHERE name = ?", [t.name]).fetchone():
-                    continue
-                c = t.content()
-                cur.execute(
-                    """INSERT INTO templates (name, version, messages, parser, preprocess, parent_id, provenance, builtin)
-                       VALUES (?, 1, ?, ?, ?, NULL, ?, true)""",
-                    [t.name, _canon(c["messages"]), _canon(c["parser"]), _canon(c["preprocess"]), t.provenance])
+        store.transaction(lambda cur: _store_builtins(store, cur, missing))
     return items
+
+
+def _store_builtins(store: "Store", cur, missing: list[Template]) -> None:
+    for t in missing:
+        if cur.execute("SELECT 1 FROM templates WHERE name = ?", [t.name]).fetchone():
+            continue
+        c = t.content()
+        cur.execute(
+            """INSERT INTO templates (template_id, name, version, messages, parser, preprocess, parent_id,
+                                     provenance, builtin)
+               VALUES (?, ?, 1, ?, ?, ?, NULL, ?, true)""",
+            [store.next_id(cur, "templates"), t.name, _canon(c["messages"]), _canon(c["parser"]),
+             _canon(c["preprocess"]), t.provenance])
 
 
 _REF = re.compile(r"^(?P<name>.+?)@v?(?P<version>\d+)$")

@@ -112,8 +112,7 @@ class _Sender:
 
     def _to_cache(self, answered: list) -> list:
         if answered:
-            with self.store.write() as cur:
-                store_in_cache(cur, self.config, answered)
+            self.store.transaction(lambda cur: store_in_cache(cur, self.config, answered))
         return []
 
 

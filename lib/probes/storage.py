@@ -23,12 +23,14 @@ def save_probe_run(store: Store, run: ProbeRun) -> int:
                "requests": run.requests, "calls": run.calls, "cache_hits": run.cache_hits, "errors": run.errors,
                "prompt_tokens": run.prompt_tokens, "completion_tokens": run.completion_tokens, "cost": run.cost,
                "elapsed_s": run.elapsed_s, "probes": run.to_json()}
-    with store.write() as cur:
-        run_id, created = cur.execute(
-            """INSERT INTO probe_runs (template_id, template, model, base_url, params, passed, summary)
-               VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING run_id, created_at""",
-            [run.template_id, run.template, run.model, run.base_url, json.dumps(run.params, ensure_ascii=False),
-             run.passed, json.dumps(summary, ensure_ascii=False, default=str)]).fetchone()
+    def save(cur):  # may run again on a DuckLake store (Store.transaction)
+        run_id = store.next_id(cur, "probe_runs")
+        cur.execute(
+            """INSERT INTO probe_runs (run_id, template_id, template, model, base_url, params, passed, summary)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+            [run_id, run.template_id, run.template, run.model, run.base_url, json.dumps(run.params, ensure_ascii=False),
+             run.passed, json.dumps(summary, ensure_ascii=False, default=str)])
+        created = cur.execute("SELECT created_at FROM probe_runs WHERE run_id = ?", [run_id]).fetchone()[0]
         rows = []
         for o in run.outcomes:
             rows.append({"run_id": run_id, "probe": o["probe"], "kind": o["kind"], "layout": o.get("layout"),
@@ -40,6 +42,9 @@ def save_probe_run(store: Store, run: ProbeRun) -> int:
                          "failed": o.get("failed"), "status": o["status"], "rationale": o.get("rationale"),
                          "request_hash": o.get("request_hash"), "detail": o.get("detail") or None})
         _insert(cur, "probe_results", rows)
+        return run_id, created
+
+    run_id, created = store.transaction(save)
     run.run_id, run.created_at = run_id, created
     return run_id
 

@@ -1,0 +1,87 @@
+"""A throwaway PostgreSQL server for tests of the DuckLake store with a PostgreSQL catalog.
+
+``running_postgres()`` runs Debian's ``initdb`` and ``pg_ctl`` (package ``postgresql``; scripts/test.sh
+installs it) in a fresh temporary directory, listening on a free port on 127.0.0.1 only, and yields a
+libpq conninfo (``host=127.0.0.1 port=N dbname=judgelens user=judgelens``). PostgreSQL refuses to run as
+root, so when the tests run as root the server runs as the ``postgres`` user (made by the Debian package),
+else as ``nobody``. The server is stopped and the directory removed on exit.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from browser_support import free_port
+
+USER = "judgelens"
+DBNAME = "judgelens"
+
+
+def pg_bin() -> Path | None:
+    """The newest installed PostgreSQL server binaries (Debian keeps them under /usr/lib/postgresql/N/bin)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parts[-3]))
+    return Path(found[-1]).parent if found else None
+
+
+def _run_as() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    import pwd
+
+    for name in ("postgres", "nobody"):
+        try:
+            pwd.getpwnam(name)
+            return ["runuser", "-u", name, "--"]
+        except KeyError:
+            continue
+    raise RuntimeError("running as root and neither a 'postgres' nor a 'nobody' user exists to run PostgreSQL")
+
+
+@contextmanager
+def running_postgres(timeout: float = 30.0) -> Iterator[str]:
+    binaries = pg_bin()
+    if binaries is None:
+        raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql; scripts/test.sh does it)")
+    prefix = _run_as()
+    root = Path(tempfile.mkdtemp(prefix="jl-pg-"))
+    data, sock = root / "data", root / "sock"
+    sock.mkdir()
+    if prefix:
+        owner = prefix[2]
+        shutil.chown(root, owner)
+        shutil.chown(sock, owner)
+    port = free_port()
+    log = root / "server.log"
+
+    def run(*cmd: str, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, *cmd], check=True, capture_output=True, text=True, cwd=root, **kw)
+
+    try:
+        run(str(binaries / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "--encoding=UTF8", "--no-sync")
+        run(str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", str(int(timeout)), "-o",
+            f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={sock} "
+            "-c max_connections=100 -c fsync=off -c full_page_writes=off -c synchronous_commit=off", "start")
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = subprocess.run([str(binaries / "pg_isready"), "-h", "127.0.0.1", "-p", str(port)],
+                                   capture_output=True)
+            if ready.returncode == 0:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL did not start: {log.read_text() if log.exists() else ''}")
+            time.sleep(0.1)
+        subprocess.run([str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", USER, DBNAME],
+                       check=True, capture_output=True)
+        yield f"host=127.0.0.1 port={port} dbname={DBNAME} user={USER}"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run([*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                           capture_output=True, cwd=root)
+        shutil.rmtree(root, ignore_errors=True)
