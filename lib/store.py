@@ -401,7 +401,7 @@ def lake_schema(schema: str = SCHEMA) -> str:
     out = re.sub(r" DEFAULT nextval\('[a-z_]+'\)", "", out)
     out = re.sub(r",([ \t]*--[^\n]*)?\s*(?:UNIQUE|PRIMARY KEY) ?\([^)]*\)", r"\1", out)  # table constraints
     out = re.sub(r" (?:PRIMARY KEY|UNIQUE)\b", "", out)                                    # column constraints
-    out = re.sub(r" DEFAULT \[\]", "", out)
+    out = re.sub(r"( NOT NULL)? DEFAULT \[\]", "", out)  # no list defaults: NULL where a writer gives none
     return out
 
 

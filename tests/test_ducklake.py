@@ -285,3 +285,23 @@ def test_rejudge_batch_on_a_lake_is_seen_by_another_process(tmp_path, request):
             assert cur.execute("SELECT source_id, kind FROM sources WHERE kind = 'rejudge' ORDER BY 1").fetchall() == [
                 (5, "rejudge"), (6, "rejudge")]  # after question, 2 answer files, judgments
             assert cur.execute("SELECT count(*), count(DISTINCT request_hash) FROM judge_cache").fetchone() == (24, 24)
+
+
+def test_verdicts_and_search_on_a_lake(tmp_path, request):
+    """The analyst's verdicts and the search index live in the lake too, and another process sees them."""
+    from lib.analysis import search as S
+    from lib.judging import human
+    from pages._common import data_version
+
+    target, data = lake_target("sqlite", tmp_path, request)
+    with Store(target, data_path=data) as lake, Store(target) as other:
+        ingest(lake, [JA / "ja_mt_bench" / "question.jsonl", GPT4O])
+        found = S.count(other, S.SearchQuery("rating", fields=("rationale",)))
+        assert found == S.count(lake, S.SearchQuery("rating", fields=("rationale",))) > 0
+        before = data_version(other)
+        model = queries.scores(lake, ["model"])["model"].iloc[0]
+        human.record(lake, author="ana", bench="ja_mt_bench", question_id="1", turn=1, model=model, score=4)
+        assert data_version(other) != before
+        with other.read() as cur:
+            assert cur.execute("SELECT judge, score FROM item_scores WHERE harness = 'human'").fetchall() == [
+                ("human:ana", 4.0)]

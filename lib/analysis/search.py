@@ -78,8 +78,7 @@ def ensure_index(store: Store) -> None:
         stale = cur.execute("SELECT count(*) FROM sources WHERE source_id NOT IN "
                             "(SELECT source_id FROM search_sources)").fetchone()[0]
     if stale:
-        with store.write() as cur:
-            index_new_sources(cur)
+        store.transaction(index_new_sources)
 
 
 def _where(cur, q: SearchQuery) -> tuple[str, dict]:

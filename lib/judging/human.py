@@ -78,9 +78,11 @@ def record(store: Store, *, author: str, bench: str, question_id: str, turn: int
     row = dict(author=author, created_at=created_at, bench=bench, question_id=str(question_id), turn=int(turn),
                model=model, sample=int(sample or 0), score=score, label=(label or "").strip() or None,
                note=(note or "").strip() or None)
-    with store.write() as cur:
+    def write(cur) -> None:  # Store.transaction: may run again on a DuckLake store
         _insert(cur, [row], source_id=None)
         refresh_human_scores(cur, [bench])
+
+    store.transaction(write)
     return row
 
 
@@ -118,9 +120,10 @@ def refresh_human_scores(cur, benches=None) -> None:
     per sample, averaged per item like the LLM judges' samples."""
     if not cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'human_verdicts'").fetchone():
         return
-    removed = {r[0] for r in cur.execute(  # verdicts of a removed verdict file go with it
-        "DELETE FROM human_verdicts WHERE source_id IS NOT NULL AND source_id NOT IN (SELECT source_id FROM sources) "
-        "RETURNING bench").fetchall()}
+    gone = "source_id IS NOT NULL AND source_id NOT IN (SELECT source_id FROM sources)"  # a removed verdict file's
+    removed = {r[0] for r in cur.execute(f"SELECT DISTINCT bench FROM human_verdicts WHERE {gone}").fetchall()}
+    if removed:  # (no DELETE … RETURNING: a DuckLake store does not have it)
+        cur.execute(f"DELETE FROM human_verdicts WHERE {gone}")
     cur.execute("DELETE FROM human_pair_votes WHERE source_id NOT IN (SELECT source_id FROM sources)")
     where, params = "", {}
     if benches is not None:
@@ -374,15 +377,17 @@ def import_file(store: Store, path: str | Path, kind: str, display: str | None =
         bench = pair_bench(path)
         rows = read_pair_votes(path, display, bench)
     source_kind = "human_verdicts" if kind == "verdicts" else "human_pair_votes"
-    with store.write() as cur:
+
+    def write(cur):  # Store.transaction: may run again on a DuckLake store
         existing = cur.execute("SELECT source_id FROM sources WHERE sha256 = ? AND kind = ?",
                                [sha, source_kind]).fetchone()
         if existing:
             return existing[0], 0, len(rows), False
-        sid = cur.execute(
-            "INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, 0) RETURNING source_id",
-            [sha, str(path), path.name, HUMAN_HARNESS, source_kind, bench, size]).fetchone()[0]
+        sid = store.next_id(cur, "sources")
+        cur.execute(
+            "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
+            "warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, [])",
+            [sid, sha, str(path), path.name, HUMAN_HARNESS, source_kind, bench, size])
         if kind == "verdicts":
             added = _insert(cur, rows, sid)
             refresh_human_scores(cur, {r["bench"] for r in rows})
@@ -400,7 +405,9 @@ def import_file(store: Store, path: str | Path, kind: str, display: str | None =
         cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                     [added, [f"{len(rows) - added} verdict(s) were already in the store"] if len(rows) > added else [],
                      sid])
-    return sid, added, len(rows) - added, True
+        return sid, added, len(rows) - added, True
+
+    return store.transaction(write)
 
 
 # ------------------------------------------------------------------------------------------------
