@@ -83,8 +83,8 @@ def ensure_index(store: Store) -> None:
 
 def _where(cur, q: SearchQuery) -> tuple[str, dict]:
     conditions, params = [], {}
-    conditions.append("list_contains($fields, s.field)")
-    params["fields"] = list(q.fields)
+    # constants, not a list parameter: DuckDB prunes row groups of other fields by their min/max only then
+    conditions.append("s.field IN (" + ", ".join(f"'{f}'" for f in q.fields) + ")")
     if q.text:
         if q.regex:
             conditions.append("regexp_matches(s.norm, $pattern)")
@@ -240,25 +240,62 @@ _ORIGINAL_SQL = {
 }
 
 
+_LOOKUP = {  # table, key columns (beyond source_id, question_id, turn), text column
+    "answer": ("answers", ("model", "sample"), "text"),
+    "rationale": ("single_judgments", ("model", "sample", "judge"), "rationale"),
+    "prompt": ("single_judgments", ("model", "sample", "judge"), "judge_prompt"),
+}
+
+
+def _in_list(column: str, values, params: dict) -> str:
+    names = []
+    for v in sorted(set(values)):
+        names.append(f"$p{len(params)}")
+        params[names[-1][1:]] = v
+    return f"{column} IN ({', '.join(names)})"
+
+
 def _originals(store: Store, page: pd.DataFrame) -> dict[tuple, list[str]]:
-    """The original texts of a page's records, by record key (one query per field on the page). The keys go in
-    as constant IN lists, which DuckDB pushes into the scan, so only the page's rows' text is read."""
+    """The original texts of a page's records, by record key.
+
+    Answers and judgments (the big tables) in two steps in one snapshot: the page's keys as constant IN lists over
+    the key columns only (cheap), then each matching row's text by ``rowid = constant``, the one row lookup
+    DuckDB answers without a scan (an IN list of rowids or a join scans the text column: seconds at 1M rows).
+    Questions and references (small tables): one query."""
     out: dict[tuple, list[str]] = {}
     with store.read() as cur:
         for fld, rows in page.groupby("field"):
-            params: dict = {}
-            conditions = []
-            columns = ["source_id", "question_id", "turn"] + (["model"] if fld in ("answer", *JUDGMENT_FIELDS) else []) \
-                + (["judge"] if fld in (*JUDGMENT_FIELDS, "reference") else [])
-            for column in columns:
-                values = sorted({v if column in ("question_id", "model", "judge") else int(v) for v in rows[column]})
-                names = [f"${column}{i}" for i in range(len(values))]
-                params.update({n[1:]: v for n, v in zip(names, values)})
-                conditions.append(f"o.{column} IN ({', '.join(names)})")
-            res = cur.execute(f"SELECT o.* FROM ({_ORIGINAL_SQL[fld]}) o WHERE {' AND '.join(conditions)}",
-                              params).fetchall()
-            for *key, text in res:
-                out.setdefault(_key(*key), []).append(text or "")
+            keys = {_key(*k) for k in rows[["source_id", "field", "bench", "question_id", "turn", "model", "sample",
+                                            "judge"]].itertuples(index=False, name=None)}
+            if fld not in _LOOKUP:
+                params: dict = {}
+                where = " AND ".join(_in_list(f"o.{c}", [(int(v) if c != "question_id" else v) for v in rows[c]],
+                                              params) for c in ("source_id", "question_id", "turn"))
+                for *key, text in cur.execute(f"SELECT o.* FROM ({_ORIGINAL_SQL[fld]}) o WHERE {where}",
+                                              params).fetchall():
+                    out.setdefault(_key(*key), []).append(text or "")
+                continue
+            table, extra, text_column = _LOOKUP[fld]
+            params = {}
+            conditions = [_in_list("source_id", [int(v) for v in rows["source_id"]], params),
+                          _in_list("question_id", rows["question_id"], params),
+                          _in_list("turn", [int(v) for v in rows["turn"]], params),
+                          _in_list("model", rows["model"], params)]
+            if "judge" in extra:
+                conditions.append(_in_list("judge", rows["judge"], params))
+            judge = "judge" if "judge" in extra else "NULL"
+            found = cur.execute(
+                f"SELECT rowid, source_id, '{fld}', bench, question_id, turn, model, sample, {judge} FROM {table} "
+                f"WHERE {' AND '.join(conditions)}", params).fetchall()
+            wanted = [(rid, _key(*key)) for rid, *key in found if _key(*key) in keys]
+            if not wanted:
+                continue
+            texts = cur.execute(" UNION ALL ".join(
+                f"SELECT {int(rid)} AS rid, {text_column} FROM {table} WHERE rowid = {int(rid)}"
+                for rid, _ in wanted)).fetchall()
+            by_rid = dict(texts)
+            for rid, key in wanted:
+                out.setdefault(key, []).append(by_rid.get(rid) or "")
     return out
 
 
