@@ -8,6 +8,7 @@ import shutil
 import unicodedata
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -214,3 +215,12 @@ def _store(path):
     from pages._common import _open_store
 
     return _open_store(str(path))
+
+
+def test_a_large_page_reads_the_same_originals_as_small_ones(sample_store, monkeypatch):
+    q = S.SearchQuery("rating", fields=("rationale", "answer"))
+    small = pd.concat([S.search(sample_store, q, limit=50, offset=o) for o in range(0, 300, 50)], ignore_index=True)
+    monkeypatch.setattr(S, "POINT_LOOKUPS", 10)
+    big = S.search(sample_store, q, limit=300)
+    assert big["snippet"].tolist() == small["snippet"].tolist()
+    assert big["snippet"].str.contains("«rating»", case=False).all()
