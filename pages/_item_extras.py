@@ -21,13 +21,10 @@ def search_box(bench: str) -> None:
 
 def author_sidebar() -> str:
     """The analyst's name field in the sidebar (Item view, Review), set once: the name lives in the plain session
-    key jl_author, so it survives pages without the field. Default: [judgelens] author in secrets. Returns the name
-    ('' until set)."""
+    key jl_author, so it survives pages without the field. Default: the logged-in user where the deployment has
+    one, else [judgelens] author in secrets. Returns the name ('' until set)."""
     if "jl_author" not in st.session_state:
-        try:
-            st.session_state["jl_author"] = str((st.secrets.get("judgelens") or {}).get("author") or "")
-        except Exception:  # no secrets file
-            st.session_state["jl_author"] = ""
+        st.session_state["jl_author"] = _logged_in_user() or _secrets_author()
     st.session_state["jl_author_input"] = st.session_state["jl_author"]
 
     def keep() -> None:
@@ -37,6 +34,23 @@ def author_sidebar() -> str:
                           help="Your verdicts count as judge human:<name>. Set it once; [judgelens] author in "
                                "secrets sets a default.")
     return author()
+
+
+def _logged_in_user() -> str:
+    """The deployment's logged-in user (Streamlit authentication), if it has one."""
+    try:
+        if st.user.is_logged_in:
+            return str(st.user.get("email") or st.user.get("name") or "")
+    except Exception:  # no authentication configured
+        pass
+    return ""
+
+
+def _secrets_author() -> str:
+    try:
+        return str((st.secrets.get("judgelens") or {}).get("author") or "")
+    except Exception:  # no secrets file
+        return ""
 
 
 def author() -> str:

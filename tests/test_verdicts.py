@@ -262,3 +262,15 @@ def test_verdict_and_human_judgment_uploads_import_like_on_the_import_page(sampl
     assert sorted((f.kind, f.status, f.rows) for f in report.files) == [
         ("human_pair_votes", "imported", len(VOTES)), ("human_verdicts", "imported", 1)]
     assert item_score(store, "human:ana", "2", 1, M8B) == 9.0
+
+
+def test_the_author_comes_from_secrets(app, tmp_path):
+    app.secrets["judgelens"] = {"author": "sec-ret"}
+    app.switch_page("pages/review.py").run()
+    assert not app.exception, app.exception[0].stack_trace
+    assert app.text_input(key="jl_author_input").value == "sec-ret"
+
+
+def test_no_verdicts_yet(sample_store):
+    assert human.history(sample_store).empty and human.latest(sample_store).empty
+    assert human.export_records(sample_store) == []

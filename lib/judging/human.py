@@ -169,11 +169,13 @@ def history(store: Store, *, author: str | None = None, bench: str | None = None
     """Every verdict row (newest first), with ``latest`` true where it is its author's current verdict."""
     where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
                              sample=sample)
-    return _df(store, f"""
+    df = _df(store, f"""
         SELECT {', '.join(VERDICT_COLUMNS)},
                row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
                                   ORDER BY created_at DESC, verdict_id DESC) = 1 AS latest
         FROM human_verdicts {where} ORDER BY created_at DESC, verdict_id DESC""", params)
+    df["latest"] = df["latest"].astype(bool)  # also when empty, so df[df["latest"]] filters rows
+    return df
 
 
 def latest(store: Store, *, author: str | None = None, bench: str | None = None) -> pd.DataFrame:
