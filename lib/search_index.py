@@ -19,6 +19,7 @@ or one judgment's rendered prompt. Pairwise judgments are not indexed.
 """
 from __future__ import annotations
 
+import os
 import unicodedata
 from functools import lru_cache
 
@@ -116,14 +117,24 @@ def normalise_query(text: str) -> str:
 UDF = "judgelens_search_norm"
 
 
-def index_new_sources(cur) -> None:
-    """Bring search_text up to date with the sources table, inside the caller's transaction."""
+def build_at_import() -> bool:
+    """JUDGELENS_SEARCH_INDEX=search defers indexing new sources to the first search after them (imports stay as
+    fast as without search; that search pays). Default ``import``: every import indexes what it adds."""
+    return os.environ.get("JUDGELENS_SEARCH_INDEX", "import").strip().lower() != "search"
+
+
+def index_new_sources(cur, *, at_import: bool = False) -> None:
+    """Bring search_text up to date with the sources table, inside the caller's transaction. ``at_import``: called
+    by a writer's refresh; then new sources are left for the first search when build_at_import() is off (removed
+    sources are always dropped)."""
     if not cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'search_text'").fetchone():
         return
     cur.execute("DELETE FROM search_text WHERE source_id NOT IN (SELECT source_id FROM sources)")
     cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM sources)"
                 " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
     cur.execute("DELETE FROM search_text WHERE source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    if at_import and not build_at_import():
+        return
     new = [r[0] for r in cur.execute(
         "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources) "
         "ORDER BY source_id").fetchall()]

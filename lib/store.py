@@ -382,7 +382,7 @@ def _refresh_extras(cur, benches) -> None:
     from lib.search_index import index_new_sources
 
     refresh_human_scores(cur, benches)
-    index_new_sources(cur)
+    index_new_sources(cur, at_import=True)
 
 
 LAKE_PREFIX = "ducklake:"

@@ -113,7 +113,7 @@ def _nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
-def plain_count(needle: str, regex: str | None = None) -> dict[str, int]:
+def plain_count(needle: str, regex: str | None = None, root: Path = SAMPLE) -> dict[str, int]:
     """Count records containing the needle by reading the sample's FastChat JSONL files directly."""
     counts = dict.fromkeys(S.FIELDS, 0)
 
@@ -121,7 +121,7 @@ def plain_count(needle: str, regex: str | None = None) -> dict[str, int]:
         text = _nfkc(text or "")
         return bool(re.search(regex, text, re.I)) if regex else _nfkc(needle) in text
 
-    for path in SAMPLE.rglob("*.jsonl"):
+    for path in root.rglob("*.jsonl"):
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         if path.name == "question.jsonl":
             counts["question"] += sum(hit(t) for r in rows for t in r["turns"])
@@ -224,3 +224,16 @@ def test_a_large_page_reads_the_same_originals_as_small_ones(sample_store, monke
     big = S.search(sample_store, q, limit=300)
     assert big["snippet"].tolist() == small["snippet"].tolist()
     assert big["snippet"].str.contains("«rating»", case=False).all()
+
+
+def test_index_can_wait_for_the_first_search(store, tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGELENS_SEARCH_INDEX", "search")
+    ingest(store, [SAMPLE / "stefanstud-fastchat"])
+    with store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM search_text").fetchone()[0] == 0
+    got = S.count_by_field(store, S.SearchQuery("python"))  # builds the index, then searches
+    expected = plain_count("python", root=SAMPLE / "stefanstud-fastchat")
+    assert {f: got.get(f, 0) for f in S.FIELDS} == expected and sum(expected.values()) > 0
+    with store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM search_sources").fetchone()[0] == \
+            cur.execute("SELECT count(*) FROM sources").fetchone()[0]
