@@ -10,6 +10,7 @@ from lib.analysis import item_view
 from lib.analysis import search as S
 from lib.analysis.flags import FLAGS
 from lib.errors import JudgeLensError
+from lib.render.safe_text import csv_text
 from pages._common import cached_query, page_start, publish_to_url, seed_from_url, show_error
 
 PAGE_SIZE = 50
@@ -121,10 +122,10 @@ if total:
                                         "snippet": st.column_config.TextColumn("snippet", width="large"),
                                         "score": st.column_config.NumberColumn(format="%.1f")})
     d1, d2 = st.columns(2)
-    d1.download_button("This page as CSV", results.drop(columns=["open"]).to_csv(index=False).encode(),
+    d1.download_button("This page as CSV", csv_text(results.drop(columns=["open"])).encode(),
                        "search_page.csv", "text/csv", on_click="ignore", icon=":material/download:")
     d2.download_button("All results as CSV (up to 10,000)",
-                       data=lambda: S.search(store, query, limit=10_000).to_csv(index=False).encode(),
+                       data=lambda: csv_text(S.search(store, query, limit=10_000)).encode(),
                        file_name="search.csv", mime="text/csv", on_click="ignore", icon=":material/download:")
     rows = event.selection.rows if event else []
     if rows:

@@ -36,6 +36,7 @@ EXPORT_MARK = "judgelens_verdict"
 VERDICT_COLUMNS = ["verdict_id", "author", "created_at", "bench", "question_id", "turn", "model", "sample", "score",
                    "label", "note", "source_id"]
 PAIR_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+TOO_DEEP = "a JSON value is nested too deeply (about a thousand levels of [ or {); verdict records nest a few levels"
 
 
 def judge_name(author: str) -> str:
@@ -275,11 +276,12 @@ def sniff(path: Path) -> str | None:
     first = text.split("\n", 1)[0]
     keys: set[str] = set()
     try:
-        keys = set(json.loads(first.rstrip().rstrip(",")))
-    except ValueError:
+        first_record = json.loads(first.rstrip().rstrip(","))
+        keys = set(first_record) if isinstance(first_record, dict) else set()
+    except (ValueError, RecursionError):
         try:
             keys = set(json.loads(Path(path).read_text(encoding="utf-8-sig"))[0])
-        except (ValueError, IndexError, KeyError, TypeError, OSError):
+        except (ValueError, RecursionError, IndexError, KeyError, TypeError, OSError):
             return None
     if EXPORT_MARK in keys:
         return "verdicts"
@@ -295,6 +297,8 @@ def _records(path: Path, display: str) -> list[tuple[int, dict]]:
             data = json.loads(text)
         except ValueError as exc:
             raise FormatError(f"{display}: not valid JSON ({exc})") from exc
+        except RecursionError:
+            raise FormatError(f"{display}: {TOO_DEEP}") from None
         return list(enumerate(data, 1))
     out = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -303,6 +307,8 @@ def _records(path: Path, display: str) -> list[tuple[int, dict]]:
                 out.append((n, json.loads(line)))
             except ValueError as exc:
                 raise FormatError(f"{display}:{n}: not valid JSON ({exc.msg})") from exc
+            except RecursionError:
+                raise FormatError(f"{display}:{n}: {TOO_DEEP}") from None
     return out
 
 
