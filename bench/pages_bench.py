@@ -33,8 +33,14 @@ from lib.store import Store, migrate, refresh_item_scores  # noqa: E402
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
 
 
-def build(path: Path, rows: int, judges: int) -> dict:
-    models = max(1, rows // (judges * 160))
+def build(path: Path, rows: int, judges: int, models: int | None = None, judge_names: str = "'judge-' || j",
+          harness: str = "fastchat") -> dict:
+    """A synthetic store of about ``rows`` judgments: ``judges`` x ``models`` x 80 questions x 2 turns.
+
+    ``models`` defaults to what fills ``rows``. ``judge_names`` is a SQL expression over the judge number
+    ``j`` (e.g. re-judge labels); ``harness`` tags the judgment rows.
+    """
+    models = models or max(1, rows // (judges * 160))
     store = Store(path)
     t0 = time.perf_counter()
     with store.write() as cur:
@@ -49,9 +55,9 @@ def build(path: Path, rows: int, judges: int) -> dict:
             INSERT INTO answers SELECT 1, 'fastchat', 'bench_x', 'model-' || m, 'model-' || m, NULL, CAST(q AS VARCHAR),
                    0, turn, repeat('答えの文章です。' || md5(m::VARCHAR || q || turn), 2 + (hash(m, q, turn) % 30)::INT), NULL, NULL, NULL
             FROM range(?) a(m), range(1, 81) b(q), range(1, 3) c(turn)""", [models])
-        cur.execute("""
+        cur.execute(f"""
             INSERT INTO single_judgments
-            SELECT 1, 'fastchat', 'bench_x', 'judge-' || j, CASE WHEN turn = 2 THEN 'single-v1-multi-turn' ELSE 'single-v1' END,
+            SELECT 1, '{harness}', 'bench_x', {judge_names}, CASE WHEN turn = 2 THEN 'single-v1-multi-turn' ELSE 'single-v1' END,
                    'model-' || m, CAST(q AS VARCHAR), turn, 0, s, CASE WHEN s = -1 THEN NULL ELSE s END,
                    CASE WHEN s = -1 THEN 'not_parsed' ELSE 'ok' END,
                    repeat('評価の理由を述べます。' || md5(j::VARCHAR || m || q || turn), 12) || ' Rating: [[' || s || ']]',

@@ -1,0 +1,377 @@
+"""Benchmark: what the user waits for, page by page and click by click, in a real browser.
+
+Not a test. Builds (once; reused from ``bench/out/``) synthetic stores with ``pages_bench.build``
+(FastChat-shaped: judges x models x 80 questions x 2 turns, rationale and judge-prompt text of realistic
+length, an answer for every model), starts the real app on each (``tests/browser_support.running_app``)
+and a Streamlit hello-world page next to it, and times in headless Chromium from navigation (or click)
+until Streamlit reports the script idle and no stale element is left on the page:
+
+- the first load of every page (a fresh browser session: nothing in session state);
+- every page's main interactions: filters, tabs, Next / Previous / Next biggest disagreement, picking
+  another model or judge, chart options, paging, opening the report.
+
+The hello-world page (a title, a line of text, a button) is opened and clicked in the same run, interleaved
+with the app's pages: its median is the floor every figure is compared with. Goal (issue 11): every
+median <= floor + 0.5 s at 1M judgments (+ 0.3 s at 100k), no single run over floor + 1.5 s.
+
+    .venv/bin/python bench/browser_bench.py --quick                  # 100k only, 3 repeats
+    .venv/bin/python bench/browser_bench.py                          # 100k and 1M (wide shape), 5 repeats
+    .venv/bin/python bench/browser_bench.py --sizes 1000000 --repeat 3 --shapes wide
+    .venv/bin/python bench/browser_bench.py --shapes templates       # few models x many re-judge templates
+    .venv/bin/python bench/browser_bench.py --only item_view         # one page's steps
+
+Shapes: ``wide`` = 5 judges x (rows / 800) models (1,250 models at 1M); ``templates`` = 8 models judged by
+(rows / 1,280) re-judge templates (harness ``judgelens``, judge names like re-judge labels).
+Store files: ``bench/out/browser_<shape>_<rows>.duckdb`` (gitignored); delete one to rebuild it.
+Writes ``bench/out/browser_bench_<UTC time>.json`` with every run's seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from browser_support import launch_chromium, running_app  # noqa: E402
+
+# Bump when the generated stores change shape or need a derived table the app relies on.
+BUILD_VERSION = "3"
+
+HELLO = '''import streamlit as st
+
+st.title("Hello")
+st.write("The floor: Streamlit's own cost of a page and a click on this machine, right now.")
+st.button("Click me")
+'''
+
+# Wait until Streamlit is idle: the app is mounted, its script is not running, no element is stale,
+# and (for a click) a run started after the click. A MutationObserver counts runs, so a fast run is not
+# missed between two polls.
+INIT_SCRIPT = """
+window.__jlRuns = 0;
+new MutationObserver((muts) => {
+  for (const m of muts) {
+    if (m.type === 'attributes' && m.target.getAttribute('data-test-script-state') === 'running') window.__jlRuns++;
+  }
+}).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+"""
+IDLE = """(after) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (window.__jlRuns <= after) return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+  return !!document.querySelector('[data-testid="stMain"] h1');
+}"""
+ERRORS = '[data-testid="stException"]'
+ACTION_TIMEOUT_MS = 20_000
+
+
+# --------------------------------------------------------------------------------------------------
+# Stores
+
+def shape_of(shape: str, rows: int) -> dict:
+    if shape == "wide":
+        return {"judges": 5, "models": max(2, rows // 800)}
+    if shape == "templates":
+        return {"judges": max(2, rows // 1280), "models": 8, "harness": "judgelens",
+                "judge_names": "'gpt-4o-mini + single-v1-edit@v' || (j + 1)"}
+    raise SystemExit(f"unknown shape {shape!r}: wide or templates")
+
+
+def ensure_store(shape: str, rows: int) -> tuple[Path, dict]:
+    """The store for this shape and size, built once and reused while BUILD_VERSION matches."""
+    from pages_bench import build
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"browser_{shape}_{rows}.duckdb"
+    meta = path.with_suffix(".json")
+    if path.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        if info.get("build_version") == BUILD_VERSION:
+            return path, info
+    for stale in (path, Path(str(path) + ".wal"), meta):
+        stale.unlink(missing_ok=True)
+    spec = shape_of(shape, rows)
+    print(f"building {shape} store of ~{rows:,} judgments ({spec['judges']} judges x {spec['models']} models) …",
+          flush=True)
+    info = build(path, rows, **spec)
+    info.update(build_version=BUILD_VERSION, shape=shape, file_mb=round(path.stat().st_size / 1e6))
+    meta.write_text(json.dumps(info, indent=1))
+    print(f"  {info['rows']:,} rows in {info['build_s']:.0f} s, {info['file_mb']} MB", flush=True)
+    return path, info
+
+
+# --------------------------------------------------------------------------------------------------
+# Driving the page
+
+def wait_idle(page, after: int, timeout_ms: float) -> None:
+    page.wait_for_function(IDLE, arg=after, timeout=timeout_ms, polling=20)
+
+
+def runs(page) -> int:
+    return page.evaluate("window.__jlRuns")
+
+
+def selectbox(page, label: str, option: str) -> None:
+    """Open the select box labelled ``label``, type ``option`` and pick it."""
+    box = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text(label, exact=True)).first
+    box.locator("input").click()
+    box.locator("input").fill(option)
+    page.get_by_role("option", name=option, exact=True).first.click()
+
+
+def radio(page, label: str, option: str) -> None:
+    group = page.get_by_test_id("stRadio").filter(has=page.get_by_text(label, exact=True)).first
+    group.get_by_text(option, exact=True).click()
+
+
+def segmented(page, label: str, option: str) -> None:
+    group = page.get_by_test_id("stButtonGroup").filter(has=page.get_by_text(label, exact=True)).first
+    group.get_by_role("button", name=option, exact=True).click()
+
+
+def button(page, name: str) -> None:
+    page.get_by_role("button", name=name, exact=True).first.click()
+
+
+def tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name, exact=True).first.click()
+
+
+@dataclass
+class Step:
+    name: str
+    act: Callable  # (page) -> None: the click or choice
+    download: bool = False  # the step downloads a file instead of rerunning the script
+
+
+@dataclass
+class Scenario:
+    page: str  # URL path ("" = the default page)
+    title: str
+    steps: list[Step] = field(default_factory=list)
+
+
+def scenarios(info: dict) -> list[Scenario]:
+    models = info["models"]
+    other_model = f"model-{min(7, models - 1)}"
+    third_model = f"model-{min(11, models - 1)}"
+    judge = (lambda j: f"gpt-4o-mini + single-v1-edit@v{j + 1}") if info.get("shape") == "templates" \
+        else (lambda j: f"judge-{j}")
+    return [
+        Scenario("", "Overview", [
+            Step("sort the leaderboard by another judge", lambda p: selectbox(p, "Rank models by", judge(1))),
+            Step("show the next models", lambda p: button(p, "Next models")),
+        ]),
+        Scenario("agreement", "Judge agreement", [
+            Step("filter to one model", lambda p: selectbox(p, "Model", other_model)),
+            Step("heatmap of pearson", lambda p: segmented(p, "Heatmap of", "pearson")),
+            Step("tab: largest disagreements", lambda p: tab(p, "Largest disagreements")),
+            Step("tab: pairwise verdicts", lambda p: tab(p, "Pairwise verdicts")),
+            Step("tab: parse failures", lambda p: tab(p, "Parse failures")),
+            Step("open the report", lambda p: button(p, "Report (self-contained HTML)"), download=True),
+        ]),
+        Scenario("item_view", "Item view", [
+            Step("Next", lambda p: button(p, "Next")),
+            Step("Next", lambda p: button(p, "Next")),
+            Step("Previous", lambda p: button(p, "Previous")),
+            Step("Next biggest disagreement", lambda p: button(p, "Next biggest disagreement")),
+            Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
+            Step("turn 2", lambda p: radio(p, "Turn", "2")),
+        ]),
+        Scenario("distributions", "Distributions", [
+            Step("count single judgments", lambda p: radio(p, "Count", "single judgments (each sample)")),
+            Step("colour by turn", lambda p: selectbox(p, "Colour by", "turn")),
+            Step("panels by category", lambda p: selectbox(p, "Split into panels by", "category")),
+            Step("radar: one line per judge", lambda p: radio(p, "Radar: one line per", "judge")),
+            Step("length bias for another judge", lambda p: selectbox(p, "Length bias of judge", judge(1))),
+        ]),
+        Scenario("compare", "Compare", [
+            Step("pick another model", lambda p: selectbox(p, "Answers of", other_model)),
+            Step("rows: overall", lambda p: segmented(p, "Rows", "overall")),
+            Step("two models under one judge", lambda p: radio(p, "Compare", "two models under one judge")),
+            Step("pick another model B", lambda p: selectbox(p, "Model B", third_model)),
+        ]),
+        Scenario("workbench", "Workbench", [
+            Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
+            Step("turn 2", lambda p: radio(p, "Turn", "2")),
+        ]),
+        Scenario("probes", "Probes", []),
+        Scenario("import_data", "Import", []),
+    ]
+
+
+def hello_scenario() -> Scenario:
+    return Scenario("", "Hello", [Step("click", lambda p: button(p, "Click me"))])
+
+
+def open_page(browser, base: str, scen: Scenario, timeout_ms: float):
+    """A fresh context (no session state, cold browser cache), navigate, wait until idle. -> (page, s)."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    ctx.set_default_timeout(ACTION_TIMEOUT_MS)  # finding and clicking a widget; waiting uses timeout_ms
+    ctx.add_init_script(INIT_SCRIPT)
+    page = ctx.new_page()
+    t0 = time.perf_counter()
+    page.goto(f"{base}/{scen.page}")
+    wait_idle(page, 0, timeout_ms)
+    return page, time.perf_counter() - t0
+
+
+def do_step(page, step: Step, timeout_ms: float) -> float:
+    if step.download:
+        t0 = time.perf_counter()
+        with page.expect_download(timeout=timeout_ms) as dl:
+            step.act(page)
+        dl.value.path()  # wait until the file is complete
+        return time.perf_counter() - t0
+    before = runs(page)
+    t0 = time.perf_counter()
+    step.act(page)
+    wait_idle(page, before, timeout_ms)
+    return time.perf_counter() - t0
+
+
+def errors_on(page) -> list[str]:
+    return [e.inner_text()[:300] for e in page.locator(ERRORS).all()]
+
+
+# --------------------------------------------------------------------------------------------------
+# One run
+
+def run_size(browser, label: str, app_url: str, hello_url: str, info: dict, repeat: int, only: set[str] | None,
+             timeout_ms: float, results: dict) -> None:
+    scens = [s for s in scenarios(info) if not only or (s.page or "overview") in only]
+    for r in range(repeat):
+        for scen in scens:
+            # the floor, measured right before each app page so both see the same machine load
+            hp, s = open_page(browser, hello_url, hello_scenario(), timeout_ms)
+            results.setdefault(f"{label}|floor|open hello-world page", []).append(s)
+            try:
+                click = do_step(hp, hello_scenario().steps[0], timeout_ms)
+            except Exception as exc:
+                print(f"  hello click failed: {str(exc).splitlines()[0]}", flush=True)
+                click = None
+            results.setdefault(f"{label}|floor|click its button", []).append(click)
+            hp.context.close()
+            try:
+                page, s = open_page(browser, app_url, scen, timeout_ms)
+            except Exception as exc:  # a page that never gets idle: record and go on
+                print(f"  {scen.title}: open failed: {str(exc).splitlines()[0]}", flush=True)
+                results.setdefault(f"{label}|{scen.title}|open", []).append(None)
+                continue
+            results.setdefault(f"{label}|{scen.title}|open", []).append(s)
+            if errs := errors_on(page):
+                results.setdefault(f"{label}|errors", []).append(f"{scen.title}: {errs}")
+            for i, step in enumerate(scen.steps):
+                key = f"{label}|{scen.title}|{i + 1}. {step.name}"
+                try:
+                    results.setdefault(key, []).append(do_step(page, step, timeout_ms))
+                except Exception as exc:
+                    print(f"  {scen.title} / {step.name}: failed: {str(exc).splitlines()[0]}", flush=True)
+                    results.setdefault(key, []).append(None)
+                    break
+            if errs := errors_on(page):
+                results.setdefault(f"{label}|errors", []).append(f"{scen.title} after steps: {errs}")
+            page.context.close()
+        print(f"  {label}: repeat {r + 1}/{repeat} done", flush=True)
+
+
+def summarise(results: dict, goals: dict[str, float]) -> list[dict]:
+    rows = []
+    floors = {}
+    for key, values in results.items():
+        if key.endswith("|errors"):
+            continue
+        label, page, what = key.split("|", 2)
+        ok = [v for v in values if v is not None]
+        row = {"size": label, "page": page, "what": what, "n": len(ok), "failed": len(values) - len(ok),
+               "first": values[0], "median": statistics.median(ok) if ok else None, "max": max(ok) if ok else None}
+        if page == "floor" and what.startswith("open"):
+            floors[label] = row["median"]
+        rows.append(row)
+    for row in rows:
+        floor = floors.get(row["size"])
+        row["floor"] = floor
+        if row["page"] != "floor" and floor is not None and row["median"] is not None:
+            goal = goals.get(row["size"], 0.5)
+            row["over_floor"] = row["median"] - floor
+            row["meets_goal"] = bool(row["median"] <= floor + goal and row["max"] <= floor + 1.5 and not row["failed"])
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print("\n| size | page | what | n | median s | max s | floor s | median - floor | goal |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        def f(v):
+            return "—" if v is None else f"{v:.2f}"
+        goal = "" if "meets_goal" not in r else ("yes" if r["meets_goal"] else "**no**")
+        print(f"| {r['size']} | {r['page']} | {r['what']} | {r['n']}{'+' + str(r['failed']) + ' failed' if r['failed'] else ''}"
+              f" | {f(r['median'])} | {f(r['max'])} | {f(r['floor'])} | {f(r.get('over_floor'))} | {goal} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000],
+                        help="judgment counts (default: 100000 1000000)")
+    parser.add_argument("--shapes", nargs="+", default=["wide"], choices=["wide", "templates"])
+    parser.add_argument("--repeat", type=int, default=5, help="runs of every page and step (default 5)")
+    parser.add_argument("--quick", action="store_true", help="100k only, 3 repeats")
+    parser.add_argument("--only", nargs="+", help="page paths to run (overview, agreement, item_view, …)")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds before a step counts as failed")
+    parser.add_argument("--json", type=Path, help="where to write the results (default bench/out/browser_bench_<time>.json)")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.repeat = [100_000], 3
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    hello = OUT / "hello_floor.py"
+    hello.write_text(HELLO)
+    results: dict = {}
+    infos = {}
+    goals = {}
+    timeout_ms = args.timeout * 1000
+    started = dt.datetime.now(dt.timezone.utc)
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            with running_app(OUT / "hello_floor.duckdb", script=hello) as hello_url:
+                for shape in args.shapes:
+                    for rows in args.sizes:
+                        path, info = ensure_store(shape, rows)
+                        label = f"{shape} {rows // 1000}k"
+                        infos[label] = info
+                        goals[label] = 0.3 if rows <= 100_000 else 0.5
+                        print(f"{label}: {info['rows']:,} judgments, {info['judges']} judges x {info['models']:,} models",
+                              flush=True)
+                        with running_app(path, timeout=180) as app_url:
+                            run_size(browser, label, app_url, hello_url, info, args.repeat,
+                                     set(args.only) if args.only else None, timeout_ms, results)
+        finally:
+            browser.close()
+    rows = summarise(results, goals)
+    print_table(rows)
+    errors = {k: v for k, v in results.items() if k.endswith("|errors")}
+    for k, v in errors.items():
+        print(f"\nERRORS ({k}):", *v, sep="\n  ")
+    out = args.json or OUT / f"browser_bench_{started:%Y%m%dT%H%M%SZ}.json"
+    out.write_text(json.dumps({"started": started.isoformat(), "repeat": args.repeat, "stores": infos,
+                               "goals_over_floor_s": goals, "summary": rows, "runs_s": results}, indent=1, default=str))
+    print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+
+
+if __name__ == "__main__":
+    main()
