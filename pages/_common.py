@@ -145,11 +145,74 @@ def show_chart(fig, name: str) -> None:
                        help="Self-contained: opens offline. For a PNG, use the camera icon on the chart.")
 
 
-def show_table(df, name: str, **kwargs) -> None:
-    """A table with a CSV download of exactly what it shows."""
-    st.dataframe(df, hide_index=True, width="stretch", **kwargs)
-    st.download_button("Table as CSV", data=csv_text(df).encode(), file_name=f"{name}.csv", mime="text/csv",
-                       on_click="ignore", icon=":material/download:", key=f"csv_{name}")
+def show_table(df, name: str, page_size: int = 50, noun: str = "rows", **kwargs) -> None:
+    """A table with a CSV download of all its rows; long tables are shown a page at a time (``paged``)."""
+    st.dataframe(paged(df, f"tbl_{name}", noun, page_size), hide_index=True, width="stretch", **kwargs)
+    st.download_button("Table as CSV", data=lambda: csv_text(df).encode(), file_name=f"{name}.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:", key=f"csv_{name}")
+
+
+SUBSET_WAYS = {"ends": "top and bottom", "top": "top", "bottom": "bottom", "picked": "only the ones I pick"}
+
+
+def readable_subset(ranked: list[str], key: str, noun: str = "models", default_n: int = 12,
+                    rank_note: str = "by mean score", container=None) -> list[str]:
+    """A readable subset of a long, ranked list (best first): the top and bottom ``default_n`` by default,
+    plus any the user picks, with a "Showing 12 of 1,250 models" cue and the controls to change it.
+
+    Short lists (at most ``default_n``) come back whole, with no controls. Nothing is pre-filled into a
+    multiselect: the picker starts empty, so a thousand names never become a thousand chips.
+    """
+    where = container or st
+    total = len(ranked)
+    if total <= default_n:
+        where.caption(f"Showing all {total:,} {noun}.")
+        return list(ranked)
+    keep_valid(f"{key}_how", list(SUBSET_WAYS), "ends")
+    c1, c2, c3 = where.columns([1.2, 0.8, 3])
+    how = c1.selectbox(f"Which {noun}", list(SUBSET_WAYS), key=f"{key}_how", format_func=SUBSET_WAYS.get,
+                       help=f"Ranked {rank_note}. Picked {noun} are always shown.")
+    n = c2.number_input("How many", 1, total, min(default_n, total), key=f"{key}_n",
+                        disabled=how == "picked")
+    picked = c3.multiselect(f"Also show (type to search {total:,} {noun})", ranked, key=f"{key}_picked",
+                            placeholder=f"Pick {noun} to add")
+    n = int(n)
+    if how == "top":
+        base = ranked[:n]
+    elif how == "bottom":
+        base = ranked[-n:]
+    elif how == "ends":
+        base = ranked[:(n + 1) // 2] + ranked[total - n // 2:] if n < total else list(ranked)
+    else:
+        base = []
+    chosen = set(base) | set(picked)
+    shown = [m for m in ranked if m in chosen]
+    where.caption(f"Showing {len(shown):,} of {total:,} {noun} ({SUBSET_WAYS[how]}"
+                  f"{' ' + rank_note if how != 'picked' else ''}{' + picked' if picked and how != 'picked' else ''}).")
+    return shown
+
+
+def paged(df, key: str, noun: str = "rows", page_size: int = 50):
+    """One page of a long table, with Previous / Next and a "rows 1-50 of 6,250" cue. Short tables pass whole."""
+    total = len(df)
+    if total <= page_size:
+        return df
+    pages = (total + page_size - 1) // page_size
+    state = f"{key}_page"
+    page = min(max(int(st.session_state.get(state, 0)), 0), pages - 1)
+    st.session_state[state] = page
+
+    def move(delta: int) -> None:
+        st.session_state[state] = min(max(st.session_state.get(state, 0) + delta, 0), pages - 1)
+
+    c1, c2, c3 = st.columns([1, 1, 4])
+    c1.button("Previous page", key=f"{key}_prev", on_click=move, args=(-1,), disabled=page == 0,
+              icon=":material/chevron_left:", width="stretch")
+    c2.button("Next page", key=f"{key}_next", on_click=move, args=(1,), disabled=page >= pages - 1,
+              icon=":material/chevron_right:", width="stretch")
+    c3.caption(f"{noun.capitalize()} {page * page_size + 1:,}–{min(total, (page + 1) * page_size):,} of {total:,} "
+               f"(page {page + 1} of {pages:,}; the CSV has every row).")
+    return df.iloc[page * page_size:(page + 1) * page_size]
 
 
 ENDPOINT_KEYS = ("ep_url", "ep_model", "ep_temp", "ep_max_tokens", "ep_timeout", "ep_price_in", "ep_price_out", "ep_key")

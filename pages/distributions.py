@@ -1,22 +1,34 @@
-"""Distributions: how scores spread per judge, model, harness, turn and category; the JA harness's views."""
+"""Distributions: how scores spread per judge, model, harness, turn and category; the JA harness's views.
+
+With many models the page shows a readable subset (the top and bottom by mean, plus any picked) and says
+so; every figure is drawn from aggregates (bins, quartiles, category means), never one point per judgment.
+"""
 import streamlit as st
 
-from lib.analysis import queries
+from lib.analysis import distributions, queries
 from lib.render import charts
-from lib.analysis import distributions
-from lib.render.safe_text import md_escape
-from pages._common import cached_query, page_start, show_chart, show_table
+from pages._common import (cached_query, keep_valid, page_start, readable_subset, show_chart, show_table)
+
+MAX_JUDGES = 6  # judges preselected; more are one pick away
 
 store, version = page_start("Distributions")
 
 loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())
-c1, c2, c3 = st.columns([1.2, 2, 2])
+c1, c2 = st.columns([1.2, 4])
 bench = c1.selectbox("Bench", benches, key="dist_bench",
                      help="Question ids and categories only mean the same thing within one bench.")
 here = loaded[loaded["bench"] == bench]
-judges = c2.multiselect("Judges", sorted(here["judge"].unique()), default=sorted(here["judge"].unique()), key="dist_judges")
-models = c3.multiselect("Models", sorted(here["model"].unique()), default=sorted(here["model"].unique()), key="dist_models")
+all_judges = sorted(here["judge"].unique())
+if "dist_judges" in st.session_state:  # keep only judges of this bench
+    st.session_state["dist_judges"] = [j for j in st.session_state["dist_judges"] if j in all_judges]
+judges = c2.multiselect("Judges", all_judges, default=all_judges[:MAX_JUDGES], key="dist_judges")
+if len(all_judges) > MAX_JUDGES:
+    c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
+means = cached_query(queries.scores, version, by=("model",), where={"bench": bench})
+ranked = means.sort_values(["mean", "model"], ascending=[False, True])["model"].tolist()
+ranked += sorted(set(here["model"]) - set(ranked))
+models = readable_subset(ranked, "dist_models", rank_note="by mean score over all judges")
 if not judges or not models:
     st.info("Pick at least one judge and one model.")
     st.stop()
@@ -30,19 +42,19 @@ unit = d1.radio("Count", ["item", "judgment"], horizontal=True, key="dist_unit",
 color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "category"], key="dist_color")
 facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
 by = [color] + ([facet] if facet not in ("(none)", color) else [])
-hist = distributions.score_histogram(store, by, unit=unit, filters=filters)
+hist = cached_query(distributions.score_histogram, version, by=by, unit=unit, filters=filters)
 if hist.empty:
     st.info("No scored items for this choice.")
     st.stop()
 show_chart(charts.histogram(hist, color, None if facet in ("(none)", color) else facet), f"histogram_{bench}")
 st.caption(distributions.HISTOGRAM_RULE)
-summary = distributions.score_summary(store, by, unit=unit, filters=filters)
+summary = cached_query(distributions.score_summary, version, by=by, unit=unit, filters=filters)
 show_chart(charts.box_from_summary(summary, by[-1], color if len(by) > 1 else None), f"box_{bench}")
 show_table(summary, f"score_summary_{bench}",
            column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
 
 st.subheader("Overall, as the JA harness reports it")
-overall = distributions.ja_overall(store, bench=bench, filters={"judge": judges, "model": models})
+overall = cached_query(distributions.ja_overall, version, bench=bench, filters={"judge": judges, "model": models})
 st.caption("T1, T2; overall as the mean of the two turn means (visualize-results.py) and pooled over items; each "
            "category as the mean of its per-turn means; macro = unweighted mean of the category means "
            "(results-table.py); macro xCM = the same without coding and math. Category cells hold 10 questions: "
@@ -50,21 +62,39 @@ st.caption("T1, T2; overall as the mean of the two turn means (visualize-results
 show_table(overall, f"ja_overall_{bench}",
            column_config={c: st.column_config.NumberColumn(format="%.3f") for c in overall.columns
                           if overall[c].dtype.kind == "f"})
-series = st.radio("Radar: one line per", ["model", "judge"], horizontal=True, key="dist_radar")
-frame = distributions.radar_frame(store, bench=bench, filters={"judge": judges, "model": models})
-for name, part in frame.groupby("judge" if series == "model" else "model", sort=True):
-    st.markdown(f"**{'judge' if series == 'model' else 'model'}:** {md_escape(name)}")
-    show_chart(charts.radar(part, series), f"radar_{bench}_{name}".replace("/", "_"))
+
+r1, r2 = st.columns([1, 2])
+series = r1.radio("Radar: one line per", ["model", "judge"], horizontal=True, key="dist_radar",
+                  help="One radar for the chosen set: the models shown under one judge, or every chosen judge "
+                       "on one model.")
+frame = cached_query(distributions.radar_frame, version, bench=bench, filters={"judge": judges, "model": models})
+if series == "model":
+    keep_valid("dist_radar_judge", judges)
+    fixed = r2.selectbox("Judge", judges, key="dist_radar_judge")
+    part = frame[frame["judge"] == fixed]
+else:
+    keep_valid("dist_radar_model", models)
+    fixed = r2.selectbox("Model", models, key="dist_radar_model")
+    part = frame[frame["model"] == fixed]
+show_chart(charts.radar(part, series), f"radar_{bench}")
 
 st.subheader("Length bias")
-points, stats = distributions.length_bias(store, bench=bench)
-points = points[points["judge"].isin(judges) & points["model"].isin(models)]
-if points.empty:
-    st.info("No answer texts to measure: import the model_answer files of these models.")
-else:
-    show_chart(charts.length_scatter(points), f"length_bias_{bench}")
-    st.caption("Spearman's rho between answer length and score per judge; a positive rho means longer answers "
-               "score higher. p < 0.05 on 160 items is weak evidence, not proof of bias.")
-    show_table(stats[stats["judge"].isin(judges)], f"length_bias_{bench}",
-               column_config={c: st.column_config.NumberColumn(format="%.3f")
-                              for c in ("spearman_rho", "spearman_p", "kendall_tau", "kendall_p")})
+with st.expander("Does a judge score longer answers higher? (reads every judged answer of one judge)",
+                 key="dist_length_open", on_change="rerun") as length_box:
+    if length_box.open:
+        keep_valid("dist_length_judge", judges)
+        judge = st.selectbox("Length bias of judge", judges, key="dist_length_judge")
+        points, stats = cached_query(distributions.length_bias, version, bench=bench, judge=judge)
+        if points.empty:
+            st.info("No answer texts to measure: import the model_answer files of these models.")
+        else:
+            profile = distributions.length_profile(points)
+            show_chart(charts.length_profile(profile, points if len(points) <= 5000 else None),
+                       f"length_bias_{bench}")
+            st.caption(f"{len(points):,} judged answers of every model in {len(profile):,} bins of equal count: the "
+                       "line is the mean score per bin, the band the middle half of the scores. Spearman's rho "
+                       "between answer length and score: a positive rho means longer answers score higher. "
+                       "Over all models it mixes 'better models write longer' with 'the judge likes length'.")
+            show_table(stats, f"length_bias_{bench}",
+                       column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                      for c in ("spearman_rho", "spearman_p", "kendall_tau", "kendall_p")})

@@ -4,7 +4,9 @@ import streamlit as st
 from lib.render import charts
 from lib.analysis import linking, queries, runs
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, page_start, show_chart
+from pages._common import cached_query, keep_valid, page_start, paged, readable_subset, show_chart
+
+MAX_CHART_JUDGES = 6
 
 store, version = page_start("Overview")
 
@@ -24,9 +26,16 @@ for col, (label, key, helptext) in zip(cols, [
 board = cached_query(queries.leaderboard, version)
 st.subheader("Leaderboard")
 benches = sorted(board["bench"].unique())
-left, right = st.columns([1, 3])
+left, mid, _ = st.columns([1, 1.5, 1.5])
 bench = left.selectbox("Bench", ["All benches", *benches], key="overview_bench")
 shown = board if bench == "All benches" else board[board["bench"] == bench]
+judges = sorted(shown["judge"].unique())
+MEAN_OVER_JUDGES = "mean over judges"
+keep_valid("overview_rank", [MEAN_OVER_JUDGES, *judges], MEAN_OVER_JUDGES)
+rank_by = mid.selectbox("Rank models by", [MEAN_OVER_JUDGES, *judges], key="overview_rank",
+                        help="The order of the table, and what 'top' and 'bottom' mean for the chart.")
+ranked = queries.rank_models(shown, None if rank_by == MEAN_OVER_JUDGES else rank_by)
+shown = queries.order_by_rank(shown, ranked)
 st.caption(
     "**T1 / T2 / Overall**: JudgeLens's means on the 1-10 scale. " + queries.MEAN_RULE.replace("$", "\\$") +
     " **… (harness)**: the harness's own number. FastChat: what `show_result.py` computes (mean over rows, -1 "
@@ -34,7 +43,7 @@ st.caption(
     "Overall (harness) follow its `mt_bench` code). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
     "question's 5-sample mean). Where they differ, the difference is how failures and duplicates are treated.")
 st.dataframe(
-    shown, hide_index=True, width="stretch",
+    paged(shown, "overview_board", "leaderboard rows"), hide_index=True, width="stretch",
     column_config={
         "t1": st.column_config.NumberColumn("T1", format="%.3f"),
         "t2": st.column_config.NumberColumn("T2", format="%.3f"),
@@ -45,10 +54,20 @@ st.dataframe(
         "overall_harness": st.column_config.NumberColumn("Overall (harness)", format="%.3f"),
     },
 )
-st.download_button("Download leaderboard (CSV)", csv_text(shown).encode(), "judgelens_leaderboard.csv",
-                   "text/csv", icon=":material/download:")
+st.download_button("Download leaderboard (CSV)", lambda: csv_text(shown).encode(),
+                   "judgelens_leaderboard.csv", "text/csv", icon=":material/download:", on_click="ignore")
 
-show_chart(charts.leaderboard_bars(shown), "leaderboard")
+st.markdown("**Chart**")
+models = readable_subset(ranked, "overview_models", rank_note=f"by overall ({rank_by})")
+chart_judges = judges
+if len(judges) > MAX_CHART_JUDGES:
+    if "overview_chart_judges" in st.session_state:  # another bench may not have the judges picked before
+        st.session_state["overview_chart_judges"] = [j for j in st.session_state["overview_chart_judges"] if j in judges]
+    chart_judges = st.multiselect("Judges in the chart", judges, default=judges[:MAX_CHART_JUDGES],
+                                  key="overview_chart_judges") or judges[:MAX_CHART_JUDGES]
+    st.caption(f"Showing {len(chart_judges):,} of {len(judges):,} judges.")
+show_chart(charts.leaderboard_bars(shown[shown["model"].isin(models) & shown["judge"].isin(chart_judges)]),
+           "leaderboard")
 
 st.subheader("Harness × model")
 matrix = runs.matrix_wide(cached_query(runs.harness_matrix, version + linking.links_version(store)))
@@ -56,14 +75,16 @@ st.caption("Overall mean per model (one row per model: its names in the harnesse
            "(harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the harness's own "
            "number, '(harness)'. To see why two harnesses disagree on a model, open Compare → one model under two "
            "harnesses.")
-st.dataframe(matrix, hide_index=True, width="stretch",
+st.dataframe(paged(matrix, "overview_matrix", "models"), hide_index=True, width="stretch",
              column_config={c: st.column_config.NumberColumn(format="%.3f") for c in matrix.columns if c != "model"})
+
 c1, c2, _ = st.columns([1, 1, 2])
 c1.page_link("pages/agreement.py", label="Where do the judges disagree?", icon=":material/groups:")
 c2.page_link("pages/compare.py", label="Which differences are real?", icon=":material/difference:")
 
 st.subheader("What is loaded")
-st.dataframe(cached_query(queries.judges_by_harness, version), hide_index=True, width="stretch")
+st.dataframe(paged(cached_query(queries.judges_by_harness, version), "overview_loaded", "rows"), hide_index=True,
+             width="stretch")
 dups = cached_query(queries.duplicate_items, version)
 if not dups.empty:
     st.warning(f"{int(dups['items'].sum())} item(s) are judged more than once by the same judge. All rows are "

@@ -220,6 +220,23 @@ def leaderboard(store: Store) -> pd.DataFrame:
         ORDER BY o.harness, o.bench, o.judge, o.overall DESC""")
 
 
+def rank_models(board: pd.DataFrame, judge: str | None = None) -> list[str]:
+    """Models of a leaderboard frame, best first: by one judge's overall mean, or (``judge`` None) by the
+    mean of every judge's overall. Models that judge did not score come last, in name order."""
+    rows = board if judge is None else board[board["judge"] == judge]
+    means = rows.groupby("model")["overall"].mean().dropna()
+    ranked = sorted(means.index, key=lambda m: (-means[m], m))
+    seen = set(ranked)
+    return ranked + sorted(m for m in board["model"].unique() if m not in seen)
+
+
+def order_by_rank(board: pd.DataFrame, ranked: list[str]) -> pd.DataFrame:
+    """The leaderboard rows in ``ranked`` model order (then harness, bench, judge)."""
+    position = {m: i for i, m in enumerate(ranked)}
+    return (board.assign(_rank=board["model"].map(position))
+            .sort_values(["_rank", "harness", "bench", "judge"]).drop(columns="_rank").reset_index(drop=True))
+
+
 def sources(store: Store) -> pd.DataFrame:
     return _df(store, """
         SELECT source_id, harness, kind, bench, file_name, rows_imported, rows_skipped,

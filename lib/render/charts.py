@@ -30,7 +30,8 @@ def leaderboard_bars(board: pd.DataFrame) -> go.Figure:
     fig = px.bar(long, x="mean", y="model", color="judge", barmode="group", facet_col="turn", orientation="h",
                  range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": ""},
                  color_discrete_sequence=COLORS)
-    return _layout(fig, 160 + 40 * len(board))
+    bars = board["model"].nunique() * max(1, board["judge"].nunique())
+    return _layout(fig, 160 + max(40 * board["model"].nunique(), 12 * bars))
 
 
 def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -> go.Figure:
@@ -132,6 +133,31 @@ def length_scatter(points: pd.DataFrame) -> go.Figure:
                      hover_data=["model", "question_id", "turn", "category"], color_discrete_sequence=COLORS,
                      labels={"answer_chars": "answer length (characters, log scale)"})
     fig.update_yaxes(**SCORE_AXIS)
+    return _layout(fig, 420)
+
+
+def length_profile(profile: pd.DataFrame, points: pd.DataFrame | None = None) -> go.Figure:
+    """Mean score per length bin (distributions.length_profile), one line per judge, the middle half of
+    the scores as a band; ``points`` (few only) are drawn under it with WebGL."""
+    fig = go.Figure()
+    for i, (judge, part) in enumerate(profile.groupby("judge", sort=True)):
+        color = COLORS[i % len(COLORS)]
+        if points is not None and len(points):
+            mine = points[points["judge"] == judge]
+            fig.add_trace(go.Scattergl(x=mine["answer_chars"], y=mine["score"], mode="markers", name=f"{judge} (answers)",
+                                       marker=dict(color=color, size=4, opacity=0.35), legendgroup=str(judge),
+                                       showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=list(part["chars_median"]) + list(part["chars_median"])[::-1],
+                                 y=list(part["q3"]) + list(part["q1"])[::-1], fill="toself", fillcolor=color,
+                                 opacity=0.15, line=dict(width=0), hoverinfo="skip", showlegend=False,
+                                 legendgroup=str(judge)))
+        fig.add_trace(go.Scatter(
+            x=part["chars_median"], y=part["mean"], mode="lines+markers", name=str(judge), legendgroup=str(judge),
+            line=dict(color=color), customdata=np.stack([part["chars_lo"], part["chars_hi"], part["n"]], axis=1),
+            hovertemplate="%{customdata[0]:,}–%{customdata[1]:,} characters<br>mean score %{y:.2f}"
+                          "<br>%{customdata[2]:,} answers<extra>%{fullData.name}</extra>"))
+    fig.update_xaxes(type="log", title="answer length (characters, log scale; median of each bin)")
+    fig.update_yaxes(title="score (mean; band: middle half)", **SCORE_AXIS)
     return _layout(fig, 420)
 
 
