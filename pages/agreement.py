@@ -12,10 +12,7 @@ from pages._common import cached_query, page_start, show_chart, show_table
 
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def pairwise(matrix, judges):
-    return agreement.pairwise_agreement(matrix, judges)
-
+MAX_JUDGES = 6  # judges preselected (pairs grow as n²); more are one pick away
 
 store, version = page_start("Judge agreement")
 
@@ -25,7 +22,11 @@ c1, c2 = st.columns([1, 3])
 bench = c1.selectbox("Bench", benches, key="agr_bench")
 here = loaded[loaded["bench"] == bench]
 all_judges = sorted(here["judge"].unique())
-judges = c2.multiselect("Judges", all_judges, default=all_judges, key="agr_judges")
+if "agr_judges" in st.session_state:  # keep only judges of this bench
+    st.session_state["agr_judges"] = [j for j in st.session_state["agr_judges"] if j in all_judges]
+judges = c2.multiselect("Judges", all_judges, default=all_judges[:MAX_JUDGES], key="agr_judges")
+if len(all_judges) > MAX_JUDGES:
+    c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
 f1, f2, f3 = st.columns(3)
 model = f1.selectbox("Model", ["(all)", *sorted(here["model"].unique())], key="agr_model")
 turn = f2.selectbox("Turn", ["(all)", 1, 2], key="agr_turn")
@@ -50,8 +51,7 @@ with tab_agree:
         st.info("Agreement needs two or more judges that scored the same items. Import another judge's "
                 "judgments, or re-judge on the Workbench.")
     else:
-        matrix = cached_query(agreement.item_matrix, version, judges=judges, **filters)
-        table = pairwise(matrix, judges)
+        table = cached_query(agreement.agreement, version, judges=judges, **filters)
         st.caption(agreement.AGREEMENT_NOTE)
         show_table(table, f"agreement_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
@@ -59,7 +59,8 @@ with tab_agree:
         stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
                                     default="qwk", key="agr_stat")
         show_chart(charts.agreement_heatmap(table, stat or "qwk"), f"agreement_heatmap_{bench}")
-        show_chart(charts.scatter_grid(matrix, judges), f"agreement_scatter_{bench}")
+        show_chart(charts.scatter_grid_counts(cached_query(agreement.pair_counts, version, judges=judges, **filters)),
+                   f"agreement_scatter_{bench}")
 
 with tab_worst:
     if len(judges) < 2:

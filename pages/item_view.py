@@ -10,12 +10,14 @@ from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
-from pages._common import empty_state, get_store, keep_valid, publish_to_url, seed_from_url
+from pages._common import (cached_query, data_version, empty_state, get_store, keep_valid, publish_to_url,
+                           seed_from_url)
 from pages._item_extras import search_box, verdict_panel
 
 store = get_store()
 st.title("Item view")
-benches = iv.benches(store)
+version = data_version(store)
+benches = cached_query(iv.benches, version)  # lists and orders: cached per data version
 if not benches:
     empty_state()
     st.stop()
@@ -29,8 +31,8 @@ seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model
 keep_valid("iv_bench", benches)
 bench = st.session_state["iv_bench"]
 search_box(bench)  # search everything (pages/_item_extras.py)
-qs = iv.questions(store, bench)
-models = iv.models(store, bench)
+qs = cached_query(iv.questions, version, bench=bench)
+models = cached_query(iv.models, version, bench=bench)
 if qs.empty or not models:
     st.info(f"The bench {bench} has judgments but no questions yet: import its question.jsonl on the Import page.")
     st.stop()
@@ -41,14 +43,15 @@ keep_valid("iv_turn", [1, 2], 1)
 
 # --- navigation callbacks (run before widgets are drawn) ------------------------------------------
 def go(delta: int) -> None:
-    order = iv.item_order(store, st.session_state["iv_bench"], st.session_state["iv_model"])
+    order = cached_query(iv.item_order, data_version(store), bench=st.session_state["iv_bench"],
+                         model=st.session_state["iv_model"])
     st.session_state["iv_q"], st.session_state["iv_turn"] = iv.step(
         order, (st.session_state["iv_q"], st.session_state["iv_turn"]), delta)
 
 
 def go_disagreement() -> None:
-    found = iv.next_disagreement(store, st.session_state["iv_bench"], st.session_state["iv_q"],
-                              st.session_state["iv_turn"], st.session_state["iv_model"])
+    order = cached_query(iv.disagreement_order, data_version(store), bench=st.session_state["iv_bench"])
+    found = iv.following(order, st.session_state["iv_q"], st.session_state["iv_turn"], st.session_state["iv_model"])
     if found:
         st.session_state["iv_q"], st.session_state["iv_turn"], st.session_state["iv_model"] = found
     else:
@@ -168,10 +171,17 @@ texts: dict[str, tuple[str, str]] = {}
 for v in verdicts.itertuples():
     texts[f"rationale:{v.column_id}"] = (f"Rationale · {v.column_id}", v.rationale or "")
     texts[f"prompt:{v.column_id}"] = (f"Judge prompt · {v.column_id}", v.judge_prompt or "")
-for m in models:
-    other = iv.answer(store, iv.ItemKey(key.bench, key.question_id, key.turn, m, key.sample))
-    if other:
-        texts[f"answer:{m}"] = (f"Answer · {m}", other["text"])
+# Answers: this model's, and those of the models picked here (not all of them: a bench may have 1,250).
+others = [m for m in models if m != key.model]
+for cid in (st.session_state.get("iv_a"), st.session_state.get("iv_b")):  # deep links name an answer to diff
+    if cid and cid.startswith("answer:") and cid[7:] in others:
+        st.session_state["iv_diff_models"] = list(dict.fromkeys([*st.session_state.get("iv_diff_models", []), cid[7:]]))
+if "iv_diff_models" in st.session_state:
+    st.session_state["iv_diff_models"] = [m for m in st.session_state["iv_diff_models"] if m in others]
+picked = st.multiselect(f"Also offer answers of other models ({len(others):,} on this bench; type to search)",
+                        others, key="iv_diff_models", placeholder="Pick models")
+for m, text in iv.answers_of(store, key.bench, key.question_id, key.turn, key.sample, [key.model, *picked]).items():
+    texts[f"answer:{m}"] = (f"Answer · {m}", text)
 ids = list(texts)
 rationales = [i for i in ids if i.startswith("rationale:")]
 keep_valid("iv_a", ids, rationales[0])

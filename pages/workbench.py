@@ -24,7 +24,8 @@ from pages._common import (cached_query, data_version, empty_state, get_store, j
 
 store = get_store()
 st.title("Workbench")
-benches = iv.benches(store)
+version = data_version(store)
+benches = cached_query(iv.benches, version)  # lists: cached per data version
 if not benches:
     empty_state()
     st.stop()
@@ -45,8 +46,8 @@ seed_from_url("wb", {"bench": "wb_bench", "q": "wb_q", "model": "wb_model", "jud
 
 keep_valid("wb_bench", benches)
 bench = st.session_state["wb_bench"]
-qs = iv.questions(store, bench)
-models = iv.models(store, bench)
+qs = cached_query(iv.questions, version, bench=bench)
+models = cached_query(iv.models, version, bench=bench)
 if qs.empty or not models:
     st.info("This bench has no questions or answers to re-judge: import its question.jsonl and model answers.")
     st.stop()

@@ -224,6 +224,29 @@ def agreement(store: Store, judges: list[str], *, bench: str | None = None, mode
     return pairwise_agreement(matrix, list(judges))
 
 
+def score_pair_counts(matrix: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
+    """For every pair of judges: how many items got each (x, y) pair of scores, rounded half up.
+
+    Columns: x, y, items, pair ("A (x) vs B (y)"). What a judge-vs-judge scatter draws, at most
+    100 rows per pair however many items there are.
+    """
+    frames = []
+    for a, b in combinations(judges, 2):
+        both = matrix[[a, b]].dropna()
+        both = pd.DataFrame({"x": round_half_up(both[a]), "y": round_half_up(both[b])})
+        counts = both.groupby(["x", "y"]).size().reset_index(name="items")
+        counts["pair"] = f"{a} (x) vs {b} (y)"
+        frames.append(counts)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["x", "y", "items", "pair"])
+
+
+def pair_counts(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
+                turn: int | None = None, category: str | None = None) -> pd.DataFrame:
+    """``score_pair_counts`` of the judges' item matrix (same filters as ``item_matrix``)."""
+    matrix = item_matrix(store, judges, bench=bench, model=model, turn=turn, category=category)
+    return score_pair_counts(matrix, list(judges))
+
+
 def agreement_by_turn(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
                       category: str | None = None) -> pd.DataFrame:
     """``agreement`` per turn: a turn column, then the pairwise columns (one matrix query in all)."""

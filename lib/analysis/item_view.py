@@ -131,9 +131,10 @@ def step(order: list[tuple[str, int]], current: tuple[str, int], delta: int) -> 
     return order[(i + delta) % len(order)]
 
 
-def next_disagreement(store: Store, bench: str, question_id: str, turn: int, model: str,
-                      limit: int = 1000) -> tuple[str, int, str] | None:
-    """The item after this one in the ranking of judge disagreement (largest spread first), wrapping around."""
+def disagreement_order(store: Store, bench: str, limit: int = 1000) -> list[tuple[str, int, str]]:
+    """(question_id, turn, model) of this bench's items ranked by judge disagreement (largest spread first),
+    over every judge with scores here; empty when fewer than two judges scored. Depends only on the data:
+    cache it per data version and step through it with ``following``."""
     from lib.analysis.agreement import disagreements
 
     with store.read() as cur:
@@ -141,14 +142,36 @@ def next_disagreement(store: Store, bench: str, question_id: str, turn: int, mod
             "SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND score IS NOT NULL ORDER BY judge",
             [bench]).fetchall()]
     if len(judges) < 2:
-        return None
+        return []
     ranked = disagreements(store, judges, bench=bench, limit=limit)
-    if ranked.empty:
+    return list(zip(ranked["question_id"], ranked["turn"].astype(int), ranked["model"]))
+
+
+def following(order: list[tuple[str, int, str]], question_id: str, turn: int,
+              model: str) -> tuple[str, int, str] | None:
+    """The item after this one in ``order`` (the first if this one is not in it), wrapping around."""
+    if not order:
         return None
-    keys = list(zip(ranked["question_id"], ranked["turn"].astype(int), ranked["model"]))
     current = (question_id, int(turn), model)
-    i = keys.index(current) + 1 if current in keys else 0
-    return keys[i % len(keys)]
+    i = order.index(current) + 1 if current in order else 0
+    return order[i % len(order)]
+
+
+def next_disagreement(store: Store, bench: str, question_id: str, turn: int, model: str,
+                      limit: int = 1000) -> tuple[str, int, str] | None:
+    """The item after this one in the ranking of judge disagreement (largest spread first), wrapping around."""
+    return following(disagreement_order(store, bench, limit), question_id, turn, model)
+
+
+def answers_of(store: Store, bench: str, question_id: str, turn: int, sample: int,
+               models: list[str]) -> dict[str, str]:
+    """model -> answer text of this item for each of ``models`` that has one (as ``answer`` finds it)."""
+    out = {}
+    for model in models:
+        found = answer(store, ItemKey(bench, question_id, turn, model, sample))
+        if found:
+            out[model] = found["text"]
+    return out
 
 
 def link_params(bench: str, question_id: str, turn: int, model: str, judges: list[str] | None = None,

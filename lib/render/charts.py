@@ -110,22 +110,21 @@ def agreement_heatmap(table: pd.DataFrame, stat: str) -> go.Figure:
 
 def scatter_grid(matrix: pd.DataFrame, judges: list[str]) -> go.Figure:
     """Judge vs judge score counts for every pair: bubble area = number of items at that (x, y)."""
-    pairs = list(itertools.combinations(judges, 2))
-    frames = []
-    for a, b in pairs:
-        both = matrix[[a, b]].dropna().round(0)
-        counts = both.groupby([a, b]).size().reset_index(name="items")
-        counts.columns = ["x", "y", "items"]
-        counts["pair"] = f"{a} (x) vs {b} (y)"
-        frames.append(counts)
-    data = pd.concat(frames) if frames else pd.DataFrame(columns=["x", "y", "items", "pair"])
+    from lib.analysis.agreement import score_pair_counts
+
+    return scatter_grid_counts(score_pair_counts(matrix, judges))
+
+
+def scatter_grid_counts(data: pd.DataFrame) -> go.Figure:
+    """``scatter_grid`` from ``agreement.score_pair_counts`` (or ``pair_counts``): one panel per judge pair."""
+    pairs = max(1, data["pair"].nunique())
     fig = px.scatter(data, x="x", y="y", size="items", facet_col="pair", facet_col_wrap=3, size_max=28,
                      hover_data=["items"], color_discrete_sequence=COLORS)
     fig.update_xaxes(**SCORE_AXIS)
     fig.update_yaxes(**SCORE_AXIS)
     for a in fig.layout.annotations:
         a.text = a.text.split("=", 1)[-1]
-    return _layout(fig, 380 * max(1, (len(pairs) + 2) // 3))
+    return _layout(fig, 380 * max(1, (pairs + 2) // 3))
 
 
 def length_scatter(points: pd.DataFrame) -> go.Figure:
