@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from browser_support import launch_chromium, running_app  # noqa: E402
+from browser_support import launch_chromium, running_app, wait_idle, watch_runs  # noqa: E402
 
 # Bump when the generated stores change shape or need a derived table the app relies on.
 BUILD_VERSION = "3"
@@ -74,25 +74,6 @@ st.navigation([st.Page(hello, title="Hello", default=True), st.Page(other, title
                st.Page(chart, title="One chart", url_path="chart")]).run()
 '''
 
-# Wait until Streamlit is idle: the app is mounted, its script is not running, no element is stale,
-# and (for a click) a run started after the click. A MutationObserver counts runs, so a fast run is not
-# missed between two polls.
-INIT_SCRIPT = """
-window.__jlRuns = 0;
-new MutationObserver((muts) => {
-  for (const m of muts) {
-    if (m.type === 'attributes' && m.target.getAttribute('data-test-script-state') === 'running') window.__jlRuns++;
-  }
-}).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
-"""
-IDLE = """(after) => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (window.__jlRuns <= after) return false;
-  if (document.querySelector('[data-stale="true"]')) return false;
-  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-  return !!document.querySelector('[data-testid="stMain"] h1');
-}"""
 ERRORS = '[data-testid="stException"]'
 ACTION_TIMEOUT_MS = 20_000
 
@@ -135,12 +116,8 @@ def ensure_store(shape: str, rows: int) -> tuple[Path, dict]:
 # --------------------------------------------------------------------------------------------------
 # Driving the page
 
-def wait_idle(page, after: int, timeout_ms: float) -> None:
-    page.wait_for_function(IDLE, arg=after, timeout=timeout_ms, polling=20)
-
-
 def runs(page) -> int:
-    return page.evaluate("window.__jlRuns")
+    return page.finished_runs
 
 
 def selectbox(page, label: str, option: str) -> None:
@@ -158,12 +135,12 @@ def radio(page, label: str, option: str) -> None:
 
 def segmented(page, label: str, option: str) -> None:
     group = page.get_by_test_id("stButtonGroup").filter(has=page.get_by_text(label, exact=True)).first
-    group.get_by_role("button", name=option, exact=True).click()
+    group.get_by_role("radio", name=option, exact=True).click()
 
 
 def button(page, name: str) -> None:
     """Click the button whose text (after its icon's ligature, if any) is ``name``."""
-    pattern = re.compile(rf"(^|[a-z_]\s*){re.escape(name)}$")
+    pattern = re.compile(rf"(^|[a-z_]\s*){re.escape(name)}(\s*[A-Z])?$")  # icon ligature, shortcut key
     page.get_by_role("button").filter(has_text=pattern).first.click()
 
 
@@ -176,6 +153,7 @@ class Step:
     name: str
     act: Callable  # (page) -> None: the click or choice
     download: bool = False  # the step downloads a file instead of rerunning the script
+    rerun: bool = True  # False: the browser alone reacts (e.g. a tab): wait only until nothing is loading
 
 
 @dataclass
@@ -201,9 +179,9 @@ def scenarios(info: dict) -> list[Scenario]:
         Scenario("agreement", "Judge agreement", charts=True, steps=[
             Step("filter to one model", lambda p: selectbox(p, "Model", other_model)),
             Step("heatmap of pearson", lambda p: segmented(p, "Heatmap of", "pearson")),
-            Step("tab: largest disagreements", lambda p: tab(p, "Largest disagreements")),
-            Step("tab: pairwise verdicts", lambda p: tab(p, "Pairwise verdicts")),
-            Step("tab: parse failures", lambda p: tab(p, "Parse failures")),
+            Step("tab: largest disagreements", lambda p: tab(p, "Largest disagreements"), rerun=False),
+            Step("tab: pairwise verdicts", lambda p: tab(p, "Pairwise verdicts"), rerun=False),
+            Step("tab: parse failures", lambda p: tab(p, "Parse failures"), rerun=False),
             Step("open the report", lambda p: button(p, "Report (self-contained HTML)"), download=True),
         ]),
         Scenario("item_view", "Item view", [
@@ -245,13 +223,13 @@ def hello_scenario() -> Scenario:
 def new_context(browser, timeout_ms: float):
     ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
     ctx.set_default_timeout(ACTION_TIMEOUT_MS)  # finding and clicking a widget; waiting uses timeout_ms
-    ctx.add_init_script(INIT_SCRIPT)
     return ctx
 
 
 def open_page(ctx, base: str, scen: Scenario, timeout_ms: float):
     """A new tab (a new Streamlit session: nothing in session state), navigate, wait until idle. -> (page, s)."""
     page = ctx.new_page()
+    watch_runs(page)
     t0 = time.perf_counter()
     page.goto(f"{base}/{scen.page}")
     wait_idle(page, 0, timeout_ms)
@@ -265,7 +243,7 @@ def do_step(page, step: Step, timeout_ms: float) -> float:
             step.act(page)
         dl.value.path()  # wait until the file is complete
         return time.perf_counter() - t0
-    before = runs(page)
+    before = runs(page) if step.rerun else -1
     t0 = time.perf_counter()
     step.act(page)
     wait_idle(page, before, timeout_ms)

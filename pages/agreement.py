@@ -59,8 +59,11 @@ with tab_agree:
         stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
                                     default="qwk", key="agr_stat")
         show_chart(charts.agreement_heatmap(table, stat or "qwk"), f"agreement_heatmap_{bench}")
-        show_chart(charts.scatter_grid_counts(cached_query(agreement.pair_counts, version, judges=judges, **filters)),
-                   f"agreement_scatter_{bench}")
+        with st.expander("Score against score, one panel per pair of judges", key="agr_scatter_open",
+                         on_change="rerun") as scatter_box:
+            if scatter_box.open:  # drawn only when opened: one panel per pair is the page's heaviest figure
+                show_chart(charts.scatter_grid_counts(cached_query(agreement.pair_counts, version, judges=judges,
+                                                                   **filters)), f"agreement_scatter_{bench}")
 
 with tab_worst:
     if len(judges) < 2:

@@ -10,6 +10,9 @@ Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
 - ``launch_chromium(playwright)``: Playwright's sync-API Chromium, using the Debian build at
   ``/usr/bin/chromium`` (``playwright install`` downloads are blocked here).
 - ``wait_for_app(page)``: wait until Streamlit has finished running the script (no "running" widget).
+- ``watch_runs(page)`` then ``wait_idle(page, after)``: wait until a script run that finished after ``after``
+  runs (``page.finished_runs`` before an action) is on screen: robust for runs too fast for the DOM's
+  "running" state to show, and for pages whose elements are still streaming in.
 """
 from __future__ import annotations
 
@@ -104,3 +107,47 @@ def wait_for_app(page, timeout: float = 60_000) -> None:
         }""",
         timeout=timeout,
     )
+
+
+# Wait until Streamlit is idle: a script run that started after the action has finished (the server's
+# script_finished message, read off the page's websocket: a fast run can start and end between two frames, so
+# the DOM's "running" state alone would miss it), the app says notRunning, and no element is stale or still
+# loading its component.
+IDLE = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+  return !!document.querySelector('[data-testid="stMain"] h1');
+}"""
+FINISHED = {"FINISHED_SUCCESSFULLY", "FINISHED_WITH_COMPILE_ERROR", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
+
+
+def watch_runs(page) -> None:
+    """Count the script runs the server reports finished to this page (``page.finished_runs``)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    page.finished_runs = 0
+
+    def on_frame(payload) -> None:
+        if isinstance(payload, str):
+            return
+        try:
+            msg = ForwardMsg.FromString(payload)
+        except Exception:
+            return
+        if msg.WhichOneof("type") == "script_finished" and \
+                ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished) in FINISHED:
+            page.finished_runs += 1
+
+    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+
+
+def wait_idle(page, after: int, timeout_ms: float) -> None:
+    """Until a run after ``after`` finished and the page shows its result (polls every 20 ms)."""
+    deadline = time.perf_counter() + timeout_ms / 1000
+    while time.perf_counter() < deadline:
+        if page.finished_runs > after and page.evaluate(IDLE):
+            return
+        page.wait_for_timeout(20)  # lets Playwright deliver the websocket events
+    raise TimeoutError(f"not idle after {timeout_ms / 1000:.0f} s (runs finished: {page.finished_runs})")

@@ -40,7 +40,10 @@ def test_agreement_page_shows_every_judge_pair_and_the_worst_items(app):
     assert worst["spread"].is_monotonic_decreasing
     top = worst.iloc[0]
     assert top["open"].startswith(f"item_view?bench=ja_mt_bench&q={top['question_id']}&turn={top['turn']}")
-    assert len(app.get("plotly_chart")) >= 2
+    assert len(app.get("plotly_chart")) == 1  # the heatmap; the per-pair scatter waits until its expander opens
+    app.session_state["agr_scatter_open"] = True
+    app.run()
+    assert not app.exception and len(app.get("plotly_chart")) == 2
 
 
 def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
