@@ -192,6 +192,8 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
             Step("turn 2", lambda p: radio(p, "Turn", "2")),
         ]),
+        Scenario("search", "Search", []),
+        Scenario("review", "Review", []),
         Scenario("distributions", "Distributions", charts=True, steps=[
             Step("count single judgments", lambda p: radio(p, "Count", "single judgments (each sample)")),
             Step("colour by turn", lambda p: selectbox(p, "Colour by", "turn")),

@@ -56,6 +56,8 @@ def _text(page) -> str:
                       f"Leaderboard rows 1–50 of {JUDGES * MODELS:,}"]),
     ("agreement", "Judge agreement", [f"Showing 6 of {JUDGES} judges"]),
     ("item_view", "Item view", [f"({MODELS - 1} on this bench"]),
+    ("search", "Search", []),
+    ("review", "Review", []),
     ("distributions", "Distributions", [f"Showing 12 of {MODELS} models", f"Showing 6 of {JUDGES} judges"]),
     ("compare", "Compare", []),
     ("workbench", "Workbench", []),
