@@ -47,7 +47,7 @@ with tab_all:
     full = st.toggle("Whole history (every edit)", key="rv_history")
     df = cached_query(human.history, version, author=None if who == "(everyone)" else who)
     if not full:
-        df = df[df["latest"]].drop(columns=["latest"])
+        df = df[df["latest"].astype(bool)].drop(columns=["latest"])  # astype: an empty frame has no bool dtype
     show_table(df, "verdicts")
     records = human.export_records(store, None if who == "(everyone)" else who)
     st.download_button("Export as JSONL (import elsewhere on the Import page or with ingest)",

@@ -182,7 +182,7 @@ def history(store: Store, *, author: str | None = None, bench: str | None = None
 def latest(store: Store, *, author: str | None = None, bench: str | None = None) -> pd.DataFrame:
     """The current verdict per author and item."""
     df = history(store, author=author, bench=bench)
-    return df[df["latest"]].drop(columns=["latest"]).reset_index(drop=True)
+    return df[df["latest"].astype(bool)].drop(columns=["latest"]).reset_index(drop=True)
 
 
 def authors(store: Store) -> list[str]:
