@@ -6,7 +6,7 @@ start) and hands over to the page the user picked. Run with ``bash scripts/run-a
 import streamlit as st
 
 from lib.ingest.sample import load_sample_if_empty
-from pages._common import get_store
+from pages._common import get_store, profiled
 
 st.set_page_config(page_title="JudgeLens", page_icon=":material/balance:", layout="wide")
 
@@ -31,4 +31,5 @@ if not st.session_state.get("_sample_checked"):
     if report is not None:
         st.toast(f"Loaded the bundled sample: {len(report.imported)} files.", icon=":material/check:")
     st.session_state["_sample_checked"] = True
-page.run()
+with profiled(page.title):  # JUDGELENS_PROFILE=DIR: one cProfile file per run (see pages/_common.py)
+    page.run()

@@ -396,6 +396,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100k only, 3 repeats")
     parser.add_argument("--only", nargs="+", help="page paths to run (overview, agreement, item_view, …)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a step counts as failed")
+    parser.add_argument("--profile", type=Path, help="JUDGELENS_PROFILE for the app: one cProfile file per script run")
     parser.add_argument("--json", type=Path, help="where to write the results (default bench/out/browser_bench_<time>.json)")
     args = parser.parse_args()
     if args.quick:
@@ -422,7 +423,8 @@ def main() -> None:
                         goals[label] = 0.3 if rows <= 100_000 else 0.5
                         print(f"{label}: {info['rows']:,} judgments, {info['judges']} judges x {info['models']:,} models",
                               flush=True)
-                        with running_app(path, timeout=180) as app_url:
+                        env = {"JUDGELENS_PROFILE": str(args.profile)} if args.profile else None
+                        with running_app(path, env=env, timeout=180) as app_url:
                             run_size(browser, label, app_url, hello_url, info, args.repeat,
                                      set(args.only) if args.only else None, timeout_ms, results)
         finally:

@@ -4,6 +4,10 @@ Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or 
 """
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
@@ -18,6 +22,33 @@ if PagesManager.uses_pages_directory:
     # its legacy pages/ mode and runs the page without app.py. Switch to app.py's st.navigation and rerun.
     PagesManager.uses_pages_directory = False
     st.rerun()
+
+
+@contextmanager
+def profiled(name: str):
+    """With JUDGELENS_PROFILE=DIR set, profile this script run (cProfile, one .prof file per run in DIR) and
+    print its seconds to stderr; without it, nothing. How bench/browser_bench.py's slow rows are explained:
+    ``JUDGELENS_PROFILE=/tmp/prof streamlit run app.py``, then ``python -m pstats /tmp/prof/<file>``."""
+    target = os.environ.get("JUDGELENS_PROFILE")
+    if not target:
+        yield
+        return
+    import cProfile
+    import sys
+    import time
+
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        seconds = time.perf_counter() - t0
+        folder = Path(target)
+        folder.mkdir(parents=True, exist_ok=True)
+        prof.dump_stats(folder / f"{name.replace(' ', '_')}-{time.time_ns()}.prof")
+        print(f"[profile] {name}: {seconds:.3f} s", file=sys.stderr, flush=True)
 
 
 @st.cache_resource(show_spinner=False)
