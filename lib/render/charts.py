@@ -109,10 +109,18 @@ def agreement_heatmap(table: pd.DataFrame, stat: str) -> go.Figure:
 
 
 def scatter_grid(matrix: pd.DataFrame, judges: list[str]) -> go.Figure:
-    """Judge vs judge score counts for every pair: bubble area = number of items at that (x, y)."""
-    from lib.analysis.agreement import score_pair_counts
-
-    return scatter_grid_counts(score_pair_counts(matrix, judges))
+    """Judge vs judge score counts for every pair: bubble area = number of items at that (x, y). The counting
+    is lib.analysis.agreement.score_pair_counts's (scores rounded half up); pages pass its cached result to
+    ``scatter_grid_counts`` instead."""
+    frames = []
+    for a, b in itertools.combinations(judges, 2):
+        both = matrix[[a, b]].dropna()
+        both = pd.DataFrame({"x": np.floor(both[a].to_numpy(float) + 0.5), "y": np.floor(both[b].to_numpy(float) + 0.5)})
+        counts = both.groupby(["x", "y"]).size().reset_index(name="items")
+        counts["pair"] = f"{a} (x) vs {b} (y)"
+        frames.append(counts)
+    return scatter_grid_counts(pd.concat(frames, ignore_index=True) if frames
+                               else pd.DataFrame(columns=["x", "y", "items", "pair"]))
 
 
 def scatter_grid_counts(data: pd.DataFrame) -> go.Figure:
