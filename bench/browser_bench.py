@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from browser_support import launch_chromium, running_app, wait_idle, watch_runs  # noqa: E402
 
 # Bump when the generated stores change shape or need a derived table the app relies on.
-BUILD_VERSION = "3"
+BUILD_VERSION = "4"  # 4: the builder adds a Swallow-shaped second bench
 
 HELLO = '''import streamlit as st
 

@@ -32,8 +32,13 @@ def big_app(tmp_path_factory):
     db = tmp_path_factory.mktemp("scale") / "judgelens.duckdb"
     info = _builder()(db, JUDGES * MODELS * 160, JUDGES, models=MODELS)
     assert info["rows"] == 102_400
+    from lib.store import Store
+
+    with Store(db) as store, store.read() as cur:  # before the app holds the file
+        everything = cur.execute("SELECT count(DISTINCT model), count(DISTINCT judge), "
+                                 "count(DISTINCT (harness, bench, judge, model)) FROM item_scores").fetchone()
     with running_app(db) as url:
-        yield url
+        yield url, everything
 
 
 def _open(page, url: str) -> None:
@@ -52,8 +57,8 @@ def _text(page) -> str:
 
 
 @pytest.mark.parametrize("path, title, cues", [
-    ("", "Overview", [f"Showing 12 of {MODELS} models", f"Showing 6 of {JUDGES} judges",
-                      f"Leaderboard rows 1–50 of {JUDGES * MODELS:,}"]),
+    ("", "Overview", ["Showing 12 of {models} models", "Showing 6 of {judges} judges",
+                      "Leaderboard rows 1–50 of {rows:,}"]),  # every bench (see big_app)
     ("agreement", "Judge agreement", [f"Showing 6 of {JUDGES} judges"]),
     ("item_view", "Item view", [f"({MODELS - 1} on this bench"]),
     ("search", "Search", []),
@@ -65,29 +70,32 @@ def _text(page) -> str:
     ("import_data", "Import", []),
 ])
 def test_every_page_renders_at_100k_judgments_and_says_what_it_shows(big_app, page, path, title, cues):
-    _open(page, f"{big_app}/{path}")
+    url, (models, judges, rows) = big_app
+    assert models > MODELS and judges > JUDGES  # the builder's second bench: Overview's "All benches" counts it
+    _open(page, f"{url}/{path}")
     _no_error(page, title)
     assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == title
     text = _text(page)
-    for cue in cues:
+    for cue in (c.format(models=models, judges=judges, rows=rows) for c in cues):
         assert cue in text, f"{title}: no {cue!r} on the page"
 
 
 def test_the_readable_subset_can_be_changed(big_app, page):
     """Top 5 instead of top and bottom 12, then one picked model on top: the cue follows."""
-    _open(page, big_app)
+    url, (models, _, _) = big_app
+    _open(page, url)
     box = page.get_by_test_id("stNumberInput").filter(has=page.get_by_text("How many", exact=True)).first
     before = page.finished_runs
     box.locator("input").fill("5")
     box.locator("input").press("Enter")
     wait_idle(page, before, 60_000)
-    assert f"Showing 5 of {MODELS} models" in _text(page)
+    assert f"Showing 5 of {models} models" in _text(page)
     picker = page.get_by_test_id("stMultiSelect").filter(has=page.get_by_text(re.compile("^Also show"))).first
     picker.locator("input").fill("model-42")
     before = page.finished_runs
     page.get_by_role("option", name="model-42", exact=True).click()
     wait_idle(page, before, 60_000)
     assert " + picked)" in _text(page)
-    shown = re.search(rf"Showing (\d+) of {MODELS} models", _text(page))
+    shown = re.search(rf"Showing (\d+) of {models} models", _text(page))
     assert shown and int(shown.group(1)) in (5, 6)  # 6 unless model-42 was among the top and bottom 5 already
     _no_error(page, "Overview after changing the subset")
