@@ -59,11 +59,21 @@ def author() -> str:
 
 
 def labels() -> list[str]:
+    """The verdict labels on offer: the defaults until edited (one per line, kept for the session)."""
     from lib.judging.human import DEFAULT_LABELS
 
     st.session_state.setdefault("jl_labels", "\n".join(DEFAULT_LABELS))
-    st.session_state["jl_labels"] = st.session_state["jl_labels"]
     return [line.strip() for line in st.session_state["jl_labels"].splitlines() if line.strip()]
+
+
+def _edit_labels() -> None:
+    st.session_state["jl_labels_input"] = st.session_state.get("jl_labels", "")
+
+    def keep() -> None:
+        st.session_state["jl_labels"] = st.session_state["jl_labels_input"]
+
+    with st.popover("Edit labels", icon=":material/label:"):
+        st.text_area("One label per line", key="jl_labels_input", on_change=keep, height=200)
 
 
 def _save(store, key, score) -> None:
@@ -120,9 +130,11 @@ def verdict_panel(store, key) -> None:
     options = [NO_LABEL, *labels()]
     if st.session_state.get("iv_v_label") not in options:
         st.session_state["iv_v_label"] = NO_LABEL
-    c1, c2 = st.columns([1, 2])
+    c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
     c1.selectbox("Label", options, key="iv_v_label")
     c2.text_input("Note", key="iv_v_note", placeholder="optional: why")
+    with c3:
+        _edit_labels()
     st.caption(f"Press 1-9, or 0 for 10, to record your score as {md_escape(human.judge_name(name))} with this label "
                "and note · U: next undecided item of your review queue")
     buttons = st.columns(11)

@@ -224,6 +224,9 @@ def test_verdict_panel_records_scores_and_the_queue_moves(app):
     assert not app.exception
     assert any("Set your name" in i.value for i in app.info)
     app.text_input(key="jl_author_input").set_value("mika").run()
+    assert app.selectbox(key="iv_v_label").options[1:] == list(human.DEFAULT_LABELS)
+    app.text_area(key="jl_labels_input").set_value("both wrong\nkeigo ignored\n").run()
+    assert app.selectbox(key="iv_v_label").options == ["(no label)", "both wrong", "keigo ignored"]
     app.selectbox(key="iv_v_label").set_value("both wrong").run()
     app.text_input(key="iv_v_note").set_value("言語ルール").run()
     app.button(key="iv_v_s7").click().run()
