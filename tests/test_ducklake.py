@@ -68,7 +68,16 @@ def test_sample_gives_the_same_numbers(lake_store, sample_store):
         assert a.execute(sql).fetchall() == b.execute(sql).fetchall()
 
 
-def test_reimport_is_unchanged_and_ids_are_never_reused(lake_store):
+@pytest.fixture
+def sqlite_lake(tmp_path, request) -> Store:
+    target, data = lake_target("sqlite", tmp_path, request)
+    s = Store(target, data_path=data)
+    yield s
+    s.close()
+
+
+def test_reimport_is_unchanged_and_ids_are_never_reused(sqlite_lake):
+    lake_store = sqlite_lake
     first = ingest(lake_store, [GPT4O])
     assert [f.source_id for f in first.imported] == [1]
     again = ingest(lake_store, [GPT4O])

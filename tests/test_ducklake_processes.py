@@ -65,7 +65,7 @@ def test_app_and_two_cli_imports_share_one_store(postgres, tmp_path, page):
     with running_app(tmp_path / "unused.duckdb", env=env) as url:
         page.goto(url)
         wait_for_app(page)
-        assert page.get_by_text("No data loaded yet").is_visible()  # the app holds the store open now
+        page.get_by_text("No data loaded yet").wait_for()  # the app holds the store open now
         procs = [cli(env, "ingest", str(one)), cli(env, "ingest", str(two))]  # at once, next to the app
         outs = [p.communicate(timeout=120) for p in procs]
         assert [p.returncode for p in procs] == [0, 0], outs

@@ -17,7 +17,7 @@ def _size(n: int) -> str:
 
 
 def cmd_info(args) -> int:
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         info = store.describe()
         with store.read() as cur:
             counts = {t: cur.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in COUNTED}
