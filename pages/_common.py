@@ -131,6 +131,15 @@ def keep_valid(key: str, options: list, default=None) -> None:
         st.session_state[key] = default if default is not None else (options[0] if options else None)
 
 
+def keep_picks(key: str, options: list, default: list) -> None:
+    """A multiselect's session value: ``default`` the first time, later only the picks still among ``options``
+    (another bench may not have them). Set here, not with ``default=``, so the two never disagree."""
+    before = st.session_state.get(key)
+    kept = [v for v in before if v in options] if before is not None else None
+    # the first time, or when none of the earlier picks exists here (another bench): the default
+    st.session_state[key] = list(default) if before is None or (before and not kept) else kept
+
+
 def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), lists: tuple[str, ...] = ()) -> None:
     """Copy query parameters into widget state (``param -> widget key``) once per distinct URL; after
     that the widgets own the state and ``publish_to_url`` writes it back, so the address bar is a deep link.

@@ -8,7 +8,7 @@ from lib.render import charts
 from lib.analysis import item_view
 from lib.render.report import build_report
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, page_start, show_chart, show_table
+from pages._common import cached_query, keep_picks, page_start, show_chart, show_table
 
 
 
@@ -22,9 +22,8 @@ c1, c2 = st.columns([1, 3])
 bench = c1.selectbox("Bench", benches, key="agr_bench")
 here = loaded[loaded["bench"] == bench]
 all_judges = sorted(here["judge"].unique())
-if "agr_judges" in st.session_state:  # keep only judges of this bench
-    st.session_state["agr_judges"] = [j for j in st.session_state["agr_judges"] if j in all_judges]
-judges = c2.multiselect("Judges", all_judges, default=all_judges[:MAX_JUDGES], key="agr_judges")
+keep_picks("agr_judges", all_judges, all_judges[:MAX_JUDGES])
+judges = c2.multiselect("Judges", all_judges, key="agr_judges")
 if len(all_judges) > MAX_JUDGES:
     c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
 f1, f2, f3 = st.columns(3)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from lib.analysis import distributions, queries
 from lib.render import charts
-from pages._common import (cached_query, keep_valid, page_start, readable_subset, show_chart, show_table)
+from pages._common import (cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart, show_table)
 
 MAX_JUDGES = 6  # judges preselected; more are one pick away
 
@@ -20,9 +20,8 @@ bench = c1.selectbox("Bench", benches, key="dist_bench",
                      help="Question ids and categories only mean the same thing within one bench.")
 here = loaded[loaded["bench"] == bench]
 all_judges = sorted(here["judge"].unique())
-if "dist_judges" in st.session_state:  # keep only judges of this bench
-    st.session_state["dist_judges"] = [j for j in st.session_state["dist_judges"] if j in all_judges]
-judges = c2.multiselect("Judges", all_judges, default=all_judges[:MAX_JUDGES], key="dist_judges")
+keep_picks("dist_judges", all_judges, all_judges[:MAX_JUDGES])
+judges = c2.multiselect("Judges", all_judges, key="dist_judges")
 if len(all_judges) > MAX_JUDGES:
     c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
 means = cached_query(queries.scores, version, by=("model",), where={"bench": bench})

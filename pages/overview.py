@@ -4,7 +4,7 @@ import streamlit as st
 from lib.render import charts
 from lib.analysis import linking, queries, runs
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, keep_valid, page_start, paged, readable_subset, show_chart
+from pages._common import cached_query, keep_picks, keep_valid, page_start, paged, readable_subset, show_chart
 
 MAX_CHART_JUDGES = 6
 
@@ -61,13 +61,14 @@ st.markdown("**Chart**")
 models = readable_subset(ranked, "overview_models", rank_note=f"by overall ({rank_by})")
 chart_judges = judges
 if len(judges) > MAX_CHART_JUDGES:
-    if "overview_chart_judges" in st.session_state:  # another bench may not have the judges picked before
-        st.session_state["overview_chart_judges"] = [j for j in st.session_state["overview_chart_judges"] if j in judges]
-    chart_judges = st.multiselect("Judges in the chart", judges, default=judges[:MAX_CHART_JUDGES],
-                                  key="overview_chart_judges") or judges[:MAX_CHART_JUDGES]
+    keep_picks("overview_chart_judges", judges, judges[:MAX_CHART_JUDGES])
+    chart_judges = st.multiselect("Judges in the chart", judges, key="overview_chart_judges") or judges[:MAX_CHART_JUDGES]
     st.caption(f"Showing {len(chart_judges):,} of {len(judges):,} judges.")
-show_chart(charts.leaderboard_bars(shown[shown["model"].isin(models) & shown["judge"].isin(chart_judges)]),
-           "leaderboard")
+if models:
+    show_chart(charts.leaderboard_bars(shown[shown["model"].isin(models) & shown["judge"].isin(chart_judges)]),
+               "leaderboard")
+else:
+    st.info("Pick the models to chart above.")
 
 st.subheader("Harness × model")
 matrix = runs.matrix_wide(cached_query(runs.harness_matrix, version + linking.links_version(store)))
