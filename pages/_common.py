@@ -113,6 +113,18 @@ def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple
     return _fn(_open_store(db, data_path), **kwargs)
 
 
+def cached_chart(fn, *args):
+    """``fn(*args)`` (a pure ``lib.render.charts`` function of small aggregate frames), cached on its inputs: a
+    rerun that leaves a chart's data alone does not rebuild the Plotly figure (a fifth of a second for a
+    grouped bar chart)."""
+    return _cached_chart(fn, f"{fn.__module__}.{fn.__qualname__}", *args)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _cached_chart(_fn, name: str, *args):
+    return _fn(*args)
+
+
 def page_start(title: str):
     """Every data page begins the same way: its title, the store, the data version; an empty store
     shows what to do and stops the page. Returns (store, version)."""

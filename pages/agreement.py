@@ -8,7 +8,7 @@ from lib.render import charts
 from lib.analysis import item_view
 from lib.render.report import build_report
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, keep_picks, page_start, show_chart, show_table
+from pages._common import cached_chart, cached_query, keep_picks, page_start, show_chart, show_table
 
 
 
@@ -57,7 +57,7 @@ with tab_agree:
                                   for c in ("pearson", "spearman", "kendall", "qwk", "exact", "within1", "mean_diff", "mae")})
         stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
                                     default="qwk", key="agr_stat")
-        show_chart(charts.agreement_heatmap(table, stat or "qwk"), f"agreement_heatmap_{bench}")
+        show_chart(cached_chart(charts.agreement_heatmap, table, stat or "qwk"), f"agreement_heatmap_{bench}")
         with st.expander("Score against score, one panel per pair of judges", key="agr_scatter_open",
                          on_change="rerun") as scatter_box:
             if scatter_box.open:  # drawn only when opened: one panel per pair is the page's heaviest figure

@@ -7,7 +7,8 @@ import streamlit as st
 
 from lib.analysis import distributions, queries
 from lib.render import charts
-from pages._common import (cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart, show_table)
+from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
+                           show_table)
 
 MAX_JUDGES = 6  # judges preselected; more are one pick away
 
@@ -45,10 +46,11 @@ hist = cached_query(distributions.score_histogram, version, by=by, unit=unit, fi
 if hist.empty:
     st.info("No scored items for this choice.")
     st.stop()
-show_chart(charts.histogram(hist, color, None if facet in ("(none)", color) else facet), f"histogram_{bench}")
+show_chart(cached_chart(charts.histogram, hist, color, None if facet in ("(none)", color) else facet),
+           f"histogram_{bench}")
 st.caption(distributions.HISTOGRAM_RULE)
 summary = cached_query(distributions.score_summary, version, by=by, unit=unit, filters=filters)
-show_chart(charts.box_from_summary(summary, by[-1], color if len(by) > 1 else None), f"box_{bench}")
+show_chart(cached_chart(charts.box_from_summary, summary, by[-1], color if len(by) > 1 else None), f"box_{bench}")
 show_table(summary, f"score_summary_{bench}",
            column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
 
@@ -75,7 +77,7 @@ else:
     keep_valid("dist_radar_model", models)
     fixed = r2.selectbox("Model", models, key="dist_radar_model")
     part = frame[frame["model"] == fixed]
-show_chart(charts.radar(part, series), f"radar_{bench}")
+show_chart(cached_chart(charts.radar, part, series), f"radar_{bench}")
 
 st.subheader("Length bias")
 with st.expander("Does a judge score longer answers higher? (reads every judged answer of one judge)",

@@ -4,7 +4,8 @@ import streamlit as st
 from lib.render import charts
 from lib.analysis import linking, queries, runs
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, keep_picks, keep_valid, page_start, paged, readable_subset, show_chart
+from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_subset,
+                           show_chart)
 
 MAX_CHART_JUDGES = 6
 
@@ -65,7 +66,8 @@ if len(judges) > MAX_CHART_JUDGES:
     chart_judges = st.multiselect("Judges in the chart", judges, key="overview_chart_judges") or judges[:MAX_CHART_JUDGES]
     st.caption(f"Showing {len(chart_judges):,} of {len(judges):,} judges.")
 if models:
-    show_chart(charts.leaderboard_bars(shown[shown["model"].isin(models) & shown["judge"].isin(chart_judges)]),
+    show_chart(cached_chart(charts.leaderboard_bars,
+                             shown[shown["model"].isin(models) & shown["judge"].isin(chart_judges)]),
                "leaderboard")
 else:
     st.info("Pick the models to chart above.")
