@@ -9,10 +9,31 @@ Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
   carries its stdout and stderr.
 - ``launch_chromium(playwright)``: Playwright's sync-API Chromium, using the Debian build at
   ``/usr/bin/chromium`` (``playwright install`` downloads are blocked here).
-- ``wait_for_app(page)``: wait until Streamlit has finished running the script (no "running" widget).
+- ``new_page(browser)``: a tab in a fresh context, with generous timeouts and the run watcher below.
+- ``open_app(page, url)``: ``goto`` and wait until the first script run has finished and the page is idle.
+- ``wait_for_app(page)``: wait until the app is idle: script state ``notRunning``, websocket connected,
+  no stale element (``data-stale="true"``) and no lazy component still showing its skeleton.
+- ``wait_for_rerun(page, action)``: do ``action`` (a click, Enter, ...) and wait until the script run it
+  triggered has STARTED and then finished and the page is idle again. Waiting only for ``notRunning``
+  right after an action is the classic race: the rerun request is still in flight, the old page reads as
+  idle, and the test reads values that are about to change.
+- ``click_and_wait(locator)``: click the fresh copy of ``locator`` and ``wait_for_rerun``.
 - ``watch_runs(page)`` then ``wait_idle(page, after)``: wait until a script run that finished after ``after``
-  runs (``page.finished_runs`` before an action) is on screen: robust for runs too fast for the DOM's
-  "running" state to show, and for pages whose elements are still streaming in.
+  runs (``page.finished_runs`` before an action) is on screen (reads the websocket from Python; used by
+  test_browser_scale.py).
+- ``fresh(locator)``: ``locator`` minus elements Streamlit has marked stale. During a rerun, an element whose
+  position changed exists twice (the stale old copy and the new one); strict mode then fails on "2 elements".
+
+Why idle is more than ``notRunning``: Streamlit loads some widgets (multiselect, data grid, ...) lazily and
+shows a ``stSkeleton`` until their code has arrived, which can be seconds after the run finished on a busy
+machine; their contents are not in the DOM before that.
+
+How a run is detected: ``RUN_WATCH_JS`` (installed as an init script by ``new_page``) counts every change of
+``stApp``'s ``data-test-script-state`` attribute to ``running`` with a MutationObserver, so a fast run that
+starts and ends between two polls is still seen.
+
+Timeouts are generous on purpose (a loaded 2-core machine): ``TIMEOUT_MS`` for actions, waits and
+``expect`` assertions. They bound a wait; they never make a test slower when the app is quick.
 """
 from __future__ import annotations
 
@@ -32,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
-START_TIMEOUT = 60.0  # seconds until /_stcore/health answers ok
+START_TIMEOUT = 120.0  # seconds until /_stcore/health answers ok (generous: a loaded machine starts slowly)
 
 
 def free_port() -> int:
@@ -69,13 +90,12 @@ def _wait_until_healthy(proc: subprocess.Popen, url: str, out, err, timeout: flo
 
 @contextmanager
 def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
-                timeout: float = START_TIMEOUT, script: str | os.PathLike = "app.py") -> Iterator[str]:
-    """Run ``app.py`` (or another Streamlit ``script``, e.g. a benchmark's hello-world page) on a free
-    loopback port against ``db_path``; yield ``http://127.0.0.1:PORT``."""
+                timeout: float = START_TIMEOUT) -> Iterator[str]:
+    """Run ``app.py`` on a free loopback port against ``db_path``; yield ``http://127.0.0.1:PORT``."""
     port = free_port()
     child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1"}, **(env or {}))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     # Temp files, not pipes: a chatty server can never block on a full pipe buffer.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -97,16 +117,84 @@ def launch_chromium(playwright, **kwargs):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, **kwargs)
 
 
-def wait_for_app(page, timeout: float = 60_000) -> None:
-    """Wait until the app is mounted and Streamlit's script run has finished."""
+FIRST_START_MS = 180_000  # a fresh database: the first run imports the ~14 MB bundled sample
+TIMEOUT_MS = 60_000  # one action, wait or expect(); a loaded 2-core box can stall a rerun for many seconds
+
+RUN_WATCH_JS = """(() => {
+  if (window.__jlRuns) return;
+  const runs = window.__jlRuns = {started: 0, finished: 0};
+  new MutationObserver(records => {
+    for (const r of records) {
+      const now = r.target.getAttribute('data-test-script-state');
+      if (now === r.oldValue) continue;
+      if (now === 'running') runs.started += 1;
+      else if (r.oldValue === 'running') runs.finished += 1;
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                        attributeFilter: ['data-test-script-state']});
+})();"""
+
+IDLE_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return !!app
+    && app.getAttribute('data-test-script-state') === 'notRunning'
+    && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+    && !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]');
+}"""
+
+NOT_STALE = "xpath=//*[not(ancestor-or-self::*[@data-stale='true'])]"
+
+
+def new_page(browser, **context_kwargs):
+    """A tab in a new browser context (no cookies or session shared), with the run watcher installed."""
+    from playwright.sync_api import expect
+
+    context_kwargs.setdefault("viewport", {"width": 1440, "height": 1000})
+    context = browser.new_context(**context_kwargs)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.add_init_script(RUN_WATCH_JS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    return context.new_page()
+
+
+def runs_started(page) -> int:
+    """How many script runs this tab has seen start (0 before the first, or without the run watcher)."""
+    return page.evaluate("() => window.__jlRuns ? window.__jlRuns.started : 0")
+
+
+def wait_for_app(page, timeout: float = TIMEOUT_MS) -> None:
+    """Wait until the app is mounted and idle (see the module docstring for what idle means)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(IDLE_JS, timeout=timeout)
+
+
+def open_app(page, url: str, timeout: float = TIMEOUT_MS) -> None:
+    """Load ``url`` and wait until its first script run has finished and the page is idle. Before the
+    first run, ``data-test-script-state`` reads ``initial``, so idle cannot be seen too early."""
+    page.goto(url)
+    wait_for_app(page, timeout=timeout)
+
+
+def wait_for_rerun(page, action, timeout: float = TIMEOUT_MS) -> None:
+    """Run ``action()`` (which must make Streamlit rerun: a widget change, a button, Enter in a text field,
+    a page link) and wait until that rerun has started, finished, and the page is idle."""
+    before = runs_started(page)
+    action()
     page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            return app && app.getAttribute('data-test-script-state') === 'notRunning';
-        }""",
-        timeout=timeout,
-    )
+        f"(before) => window.__jlRuns && window.__jlRuns.started > before && ({IDLE_JS})()",
+        arg=before, timeout=timeout)
+
+
+def fresh(locator):
+    """``locator`` without the copies Streamlit marked stale during a rerun (they sit inside an element
+    container with ``data-stale="true"``)."""
+    return locator.and_(locator.page.locator(NOT_STALE))
+
+
+def click_and_wait(locator, timeout: float = TIMEOUT_MS) -> None:
+    """Click the one fresh element ``locator`` names and wait for the rerun the click triggers."""
+    target = fresh(locator)
+    wait_for_rerun(locator.page, lambda: target.click(timeout=timeout), timeout=timeout)
 
 
 # Wait until Streamlit is idle: a script run that started after the action has finished (the server's

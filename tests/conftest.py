@@ -135,12 +135,13 @@ def chromium():
 
 @pytest.fixture
 def page(chromium):
-    """A fresh browser tab (own context: no cookies or session shared between tests)."""
-    context = chromium.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
-    context.set_default_timeout(30_000)
-    tab = context.new_page()
+    """A fresh browser tab (own context: no cookies or session shared between tests), with generous timeouts
+    for a loaded machine and the script-run watcher that ``browser_support.wait_for_rerun`` reads."""
+    from browser_support import new_page
+
+    tab = new_page(chromium, accept_downloads=True)
     yield tab
-    context.close()
+    tab.context.close()
 
 
 # ----------------------------------------------------------------------------------------------

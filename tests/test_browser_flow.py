@@ -6,53 +6,62 @@ diff -> the link reopens it elsewhere -> download the HTML report.
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
-from browser_support import wait_for_app
+from browser_support import FIRST_START_MS, TIMEOUT_MS, fresh, new_page, open_app, runs_started, wait_for_app, wait_for_rerun
 
 pytestmark = pytest.mark.browser
 
 
+def _select_first_row(page, grid) -> None:
+    """Tick the first data row's selection box. The grid is a canvas (glide-data-grid): click where the row
+    marker is. Its hidden accessible table is filled once the grid has data, so wait for that first. If the
+    click landed before glide had measured itself, no rerun starts: then, and only then, click again."""
+    expect(grid.locator("table tr").nth(1)).to_be_attached()
+    for _ in range(5):
+        box = grid.bounding_box()
+        before = runs_started(page)
+        page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+        try:
+            page.wait_for_function("(n) => window.__jlRuns.started > n", arg=before, timeout=10_000)
+            return
+        except Exception:  # noqa: BLE001 (Playwright's TimeoutError): the click reached no row yet
+            continue
+    raise AssertionError("clicking the grid's first row never started a rerun")
+
+
 def test_overview_to_worst_disagreement_to_link_and_report(page, chromium, app_url, tmp_path):
     page.set_viewport_size({"width": 1440, "height": 1400})
-    page.goto(app_url)
-    wait_for_app(page)
-    page.get_by_text("Where do the judges disagree?").click()
+    open_app(page, app_url, timeout=FIRST_START_MS)
+    wait_for_rerun(page, fresh(page.get_by_text("Where do the judges disagree?")).click)
     page.wait_for_url("**/agreement**")
-    wait_for_app(page)
+    expect(page.get_by_role("heading", name="Judge agreement")).to_be_visible()
 
-    page.get_by_role("tab", name="Largest disagreements").click()
-    grid = page.locator('[data-testid="stDataFrame"]').filter(visible=True).first  # the other tabs' are hidden
-    grid.wait_for()
-    page.wait_for_timeout(500)  # the canvas grid draws after it is attached
-    # The grid is a canvas: tick the first data row's selection box (row marker column, first row).
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
-    page.wait_for_url("**/item_view?**")
+    page.get_by_role("tab", name="Largest disagreements").click()  # tabs switch without a rerun
+    grid = fresh(page.get_by_test_id("stDataFrame")).filter(visible=True).first  # the other tabs' are hidden
+    _select_first_row(page, grid)
+    page.wait_for_url("**/item_view?**", timeout=TIMEOUT_MS)
     wait_for_app(page)
     url = page.url
     assert "bench=ja_mt_bench" in url and "q=" in url
-    page.get_by_text("Character diff").wait_for()
-    assert page.locator('[data-testid="stMetric"]').count() == 3            # three judges side by side
-    diff = page.locator(".jl-diff")
-    diff.wait_for()
-    assert diff.locator("span").count() > 0                                  # differences are marked
+    expect(page.get_by_text("Character diff")).to_be_visible()
+    expect(fresh(page.get_by_test_id("stMetric"))).to_have_count(3)            # three judges side by side
+    diff = fresh(page.locator(".jl-diff"))
+    expect(diff.locator("span").first).to_be_attached()                        # differences are marked
 
-    other = chromium.new_context(viewport={"width": 1440, "height": 1000})   # the colleague's browser
+    tab = new_page(chromium)                                                   # the colleague's browser
     try:
-        tab = other.new_page()
-        tab.goto(url)
-        wait_for_app(tab)
-        tab.locator(".jl-diff").wait_for()
+        open_app(tab, url)
+        expect(tab.locator(".jl-diff")).to_be_visible()
         assert tab.url == url
-        question = tab.get_by_role("combobox", name="Question", exact=True).input_value()
-        assert question == page.get_by_role("combobox", name="Question", exact=True).input_value()
+        question = page.get_by_role("combobox", name="Question", exact=True).input_value()
+        expect(tab.get_by_role("combobox", name="Question", exact=True)).to_have_value(question)
     finally:
-        other.close()
+        tab.context.close()
 
-    page.goto(app_url + "/agreement")
-    wait_for_app(page)
+    open_app(page, app_url + "/agreement")
     with page.expect_download() as info:
-        page.get_by_role("button", name="Report (self-contained HTML)").click()
+        fresh(page.get_by_role("button", name="Report (self-contained HTML)")).click()
     report = tmp_path / "report.html"
     info.value.save_as(report)
     text = report.read_text(encoding="utf-8")

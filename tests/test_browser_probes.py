@@ -4,31 +4,31 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import FakeOpenAI
+from playwright.sync_api import expect
 from test_probes import confused_judge
 
-from browser_support import wait_for_app
+from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_rerun
 
 pytestmark = pytest.mark.browser
+SUITE_MS = 180_000  # the whole suite: dozens of judge calls, on a loaded machine
 
 
 def test_probe_suite_from_the_page_and_its_report(page, app_url, tmp_path):
     with FakeOpenAI() as server:
         server.responder = confused_judge
         page.set_viewport_size({"width": 1440, "height": 1600})
-        page.goto(f"{app_url}/probes")
-        wait_for_app(page)
-        page.get_by_label("Base URL", exact=True).fill(server.url)
-        page.keyboard.press("Enter")
-        wait_for_app(page)
-        page.get_by_label("API key (kept in this browser session only)").fill("sk-probe-browser-0000000")
-        page.keyboard.press("Enter")
-        wait_for_app(page)
-        page.get_by_role("button", name="Run the probe suite").click()
-        page.get_by_text("scores an EMPTY answer 5/5", exact=False).first.wait_for(timeout=90_000)
-        assert page.get_by_text("the order of the sections is the cause", exact=False).count() >= 1
+        open_app(page, f"{app_url}/probes", timeout=FIRST_START_MS)
+        fresh(page.get_by_label("Base URL", exact=True)).fill(server.url)
+        wait_for_rerun(page, lambda: page.keyboard.press("Enter"))
+        fresh(page.get_by_label("API key (kept in this browser session only)")).fill("sk-probe-browser-0000000")
+        wait_for_rerun(page, lambda: page.keyboard.press("Enter"))
+        expect(page.get_by_text("Key: found")).to_be_visible()
+        click_and_wait(page.get_by_role("button", name="Run the probe suite", exact=True), timeout=SUITE_MS)
+        expect(page.get_by_text("scores an EMPTY answer 5/5", exact=False).first).to_be_visible()
+        expect(page.get_by_text("the order of the sections is the cause", exact=False).first).to_be_attached()
         assert len(server.chat_requests()) > 0
     with page.expect_download() as info:
-        page.get_by_role("button", name="Probe report (HTML)").click()
+        fresh(page.get_by_role("button", name="Probe report (HTML)", exact=True)).click()
     report = tmp_path / "probes.html"
     info.value.save_as(report)
     text = report.read_text(encoding="utf-8")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import FakeOpenAI
+from playwright.sync_api import expect
 
-from browser_support import wait_for_app
+from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_app, wait_for_rerun
 
 pytestmark = pytest.mark.browser
 KEY = "sk-browser-workbench-123456789"
@@ -20,44 +21,48 @@ def judge_server():
         yield srv
 
 
+BATCH_MS = 180_000  # a small batch of judge calls on a loaded machine
+
+
+def _type_and_commit(page, field, text: str, key: str = "Enter") -> None:
+    """Type into a text field and commit it (Enter, or Tab for a text area): one rerun, waited for. Filling
+    the next field while this one's rerun is still running would race with it."""
+    fresh(field).fill(text)
+    wait_for_rerun(page, lambda: page.keyboard.press(key))
+
+
 def test_workbench_round_trip(page, app_url, judge_server):
     page.set_viewport_size({"width": 1440, "height": 1600})
-    page.goto(f"{app_url}/item_view?bench=ja_mt_bench&q=31&turn=1&model=shisa-ai%2Fshisa-v2-llama3.1-8b")
-    wait_for_app(page)
-    page.get_by_text("Re-judge in Workbench").click()
+    open_app(page, f"{app_url}/item_view?bench=ja_mt_bench&q=31&turn=1&model=shisa-ai%2Fshisa-v2-llama3.1-8b",
+             timeout=FIRST_START_MS)
+    click_and_wait(page.get_by_text("Re-judge in Workbench"))
     page.wait_for_url("**/workbench?**")
     wait_for_app(page)
     assert "q=31" in page.url
 
-    page.get_by_label("Base URL", exact=True).fill(judge_server.url)
-    page.locator('[data-testid="stSidebar"]').get_by_label("Model", exact=True).fill("judge-x")
-    page.get_by_label("API key (kept in this browser session only)").fill(KEY)
-    page.keyboard.press("Enter")
-    wait_for_app(page)
-    page.get_by_text("Key: found").wait_for()
-    editor = page.get_by_label("Message 2 (user)")
-    editor.fill(editor.input_value() + "\nBe strict.")
-    page.keyboard.press("Tab")
-    wait_for_app(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    _type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), judge_server.url)
+    _type_and_commit(page, sidebar.get_by_label("Model", exact=True), "judge-x")
+    _type_and_commit(page, sidebar.get_by_label("API key (kept in this browser session only)"), KEY)
+    expect(page.get_by_text("Key: found")).to_be_visible()
+    editor = fresh(page.get_by_label("Message 2 (user)"))
+    _type_and_commit(page, editor, editor.input_value() + "\nBe strict.", key="Tab")
 
-    page.get_by_role("button", name="Re-judge", exact=True).click()
-    page.get_by_text("Strict look: the area is wrong.").first.wait_for()
-    metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
-    assert metrics[-1] == "2"                                            # the new verdict
-    page.locator(".jl-diff").wait_for()                                  # stored vs new rationale diff
+    click_and_wait(page.get_by_role("button", name="Re-judge", exact=True))
+    expect(page.get_by_text("Strict look: the area is wrong.").first).to_be_visible()
+    expect(fresh(page.get_by_test_id("stMetricValue")).last).to_have_text("2")   # the new verdict
+    expect(fresh(page.locator(".jl-diff"))).to_be_visible()                      # stored vs new rationale diff
     sent = judge_server.chat_requests()[-1]
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     assert "Be strict." in sent.body["messages"][-1]["content"]
 
-    page.get_by_label("At most (items)").fill("4")
-    label = page.get_by_label("Label (the new judge's name)")
-    label.fill("strict-browser")
-    page.keyboard.press("Tab")
+    _type_and_commit(page, page.get_by_label("At most (items)"), "4")
+    _type_and_commit(page, page.get_by_label("Label (the new judge's name)"), "strict-browser")
+    # The batch runs in a thread; a fragment polls it every second until it is stored, then reruns the page.
+    fresh(page.get_by_role("button", name="Estimate and run")).click()
+    expect(page.get_by_text("Stored as judge strict-browser.")).to_be_visible(timeout=BATCH_MS)
     wait_for_app(page)
-    page.get_by_role("button", name="Estimate and run").click()
-    page.get_by_text("Stored as judge strict-browser.").wait_for(timeout=60_000)
 
-    page.goto(f"{app_url}/compare")
-    wait_for_app(page)
-    page.get_by_role("combobox", name="Judge B", exact=True).click()
-    page.get_by_role("option", name="strict-browser").wait_for()
+    open_app(page, f"{app_url}/compare")
+    fresh(page.get_by_role("combobox", name="Judge B", exact=True)).click()  # opens the list, no rerun
+    expect(page.get_by_role("option", name="strict-browser", exact=True)).to_be_visible()
