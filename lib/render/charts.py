@@ -5,7 +5,9 @@ Charts receive aggregates (bins, quantiles, counts), never one point per judgmen
 """
 from __future__ import annotations
 
+import html
 import itertools
+import re
 
 import numpy as np
 import pandas as pd
@@ -16,10 +18,45 @@ SCORE_AXIS = dict(range=[0.5, 10.5], dtick=1)
 COLORS = px.colors.qualitative.Safe
 
 
+_PLOTLY_MARKUP = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_TEMPLATE_TAGS = re.compile(r"&lt;(?:br|/?extra)&gt;")  # the markup our own hover templates use
+_DATA_TEXT = ("x", "y", "theta", "text", "hovertext", "customdata")
+
+
+def _literal(value):
+    """Plotly reads <a href>, <b>, <br>, <span style> in any label, tick or hover text as markup, so a judge
+    or model name holding <a href=...> becomes a link. Entities are decoded when drawn: names show as typed."""
+    if isinstance(value, str):
+        return value.translate(_PLOTLY_MARKUP)
+    if value is None or isinstance(value, (int, float)):
+        return value
+    values = np.asarray(value, dtype=object)
+    if not any(isinstance(v, str) for v in values.flat):
+        return value
+    return np.vectorize(_literal, otypes=[object])(values)
+
+
+def _plain_text(fig: go.Figure) -> go.Figure:
+    """Data text (trace names, category values, hover data and templates, facet titles, axis titles) as
+    literal text. Every chart goes through ``_layout``, which calls this last."""
+    for trace in fig.data:
+        trace.name = _literal(trace.name)
+        if "hovertemplate" in trace and isinstance(trace.hovertemplate, str):  # px writes group values into it
+            trace.hovertemplate = _TEMPLATE_TAGS.sub(lambda m: html.unescape(m.group(0)), _literal(trace.hovertemplate))
+        for attr in _DATA_TEXT:
+            if attr in trace and trace[attr] is not None:
+                trace[attr] = _literal(trace[attr])
+    for note in fig.layout.annotations:
+        note.text = _literal(note.text)
+    fig.for_each_xaxis(lambda ax: ax.update(title_text=_literal(ax.title.text)))
+    fig.for_each_yaxis(lambda ax: ax.update(title_text=_literal(ax.title.text)))
+    return fig
+
+
 def _layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template="plotly_white",
                       **({"height": height} if height else {}))
-    return fig
+    return _plain_text(fig)
 
 
 def leaderboard_bars(board: pd.DataFrame) -> go.Figure:
@@ -183,8 +220,6 @@ def figure_html(fig: go.Figure, title: str) -> str:
 
 
 def _esc(text: str) -> str:
-    import html
-
     return html.escape(text, quote=True)
 
 

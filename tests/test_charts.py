@@ -1,0 +1,57 @@
+"""Charts draw names as text: Plotly reads <a href>, <b>, <span style> in labels, ticks and hover text as
+markup, so a judge or model name holding one would become a link in the app and the HTML report."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from lib.render import charts
+
+EVIL = '<a href="http://127.0.0.1:9/x">judge</a> & <b>co</b>'
+OUR_TAGS = re.compile(r"<br>|<extra>|</extra>")
+KEYS = {"legendgroup", "offsetgroup", "alignmentgroup"}  # grouping keys, never drawn
+
+
+def _strings(node):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key not in KEYS:
+                yield from _strings(value)
+    elif isinstance(node, (list, tuple, np.ndarray)):
+        for value in node:
+            yield from _strings(value)
+
+
+def _markup(fig) -> list[str]:
+    data = fig.to_plotly_json()
+    texts = [*_strings(data["data"]), *_strings(data["layout"].get("annotations", [])),
+             *_strings([data["layout"].get(k, {}).get("title", {}) for k in data["layout"] if "axis" in k])]
+    return [t for t in texts if "<" in OUR_TAGS.sub("", t)]
+
+
+def test_names_in_every_kind_of_label_stay_text():
+    board = pd.DataFrame({"harness": ["h", "h"], "bench": ["b", "b"], "judge": [EVIL, "plain"],
+                          "model": [f"m {EVIL}", "m2"], "t1": [5.0, 6.0], "t2": [4.0, np.nan]})
+    points = pd.DataFrame({"answer_chars": [10, 20], "score": [3.0, 4.0], "judge": [EVIL, "p"], "model": [EVIL, "m"],
+                           "question_id": [1, 2], "turn": [1, 1], "category": ["c", "c"]})
+    deltas = pd.DataFrame({"category": ["c"], "turn": [1], "model": [EVIL], "delta": [0.1], "ci_low": [-0.1],
+                           "ci_high": [0.2], "significant": [False], "n_questions": [3], "p_adjusted": [0.5]})
+    rates = pd.DataFrame({"judge": [EVIL], "model": [EVIL], "win": [3], "tie": [1], "loss": [2]})
+    radar = pd.DataFrame({"judge": [EVIL, EVIL], "model": ["m", "m"], "category": [EVIL, "c"], "score": [5.0, 6.0]})
+    figures = {
+        "leaderboard": charts.leaderboard_bars(board),
+        "heatmap": charts.agreement_heatmap(pd.DataFrame({"judge_a": [EVIL], "judge_b": ["p"], "qwk": [0.5]}), "qwk"),
+        "length": charts.length_scatter(points),
+        "forest": charts.delta_forest(deltas, EVIL, "b"),
+        "win rates": charts.win_rate_bars(rates),
+        "radar": charts.radar(radar, "judge"),
+    }
+    for name, fig in figures.items():
+        assert _markup(fig) == [], name
+    # The name still reads as typed once Plotly decodes the entities.
+    assert figures["leaderboard"].data[0].name == EVIL.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert "<br>" in figures["forest"].data[0].hovertemplate  # our own template markup is kept
