@@ -8,7 +8,7 @@ from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.render.report import probe_report
-from lib.render.safe_text import csv_text
+from lib.render.safe_text import csv_text, md_escape
 from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
 
 store, version = page_start("Probes")
@@ -51,7 +51,8 @@ with tab_probe:
     if run_id is not None:
         run = P.load_probe_run(store, int(run_id))
         (st.success if run.passed else st.error)(
-            f"{run.template} {'passes' if run.passed else 'fails'}: judged by {run.model}, run {run.run_id}")
+            f"{md_escape(run.template)} {'passes' if run.passed else 'fails'}: judged by {md_escape(run.model)}, "
+            f"run {run.run_id}")  # the names are data (typed by whoever ran it): never Markdown
         st.code(run.summary, language=None, wrap_lines=True)
         table = pd.DataFrame([{"probe": r.probe, "expected": r.expected, "result": r.status,
                                "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
@@ -63,7 +64,7 @@ with tab_probe:
                 with st.expander(f"{r.probe}: the judge's own words"):
                     for ev in r.evidence[:3]:
                         if isinstance(ev, dict) and ev.get("rationale"):
-                            st.caption(f"question {ev.get('question_id')} · turn {ev.get('turn')} · "
+                            st.caption(f"question {md_escape(ev.get('question_id'))} · turn {ev.get('turn')} · "
                                        f"score {ev.get('score')}")
                             st.code(ev["rationale"], language=None, wrap_lines=True)
         earlier = runs[(runs["template"].str.split("@").str[0] == run.template_name) & (runs["run_id"] < run.run_id)]
