@@ -8,7 +8,7 @@ import streamlit as st
 from lib.ingest.sample import load_sample_if_empty
 from pages._common import get_store, profiled
 
-st.set_page_config(page_title="JudgeLens", page_icon=":material/balance:", layout="wide")
+st.set_page_config(page_title="JudgeLens", page_icon="⚖️", layout="wide")  # an emoji favicon is inline; a :material: one is fetched from fonts.gstatic.com
 
 page = st.navigation([
     st.Page("pages/overview.py", title="Overview", icon=":material/leaderboard:", default=True),

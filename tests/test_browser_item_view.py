@@ -1,21 +1,30 @@
-"""Real-browser tests of the item view: deep links reopen the same view, and hostile text stays text.
+"""Real-browser tests of the item view (deep links reopen the same view) and of hostile text on every page.
 
 The hostile item's answer, rationale, judge prompt and judge name carry an <img onerror>, a <script>
-and Markdown images pointing at a canary HTTP server on 127.0.0.1. The test asserts that no script
-ran and that the canary received no request at all.
+and Markdown images pointing at a canary HTTP server on 127.0.0.1. A second model and a second judge carry
+the canaries in their NAMES (Markdown image, Markdown link, HTML <img>/<a>, and a Markdown image on a host
+outside this machine), and a stored probe run is judged by a model with such a name. The item-view test
+asserts that no script ran and the canary received no request; the all-pages test opens each of the eight
+pages and asserts that no name became an <img> or a link, no script ran, and every request the browser made
+went to 127.0.0.1 (the rest is blocked and recorded, so nothing leaves the machine even when it fails).
 """
 from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
-from browser_support import wait_for_app
+from browser_support import fresh, new_page, open_app, wait_for_app, wait_for_rerun
 from conftest import SAMPLE
+from fake_openai import FakeOpenAI
 from lib.ingest.importer import ingest
+from lib.judging.client import JudgeConfig
+from lib.probes import suite as probes
 from lib.store import Store
 
 pytestmark = pytest.mark.browser
@@ -51,6 +60,33 @@ def _payload(canary: str, where: str) -> str:
             f"[click](javascript:window.__xss='{where}-link') :red[directive] $x^2$ end of {where}.")
 
 
+OUTSIDE = "canary.invalid"  # a host outside this machine: a request to it must never even be attempted
+SHOWS_A_HOSTILE_NAME = f"""() => {{
+  const main = document.querySelector('[data-testid="stMain"]');
+  return !!main && (main.textContent.includes('{OUTSIDE}')
+    || [...main.querySelectorAll('input, textarea')].some(e => e.value.includes('{OUTSIDE}')));
+}}"""
+LINKS_TO = """(markers) => {
+  const found = [];
+  for (const el of document.querySelectorAll('img, image, a, source, video, audio, iframe, object, embed, link, use')) {
+    for (const v of [el.getAttribute('src'), el.getAttribute('href'), el.getAttribute('srcset'),
+                     el.getAttribute('data'), el.getAttributeNS('http://www.w3.org/1999/xlink', 'href')]) {
+      if (v && markers.some(m => v.includes(m))) found.push(el.outerHTML.slice(0, 300));
+    }
+  }
+  return found;
+}"""  # HTML and SVG (Plotly draws <a xlink:href> for an <a> tag in a label)
+PAGES = {"Overview": "", "Judge agreement": "agreement", "Item view": "item_view", "Distributions": "distributions",
+         "Compare": "compare", "Workbench": "workbench", "Probes": "probes", "Import": "import_data"}
+
+
+def hostile_name(canary: str, who: str) -> str:
+    """A name that is harmless as text and fetches, links or runs something if rendered as Markdown or HTML.
+    It starts with "!" so that it sorts first and every page picks it by default."""
+    return (f"![{who}]({canary}/{who}-md.png) ![{who}](https://{OUTSIDE}/{who}.png) [{who}-link]({canary}/{who}-link) "
+            f"<img src=\"{canary}/{who}-img.png\" onerror=\"window.__xss='{who}'\"><a href=\"{canary}/{who}-a\">{who}</a>")
+
+
 @pytest.fixture(scope="module")
 def hostile_db(tmp_path_factory, canary):
     root = tmp_path_factory.mktemp("hostile")
@@ -58,16 +94,22 @@ def hostile_db(tmp_path_factory, canary):
     (bench / "model_answer").mkdir(parents=True)
     (bench / "model_judgment").mkdir()
     judge = f"![judge]({canary}/judge-name.png)"
+    evil_judge, evil_model = hostile_name(canary, "judge"), hostile_name(canary, "model")
     lines = {
         bench / "question.jsonl": [{"question_id": 1, "category": "writing",
                                     "turns": [_payload(canary, "question"), "second turn"]}],
         bench / "model_answer" / "evil.jsonl": [{"question_id": 1, "model_id": "evil", "choices": [
             {"index": 0, "turns": [_payload(canary, "answer"), "turn two"]}]}],
+        bench / "model_answer" / "evil2.jsonl": [{"question_id": 1, "model_id": evil_model, "choices": [
+            {"index": 0, "turns": ["A plain answer.", "turn two"]}]}],
         bench / "model_judgment" / "evil_single.jsonl": [
             {"question_id": 1, "model": "evil", "judge": [judge, "single-v1"], "user_prompt": _payload(canary, "prompt"),
              "judgment": _payload(canary, "rationale") + " Rating: [[9]]", "score": 9, "turn": 1},
             {"question_id": 1, "model": "evil", "judge": ["plain-judge", "single-v1"], "user_prompt": "p",
              "judgment": "Careful. Rating: [[2]]", "score": 2, "turn": 1},
+            *({"question_id": 1, "model": m, "judge": [j, "single-v1"], "user_prompt": "p",
+               "judgment": f"Fine. Rating: [[{s}]]", "score": s, "turn": 1}
+              for m, j, s in [(evil_model, evil_judge, 7), (evil_model, "plain-judge", 4), ("evil", evil_judge, 6)]),
         ],
     }
     for path, records in lines.items():
@@ -75,6 +117,9 @@ def hostile_db(tmp_path_factory, canary):
     db = root / "hostile.duckdb"
     with Store(db) as store:
         ingest(store, [SAMPLE, bench])
+        with FakeOpenAI() as server:  # a stored probe run, judged by a model with a hostile name
+            probes.run_probes(store, "single-v1", JudgeConfig(base_url=server.url, model=evil_model, timeout_s=10),
+                              n_items=1, probes=["canaries"], api_key="sk-canary-0000", bench="evil_bench")
     return db
 
 
@@ -87,56 +132,53 @@ def _item_url(app_url: str, **params) -> str:
     return f"{app_url}/item_view?" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params.items())
 
 
-def _select_value(page, label: str) -> str:
-    return page.get_by_role("combobox", name=label, exact=True).input_value()
+def _select(page, label: str):
+    return fresh(page.get_by_role("combobox", name=label, exact=True))
 
 
-def _tags(page) -> list[str]:
-    tags = page.locator('[data-testid="stMultiSelect"] .react-aria-ComboBox [data-tag]')
-    return [tags.nth(i).get_attribute("aria-label") for i in range(tags.count())]
+def _tags(page):
+    """The chosen options of the judge-columns multiselect (one element per tag; text = the option)."""
+    return fresh(page.locator('[data-testid="stMultiSelect"] .react-aria-ComboBox [data-tag]'))
 
 
 def test_deep_link_reopens_the_same_item_columns_and_diff(page, chromium, app_url):
+    chosen = ["fastchat:gpt-4o", "fastchat:gpt-4.1-2025-04-14"]
     link = _item_url(app_url, bench="ja_mt_bench", q="31", turn="2", model="shisa-ai/shisa-v2-llama3.1-8b",
-                     cols="fastchat:gpt-4o,fastchat:gpt-4.1-2025-04-14",
-                     a="rationale:fastchat:gpt-4o", b="prompt:fastchat:gpt-4o")
-    page.goto(link)
-    wait_for_app(page)
-    assert _select_value(page, "Question").startswith("31 · math")
-    assert _select_value(page, "Left (struck through where it differs)") == "Rationale · fastchat:gpt-4o"
-    assert _select_value(page, "Right (highlighted where it differs)") == "Judge prompt · fastchat:gpt-4o"
-    chosen = _tags(page)
-    assert chosen == ["fastchat:gpt-4o", "fastchat:gpt-4.1-2025-04-14"]
-    assert page.locator('[data-testid="stRadio"] input[type="radio"]').nth(1).is_checked()  # turn 2
+                     cols=",".join(chosen), a="rationale:fastchat:gpt-4o", b="prompt:fastchat:gpt-4o")
+    open_app(page, link)
+    expect(_select(page, "Question")).to_have_value(re.compile(r"^31 · math"))
+    expect(_select(page, "Left (struck through where it differs)")).to_have_value("Rationale · fastchat:gpt-4o")
+    expect(_select(page, "Right (highlighted where it differs)")).to_have_value("Judge prompt · fastchat:gpt-4o")
+    expect(_tags(page)).to_have_text(chosen)  # the multiselect is drawn lazily: wait for its tags, do not read once
+    expect(fresh(page.get_by_test_id("stRadio")).locator('input[type="radio"]').nth(1)).to_be_checked()  # turn 2
 
     # Next (keyboard: J) moves to question 32, turn 1, and the address bar follows.
-    page.get_by_role("heading", name="Item view").click()  # focus the page, not a text field
-    page.keyboard.press("j")
-    page.wait_for_function("() => location.search.includes('q=32')")
-    wait_for_app(page)
+    page.get_by_role("heading", name="Item view").click()  # focus the page, not a text field (no rerun)
+    wait_for_rerun(page, lambda: page.keyboard.press("j"))
+    expect(page).to_have_url(re.compile(r"[?&]q=32(&|$)"))
+    expect(_select(page, "Question")).to_have_value(re.compile(r"^32 · math"))
     moved = page.url
     assert "turn=1" in moved
 
     # The moved URL, pasted into a brand-new browser context, opens that same item.
-    other = chromium.new_context(viewport={"width": 1440, "height": 1000})
+    tab = new_page(chromium)
     try:
-        tab = other.new_page()
-        tab.goto(moved)
-        wait_for_app(tab)
-        assert _select_value(tab, "Question").startswith("32 · math")
-        assert _tags(tab) == chosen
+        open_app(tab, moved)
+        expect(_select(tab, "Question")).to_have_value(re.compile(r"^32 · math"))
+        expect(_tags(tab)).to_have_text(chosen)
     finally:
-        other.close()
+        tab.context.close()
 
 
 def test_hostile_text_is_shown_as_text_and_fetches_nothing(page, app_url, canary):
-    page.goto(_item_url(app_url, bench="evil_bench", q="1", turn="1", model="evil"))
-    wait_for_app(page)
-    page.get_by_text("Character diff").wait_for()
-    page.locator('[data-testid="stCode"]').filter(has_text="answer-script").first.wait_for()
-    page.wait_for_timeout(1500)  # give any image fetch or script time to happen
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    open_app(page, _item_url(app_url, bench="evil_bench", q="1", turn="1", model="evil"))
+    expect(page.get_by_text("Character diff")).to_be_visible()
+    expect(fresh(page.get_by_test_id("stCode")).filter(has_text="answer-script").first).to_be_visible()
+    wait_for_app(page)  # every element drawn: an <img> would have issued its request by now
 
-    body = page.locator('[data-testid="stMain"]').inner_text().replace("\u2060", "")  # md_escape's word joiner
+    body = fresh(page.get_by_test_id("stMain")).inner_text().replace("\u2060", "")  # md_escape's word joiner
     assert "<script>window.__xss='answer-script'</script>" in body       # the answer, literally
     assert "<script>window.__xss='rationale-script'</script>" in body    # a rationale, literally
     assert f"![judge]({canary}/judge-name.png)" in body                  # the judge's name, literally
@@ -144,4 +186,36 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(page, app_url, canary
     assert page.locator(f'img[src^="{canary}"]').count() == 0
     assert page.locator("a[href^='javascript']").count() == 0
     assert page.locator(f'a[href^="{canary}"]').count() == 0                # not even a clickable link
+    app_port = urlsplit(app_url).port
+    assert [u for u in requested if urlsplit(u).port != app_port] == [], "the page requested another server"
     assert _Canary.hits == [], f"the page fetched {_Canary.hits}"
+
+
+def test_no_page_renders_a_name_as_markdown_or_html_or_reaches_the_network(page, app_url, canary):
+    """Every page, opened as a first-time visitor sees it: the hostile names are picked by default (they sort
+    first, and evil_bench is the first bench)."""
+    local = {"127.0.0.1", "localhost"}
+    outside = []
+
+    def only_local(route):
+        if urlsplit(route.request.url).hostname in local:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.context.route("**/*", only_local)
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    for title, slug in PAGES.items():
+        open_app(page, f"{app_url}/{slug}")
+        expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        if slug != "import_data":  # the Import page lists files, not names
+            page.wait_for_function(SHOWS_A_HOSTILE_NAME)  # so the test cannot pass by showing nothing
+        made = page.evaluate(LINKS_TO, [canary, f"//{OUTSIDE}"])  # URL-encoded in a page link's query is fine
+        assert made == [], f"{title}: a name became an image or a link: {made}"
+        assert page.evaluate("() => window.__xss === undefined"), f"{title}: a name ran a script"
+    assert outside == [], f"requests to hosts outside 127.0.0.1: {outside}"
+    assert [u for u in requested if urlsplit(u).hostname not in local] == []
+    assert _Canary.hits == [], f"the pages fetched {_Canary.hits}"
