@@ -14,7 +14,7 @@ Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
 - ``wait_for_app(page)``: wait until the app is idle: script state ``notRunning``, websocket connected,
   no stale element (``data-stale="true"``) and no lazy component still showing its skeleton.
 - ``wait_for_rerun(page, action)``: do ``action`` (a click, Enter, ...) and wait until the script run it
-  triggered has STARTED and then finished and the page is idle again. Waiting only for ``notRunning``
+  triggered has STARTED and then finished (on the server) and the page is idle again. Waiting only for ``notRunning``
   right after an action is the classic race: the rerun request is still in flight, the old page reads as
   idle, and the test reads values that are about to change.
 - ``click_and_wait(locator)``: click the fresh copy of ``locator`` and ``wait_for_rerun``.
@@ -28,9 +28,11 @@ Why idle is more than ``notRunning``: Streamlit loads some widgets (multiselect,
 shows a ``stSkeleton`` until their code has arrived, which can be seconds after the run finished on a busy
 machine; their contents are not in the DOM before that.
 
-How a run is detected: ``RUN_WATCH_JS`` (installed as an init script by ``new_page``) counts every change of
-``stApp``'s ``data-test-script-state`` attribute to ``running`` with a MutationObserver, so a fast run that
-starts and ends between two polls is still seen.
+How a run is detected: ``RUN_WATCH_JS`` (installed as an init script by ``new_page``) counts the server's
+messages on the app's websocket: ``newSession`` opens every script run and ``scriptFinished`` closes it.
+The page's own ``data-test-script-state`` is not enough: React can draw a short run's start and end in one
+commit, so waiting for the attribute to turn "running" can miss a run and wait forever. A timeout says
+what the page looked like (run counts, script state, stale elements, skeletons).
 
 Timeouts are generous on purpose (a loaded 2-core machine): ``TIMEOUT_MS`` for actions, waits and
 ``expect`` assertions. They bound a wait; they never make a test slower when the app is quick.
@@ -122,16 +124,43 @@ TIMEOUT_MS = 60_000  # one action, wait or expect(); a loaded 2-core box can sta
 
 RUN_WATCH_JS = """(() => {
   if (window.__jlRuns) return;
-  const runs = window.__jlRuns = {started: 0, finished: 0};
+  const runs = window.__jlRuns = {started: 0, finished: 0, lastStatus: -1, shownRunning: 0, frame: 0, finishedAt: 0};
+  // What the server says. Each ForwardMsg is one websocket message: a protobuf whose first field after
+  // hash (1) and metadata (2) is its type; newSession (4) opens every script run, scriptFinished (6, an
+  // enum; 2 = FINISHED_EARLY_FOR_RERUN) closes it.
+  const kind = (b) => {
+    let i = 0;
+    const varint = () => { let x = 0, m = 1, c; do { c = b[i++]; x += (c & 127) * m; m *= 128; } while (c & 128); return x; };
+    while (i < b.length) {
+      const tag = varint(), field = Math.floor(tag / 8), wire = tag & 7;
+      if (wire === 0) { const v = varint(); if (field > 2) return [field, v]; }
+      else if (wire === 2) { const n = varint(); if (field > 2) return [field, -1]; i += n; }
+      else return [0, -1];
+    }
+    return [0, -1];
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (event) => {
+        if (!(event.data instanceof ArrayBuffer)) return;
+        const [field, value] = kind(new Uint8Array(event.data));
+        if (field === 4) runs.started += 1;
+        if (field === 6) { runs.finished += 1; runs.lastStatus = value; runs.finishedAt = runs.frame; }
+      });
+    }
+  };
+  // What the page shows: stApp's data-test-script-state turning to 'running'. React may draw a short run's
+  // start and end in one commit, so this alone can miss a run; the server's count cannot.
   new MutationObserver(records => {
     for (const r of records) {
-      const now = r.target.getAttribute('data-test-script-state');
-      if (now === r.oldValue) continue;
-      if (now === 'running') runs.started += 1;
-      else if (r.oldValue === 'running') runs.finished += 1;
+      if (r.target.getAttribute('data-test-script-state') === 'running' && r.oldValue !== 'running') runs.shownRunning += 1;
     }
   }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
                         attributeFilter: ['data-test-script-state']});
+  const tick = () => { runs.frame += 1; requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
 })();"""
 
 IDLE_JS = """() => {
@@ -158,14 +187,36 @@ def new_page(browser, **context_kwargs):
 
 
 def runs_started(page) -> int:
-    """How many script runs this tab has seen start (0 before the first, or without the run watcher)."""
+    """How many script runs the server has started for this tab (0 before the first)."""
     return page.evaluate("() => window.__jlRuns ? window.__jlRuns.started : 0")
+
+
+def _state(page) -> str:
+    """What the page looks like now, for a timeout's message."""
+    try:
+        return str(page.evaluate("""() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return {runs: window.__jlRuns, state: app && app.getAttribute('data-test-script-state'),
+                    connection: app && app.getAttribute('data-test-connection-state'),
+                    stale: document.querySelectorAll('[data-stale="true"]').length,
+                    skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length};
+        }"""))
+    except Exception as exc:  # noqa: BLE001 (the page may be gone): the timeout is the news
+        return f"(page state unavailable: {exc})"
+
+
+def _wait(page, script: str, arg, timeout: float, what: str) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(script, arg=arg, timeout=timeout)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{what}: not within {timeout / 1000:.0f} s. Page: {_state(page)}") from None
 
 
 def wait_for_app(page, timeout: float = TIMEOUT_MS) -> None:
     """Wait until the app is mounted and idle (see the module docstring for what idle means)."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(IDLE_JS, timeout=timeout)
+    _wait(page, IDLE_JS, None, timeout, "the app did not become idle")
 
 
 def open_app(page, url: str, timeout: float = TIMEOUT_MS) -> None:
@@ -175,14 +226,20 @@ def open_app(page, url: str, timeout: float = TIMEOUT_MS) -> None:
     wait_for_app(page, timeout=timeout)
 
 
+RERUN_DONE_JS = f"""([started, shown]) => {{
+  const r = window.__jlRuns;
+  if (!r || !(r.started > started && r.finished >= r.started && r.lastStatus !== 2)) return false;
+  // The page has drawn it: it showed the run, or a few frames passed since the last message (one commit).
+  return (r.shownRunning > shown || r.frame >= r.finishedAt + 3) && ({IDLE_JS})();
+}}"""
+
+
 def wait_for_rerun(page, action, timeout: float = TIMEOUT_MS) -> None:
     """Run ``action()`` (which must make Streamlit rerun: a widget change, a button, Enter in a text field,
-    a page link) and wait until that rerun has started, finished, and the page is idle."""
-    before = runs_started(page)
+    a page link) and wait until that rerun has started and finished on the server, and the page is idle."""
+    before = page.evaluate("() => window.__jlRuns ? [window.__jlRuns.started, window.__jlRuns.shownRunning] : [0, 0]")
     action()
-    page.wait_for_function(
-        f"(before) => window.__jlRuns && window.__jlRuns.started > before && ({IDLE_JS})()",
-        arg=before, timeout=timeout)
+    _wait(page, RERUN_DONE_JS, before, timeout, "the rerun after the action did not finish")
 
 
 def fresh(locator):
