@@ -120,7 +120,7 @@ def launch_chromium(playwright, **kwargs):
 
 
 FIRST_START_MS = 180_000  # a fresh database: the first run imports the ~14 MB bundled sample
-TIMEOUT_MS = 60_000  # one action, wait or expect(); a loaded 2-core box can stall a rerun for many seconds
+TIMEOUT_MS = 120_000  # one action, wait or expect(): a page's first run took over 60 s at load average ~15 on 2 cores
 
 RUN_WATCH_JS = """(() => {
   if (window.__jlRuns) return;

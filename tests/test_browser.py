@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 
 from browser_support import fresh, open_app, wait_for_app, wait_for_rerun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOT = ROOT / "bench" / "out" / "overview.png"

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from browser_support import FIRST_START_MS, TIMEOUT_MS, fresh, new_page, open_app, runs_started, wait_for_app, wait_for_rerun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 
 
 def _select_first_row(page, grid) -> None:
@@ -23,7 +23,7 @@ def _select_first_row(page, grid) -> None:
         before = runs_started(page)
         page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
         try:
-            page.wait_for_function("(n) => window.__jlRuns.started > n", arg=before, timeout=10_000)
+            page.wait_for_function("(n) => window.__jlRuns.started > n", arg=before, timeout=30_000)
             return
         except Exception:  # noqa: BLE001 (Playwright's TimeoutError): the click reached no row yet
             continue

@@ -6,12 +6,13 @@ import re
 
 import pytest
 from fake_openai import FakeOpenAI
+from playwright.sync_api import expect
 
-from browser_support import wait_for_app
+from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_rerun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-harness-123456789"
-FRESH = ':not([data-stale="true"])'  # Streamlit marks elements of the previous run stale until replaced
+LADDER_MS = 180_000  # 24 judge calls and the waterfall, on a loaded machine
 
 
 @pytest.fixture(scope="module")
@@ -22,52 +23,40 @@ def judge_server():
         yield srv
 
 
-def cell(page, text: str):
-    """A cell of a current (not stale) dataframe with exactly this text."""
-    return page.locator(f'[data-testid="stDataFrame"]{FRESH} table td').filter(
-        has_text=re.compile(f"^{re.escape(text)}$")).first
+def cell(page, pattern: str | re.Pattern):
+    """A cell of a current (not stale) dataframe with exactly this text (the grids' accessible tables are
+    hidden: expect it attached, not visible)."""
+    text = pattern if isinstance(pattern, re.Pattern) else re.compile(f"^{re.escape(pattern)}$")
+    return fresh(page.get_by_test_id("stDataFrame")).locator("table td").filter(has_text=text).first
 
 
-def grid_cells(page) -> set[str]:
-    cells = set()
-    for frame in page.locator(f'[data-testid="stDataFrame"]{FRESH}').all():
-        cells |= set(frame.locator("table td").all_text_contents())
-    return cells
+def _type_and_commit(page, field, text: str) -> None:
+    fresh(field).fill(text)
+    wait_for_rerun(page, lambda: page.keyboard.press("Enter"))
 
 
 def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_server):
     page.set_viewport_size({"width": 1440, "height": 2400})
-    page.goto(f"{app_url}/compare?view=harness&model=shisa-ai%2Fshisa-v2-llama3.1-8b")
-    wait_for_app(page, timeout=120_000)
-    page.get_by_role("heading", name="How the two runs were set up").wait_for()
-    page.get_by_text("80 linked questions between ja_mt_bench and japanese_mt_bench").wait_for()
-    cell(page, "judge_model").wait_for(state="attached")  # the grids' accessible tables are hidden
-    cells = grid_cells(page)
+    open_app(page, f"{app_url}/compare?view=harness&model=shisa-ai%2Fshisa-v2-llama3.1-8b", timeout=FIRST_START_MS)
+    expect(page.get_by_role("heading", name="How the two runs were set up")).to_be_visible()
+    expect(page.get_by_text("80 linked questions between ja_mt_bench and japanese_mt_bench")).to_be_visible()
     for expected in ("judge_model", "judge_prompt", "system_prompt", "gpt-4o-2024-08-06"):
-        assert expected in cells, f"{expected} not in the setup table"
-    assert any(c.startswith("not recorded") for c in cells)
+        expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
+    expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()
 
-    page.get_by_label("Base URL", exact=True).fill(judge_server.url)
-    page.locator('[data-testid="stSidebar"]').get_by_label("Model", exact=True).fill("judge-x")
-    page.get_by_label("API key (kept in this browser session only)").fill(KEY)
-    page.keyboard.press("Enter")
-    wait_for_app(page)
-    page.get_by_text("Key: found").wait_for()
-    items = page.get_by_label("Items", exact=True)
-    items.fill("4")
-    items.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Estimate the calls").click()
-    wait_for_app(page)
-    page.get_by_text("24 to send").wait_for()            # 6 steps x 4 items; nothing sent yet
+    sidebar = page.get_by_test_id("stSidebar")
+    _type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), judge_server.url)
+    _type_and_commit(page, sidebar.get_by_label("Model", exact=True), "judge-x")
+    _type_and_commit(page, sidebar.get_by_label("API key (kept in this browser session only)"), KEY)
+    expect(page.get_by_text("Key: found")).to_be_visible()
+    _type_and_commit(page, page.get_by_label("Items", exact=True), "4")
+    click_and_wait(page.get_by_role("button", name="Estimate the calls"))
+    expect(page.get_by_text("24 to send")).to_be_visible()            # 6 steps x 4 items; nothing sent yet
     assert judge_server.chat_requests() == []
-    page.get_by_role("button", name="Run the ladder (24 calls)").click()
-    wait_for_app(page, timeout=120_000)
-    chart = page.locator(f'[data-testid="stPlotlyChart"]{FRESH}').filter(has_text="residual (answers)")
-    chart.wait_for(timeout=60_000)
+    click_and_wait(page.get_by_role("button", name="Run the ladder (24 calls)"), timeout=LADDER_MS)
+    chart = fresh(page.get_by_test_id("stPlotlyChart")).filter(has_text="residual (answers)")
     for label in ("replay (drift)", "judge prompt", "judge model", "truncation"):  # one bar per step
-        assert chart.locator("g.xtick text", has_text=label).count() == 1, label
+        expect(chart.locator("g.xtick text", has_text=label), label).to_have_count(1)
     assert len(judge_server.chat_requests()) == 24
-    cell(page, "residual (the answers)").wait_for(state="attached")
-    cells = grid_cells(page)
-    assert {"replay (A's setup today)", "judge prompt", "judge model", "B stored"} <= cells
+    for expected in ("residual (the answers)", "replay (A's setup today)", "judge prompt", "judge model", "B stored"):
+        expect(cell(page, expected), expected).to_be_attached()

@@ -4,8 +4,8 @@ The hostile item's answer, rationale, judge prompt and judge name carry an <img 
 and Markdown images pointing at a canary HTTP server on 127.0.0.1. A second model and a second judge carry
 the canaries in their NAMES (Markdown image, Markdown link, HTML <img>/<a>, and a Markdown image on a host
 outside this machine), and a stored probe run is judged by a model with such a name. The item-view test
-asserts that no script ran and the canary received no request; the all-pages test opens each of the eight
-pages and asserts that no name became an <img> or a link, no script ran, and every request the browser made
+asserts that no script ran and the canary received no request; the all-pages test opens each page app.py
+registers and asserts that no name became an <img> or a link, no script ran, and every request the browser made
 went to 127.0.0.1 (the rest is blocked and recorded, so nothing leaves the machine even when it fails).
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import http.server
 import json
 import re
 import threading
+from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -27,7 +28,7 @@ from lib.judging.client import JudgeConfig
 from lib.probes import suite as probes
 from lib.store import Store
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 
 
 class _Canary(http.server.BaseHTTPRequestHandler):
@@ -76,8 +77,18 @@ LINKS_TO = """(markers) => {
   }
   return found;
 }"""  # HTML and SVG (Plotly draws <a xlink:href> for an <a> tag in a label)
-PAGES = {"Overview": "", "Judge agreement": "agreement", "Item view": "item_view", "Distributions": "distributions",
-         "Compare": "compare", "Workbench": "workbench", "Probes": "probes", "Import": "import_data"}
+
+
+def _app_pages() -> dict[str, str]:
+    """Title -> URL path of every page app.py registers (the default page is served at /)."""
+    source = (Path(__file__).resolve().parent.parent / "app.py").read_text(encoding="utf-8")
+    pages = re.findall(r'st\.Page\("pages/(\w+)\.py", title="([^"]+)"([^)]*)\)', source)
+    return {title: "" if "default=True" in rest else stem for stem, title, rest in pages}
+
+
+PAGES = _app_pages()
+# Pages whose first view shows a hostile name (the others need a query or a choice first, or list files).
+SHOWS_NAMES = {"Overview", "Judge agreement", "Item view", "Distributions", "Compare", "Workbench", "Probes"}
 
 
 def hostile_name(canary: str, who: str) -> str:
@@ -204,6 +215,7 @@ def test_no_page_renders_a_name_as_markdown_or_html_or_reaches_the_network(page,
             outside.append(route.request.url)
             route.abort()
 
+    assert set(PAGES) >= SHOWS_NAMES | {"Import"}, f"app.py's pages as read by the test: {PAGES}"
     page.context.route("**/*", only_local)
     requested = []
     page.on("request", lambda r: requested.append(r.url))
@@ -211,7 +223,7 @@ def test_no_page_renders_a_name_as_markdown_or_html_or_reaches_the_network(page,
         open_app(page, f"{app_url}/{slug}")
         expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
         expect(page.get_by_test_id("stException")).to_have_count(0)
-        if slug != "import_data":  # the Import page lists files, not names
+        if title in SHOWS_NAMES:
             page.wait_for_function(SHOWS_A_HOSTILE_NAME)  # so the test cannot pass by showing nothing
         made = page.evaluate(LINKS_TO, [canary, f"//{OUTSIDE}"])  # URL-encoded in a page link's query is fine
         assert made == [], f"{title}: a name became an image or a link: {made}"

@@ -9,7 +9,7 @@ from test_probes import confused_judge
 
 from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_rerun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 SUITE_MS = 180_000  # the whole suite: dozens of judge calls, on a loaded machine
 
 

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_app, wait_for_rerun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-workbench-123456789"
 
 
