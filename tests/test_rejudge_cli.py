@@ -3,11 +3,13 @@ a total deadline per request (a judge that drips), Ctrl-C (SIGINT) keeps what wa
 where nothing succeeded says why and exits non-zero."""
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -101,13 +103,24 @@ def test_a_partly_failing_rejudge_still_exits_0(db):
 
 
 def test_ctrl_c_during_rejudge_keeps_every_answer_already_paid_for(db):
+    # The first 6 requests are answered; from the 7th on the judge holds its answer until the test has
+    # sent Ctrl-C, so the batch cannot finish first however slow a loaded machine makes the test.
+    gate, arrivals = threading.Event(), itertools.count()
+
+    def responder(body):
+        if next(arrivals) >= 6:
+            gate.wait(60)
+        return Reply("Rating: [[4]]", delay=0.4)
+
     with FakeOpenAI() as server:
-        server.responder = lambda body: Reply("Rating: [[4]]", delay=0.4)
+        server.responder = responder
         proc = rejudge(db, server, "--limit", "40", "--concurrency", "2", "--max-retries", "0")
-        deadline = time.time() + 60
-        while len(server.chat_requests()) < 6 and time.time() < deadline:
+        deadline = time.time() + 120
+        while len(server.chat_requests()) < 8 and time.time() < deadline:  # 6 answered, 2 held in flight
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        gate.set()  # the requests in flight now answer; the cancelled batch sends no new ones
         out, err = proc.communicate(timeout=60)
         received = len(server.chat_requests())
     assert proc.returncode == 130, err
