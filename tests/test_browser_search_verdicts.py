@@ -8,11 +8,12 @@ selected by clicking its row-marker box, as in test_browser_flow.py.
 from __future__ import annotations
 
 import re
+import time
 
 import pandas as pd
 import pytest
 
-from browser_support import wait_for_app
+from browser_support import TIMEOUT_MS, wait_for_app, wait_for_rerun
 
 pytestmark = pytest.mark.browser
 NAME = "tester"
@@ -25,6 +26,17 @@ def grid_cells(page) -> list[str]:
     return cells
 
 
+def wait_for_cells(page, check, what: str) -> list[str]:
+    """The visible tables' cells once ``check(cells)`` holds (a grid fills in after the run that drew it)."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while True:
+        cells = grid_cells(page)
+        if check(cells):
+            return cells
+        assert time.monotonic() < deadline, f"{what}: {cells[:40]}"
+        page.wait_for_timeout(100)
+
+
 def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page, app_url):
     page.set_viewport_size({"width": 1440, "height": 1400})
     # The rationale filter and score cap come from the address (a search is a deep link); the phrase is typed.
@@ -32,7 +44,7 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     wait_for_app(page)
     box = page.get_by_role("textbox", name="Find")
     box.fill("日本語")
-    box.press("Enter")
+    wait_for_rerun(page, lambda: box.press("Enter"))
     page.wait_for_function("() => location.search.includes('q=')")
     wait_for_app(page)
     heading = page.get_by_role("heading", name=re.compile(r"[\d,]+ matching record"))
@@ -41,8 +53,7 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     assert total > 0
     grid = page.locator('[data-testid="stDataFrame"]').filter(visible=True).first
     grid.wait_for()
-    page.wait_for_timeout(500)
-    assert any("«日本語»" in c for c in grid_cells(page))           # the hit, marked as text
+    wait_for_cells(page, lambda cells: any("«日本語»" in c for c in cells), "no hit marked as text")
     with page.expect_download() as info:                          # exactly what the table shows
         page.get_by_role("button", name="This page as CSV").click()
     shown = pd.read_csv(info.value.path())
@@ -59,7 +70,7 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     # Name once in the sidebar, then decide with number keys; U moves to the next undecided item of the queue
     name_box = page.get_by_role("textbox", name="Your name (for your verdicts)")
     name_box.fill(NAME)
-    name_box.press("Enter")
+    wait_for_rerun(page, lambda: name_box.press("Enter"))
     page.get_by_text(re.compile(f"record your score as human:{NAME}")).wait_for()
     wait_for_app(page)
     seen = set()
@@ -83,8 +94,6 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     tags.first.wait_for()
     judges = [tags.nth(i).get_attribute("aria-label") or tags.nth(i).inner_text() for i in range(tags.count())]
     assert any(f"human:{NAME}" in j for j in judges), judges
-    page.wait_for_timeout(800)
-    cells = grid_cells(page)
-    assert f"human:{NAME}" in cells, cells[:40]
+    cells = wait_for_cells(page, lambda cells: f"human:{NAME}" in cells, "no human judge in the agreement table")
     for judge in ("gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"):
         assert judge in cells
