@@ -100,6 +100,21 @@ def lake_store(request, tmp_path) -> Store:
     s.close()
 
 
+
+@pytest.fixture
+def sample_app(_sample_db, tmp_path, monkeypatch):
+    """An AppTest of app.py on its own copy of the sample database, after the first run (no exception).
+    Tests that drive pages start from here: ``at = sample_app`` then ``at.switch_page(...)``."""
+    from streamlit.testing.v1 import AppTest
+
+    db = tmp_path / "app.duckdb"
+    shutil.copy(_sample_db, db)
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
 # ----------------------------------------------------------------------------------------------
 # Real-browser fixtures (see tests/browser_support.py). One app server and one Chromium per test module.
 

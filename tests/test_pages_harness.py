@@ -2,27 +2,18 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from lib.render.report import harness_report
 
-APP = str(ROOT / "app.py")
 MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
 
 
 @pytest.fixture
-def app(_sample_db, tmp_path, monkeypatch):
-    db = tmp_path / "harness.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    assert not at.exception
-    return at
+def app(sample_app):
+    return sample_app
 
 
 def test_compare_one_model_under_two_harnesses(app):

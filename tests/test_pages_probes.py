@@ -1,25 +1,19 @@
 """The Probes page under AppTest: the probe suite against the local judge server, and stored-data flags."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 from fake_openai import FakeOpenAI
 from streamlit.testing.v1 import AppTest
 from test_probes import confused_judge
 
-from conftest import ROOT
 
 KEY = "sk-probes-page-5555555555"
 
 
 @pytest.fixture
-def app(_sample_db, tmp_path, monkeypatch):
-    db = tmp_path / "probes.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
+def app(sample_app):
+    at = sample_app
     at.switch_page("pages/probes.py").run()
     assert not at.exception
     return at

@@ -1,30 +1,20 @@
 """The review pages under AppTest, on the bundled sample: agreement, item view, distributions, compare."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from lib.analysis import agreement
 from lib.store import Store
 
-APP = str(ROOT / "app.py")
 JUDGES = ["gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14", "gpt-4o"]
 MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
 
 
 @pytest.fixture
-def app(_sample_db, tmp_path, monkeypatch):
-    """An AppTest of app.py on a copy of the sample database."""
-    db = tmp_path / "review.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    assert not at.exception
-    return at
+def app(sample_app):
+    return sample_app
 
 
 def frames(at):

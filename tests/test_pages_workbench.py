@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 
 import pytest
 from fake_openai import FakeOpenAI
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from lib.analysis import queries
 from lib.store import Store
 
@@ -25,12 +23,8 @@ def server():
 
 
 @pytest.fixture
-def app(_sample_db, tmp_path, monkeypatch, server):
-    db = tmp_path / "wb.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
+def app(sample_app, server):
+    at = sample_app
     at.query_params.update(ITEM)
     at.switch_page("pages/workbench.py").run()
     assert not at.exception

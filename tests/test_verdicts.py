@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from datetime import datetime
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from lib.analysis import agreement
 from lib.analysis.queries import judges_by_harness
 from lib.cli.main import main as cli_main
@@ -210,13 +208,8 @@ def test_a_bad_human_judgment_line_is_named(store, tmp_path):
 # Pages
 
 @pytest.fixture
-def app(_sample_db, tmp_path, monkeypatch):
-    db = tmp_path / "verdicts.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    return at
+def app(sample_app):
+    return sample_app
 
 
 def test_verdict_panel_records_scores_and_the_queue_moves(app):
