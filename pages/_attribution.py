@@ -45,7 +45,7 @@ def attribution_section(store, version, ra, rb) -> None:
             return
     if ladder is not None:
         est = st.session_state["hx_estimate_result"]
-        cost = (f"; expected cost ~${est['cost_expected']:.4f} (at most ${est['cost_upper']:.4f})"
+        cost = (f"; expected cost ~\\${est['cost_expected']:.4f} (at most \\${est['cost_upper']:.4f})"
                 if est["cost_expected"] is not None else "; set prices in the sidebar for a cost estimate")
         st.info(f"{est['steps']} steps × {est['items']} items: {est['requests']} requests, {est['cached']} from the "
                 f"cache, {est['already_judged']} already judged, **{est['to_send']} to send** to "

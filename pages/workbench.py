@@ -274,7 +274,7 @@ def batch_status():
         return
     est = job["estimate"]
     st.caption(f"{est.items} item(s), {est.requests} request(s): {est.cached} from the cache, {est.to_send} to send"
-               + (f"; estimated cost ~${est.cost_expected:.4f} (at most ~${est.cost_upper:.4f})"
+               + (f"; estimated cost ~\\${est.cost_expected:.4f} (at most ~\\${est.cost_upper:.4f})"
                   if est.cost_expected is not None else ""))
     done, total, eta = job["progress"]
     if not job["done"]:

@@ -105,3 +105,18 @@ def test_the_batch_label_follows_the_sidebar_model_until_the_user_names_it(app, 
     app.text_input(key="wb_b_label").set_value("my-judge").run()            # a name the user typed stays
     app.text_input(key="ep_model").set_value("judge-z").run()
     assert app.text_input(key="wb_b_label").value == "my-judge"
+
+
+def test_the_batch_cost_keeps_its_dollar_signs(app, server):
+    """Two bare "$" in Markdown make the text between them LaTeX: the cost line escapes both."""
+    app.number_input(key="ep_price_in").set_value(0.005)
+    app.number_input(key="ep_price_out").set_value(0.015)
+    app.number_input(key="wb_b_limit").set_value(2)
+    app.text_input(key="wb_b_label").set_value("priced-judge").run()
+    button(app, "Estimate and run").click().run()
+    deadline = time.time() + 60
+    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
+        time.sleep(0.1)
+    app.run()
+    cost = [c.value for c in app.caption if "estimated cost" in c.value]
+    assert len(cost) == 1 and cost[0].count("~\\$") == 2, cost
