@@ -92,12 +92,13 @@ def _wait_until_healthy(proc: subprocess.Popen, url: str, out, err, timeout: flo
 
 @contextmanager
 def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
-                timeout: float = START_TIMEOUT) -> Iterator[str]:
-    """Run ``app.py`` on a free loopback port against ``db_path``; yield ``http://127.0.0.1:PORT``."""
+                timeout: float = START_TIMEOUT, script: str | os.PathLike = "app.py") -> Iterator[str]:
+    """Run ``script`` (the app, or the benchmark's hello-world floor) on a free loopback port against
+    ``db_path``; yield ``http://127.0.0.1:PORT``."""
     port = free_port()
     child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1"}, **(env or {}))
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     # Temp files, not pipes: a chatty server can never block on a full pipe buffer.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
