@@ -55,3 +55,23 @@ def test_names_in_every_kind_of_label_stay_text():
     # The name still reads as typed once Plotly decodes the entities.
     assert figures["leaderboard"].data[0].name == EVIL.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     assert "<br>" in figures["forest"].data[0].hovertemplate  # our own template markup is kept
+
+
+def test_horizontal_bar_charts_show_every_row_first_on_top():
+    """A faceted horizontal bar chart of 12 models showed 5 in the browser: plotly.js's react() left the category
+    axis of matched facets at its default range [-1, 4]. The charts pin the range to every row, in the given order
+    (best first, on top), with the category array escaped like the bars' own labels."""
+    models = [f"model-{i}" for i in range(11)] + [f"m {EVIL}"]
+    board = pd.DataFrame({"harness": "h", "bench": "b", "judge": np.repeat(["j1", "j2"], 12),
+                          "model": models * 2, "t1": np.linspace(9, 2, 24), "t2": np.linspace(8, 3, 24)})
+    rates = pd.DataFrame({"judge": "j", "model": models, "win": 3, "tie": 1, "loss": 2})
+    for fig in (charts.leaderboard_bars(board), charts.win_rate_bars(rates)):
+        layout = fig.layout
+        for name in [k for k in layout.to_plotly_json() if k.startswith("yaxis")]:
+            axis = layout[name]
+            if axis.matches:  # a facet sharing the first axis
+                continue
+            assert list(axis.range) == [11.5, -0.5]
+            assert list(axis.categoryarray) == [charts._literal(m) for m in models]
+        shown = {y for trace in fig.data for y in trace.y}
+        assert shown == set(axis.categoryarray)  # every bar sits on a listed row

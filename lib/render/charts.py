@@ -48,8 +48,12 @@ def _plain_text(fig: go.Figure) -> go.Figure:
                 trace[attr] = _literal(trace[attr])
     for note in fig.layout.annotations:
         note.text = _literal(note.text)
-    fig.for_each_xaxis(lambda ax: ax.update(title_text=_literal(ax.title.text)))
-    fig.for_each_yaxis(lambda ax: ax.update(title_text=_literal(ax.title.text)))
+    def axis(ax):
+        ax.update(title_text=_literal(ax.title.text))
+        if ax.categoryarray is not None:  # must stay equal to the (escaped) category values
+            ax.categoryarray = list(_literal(list(ax.categoryarray)))
+    fig.for_each_xaxis(axis)
+    fig.for_each_yaxis(axis)
     return fig
 
 
@@ -57,6 +61,15 @@ def _layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template="plotly_white",
                       **({"height": height} if height else {}))
     return _plain_text(fig)
+
+
+def _rows_in_order(fig: go.Figure, rows: list) -> go.Figure:
+    """Horizontal bars, one row per category, the first at the top, every row shown. An explicit range: with
+    facets (``matches='y'``) plotly.js's react() left the category axis at its default range [-1, 4], so a chart
+    of 12 models showed 5 (plotly.js #4826)."""
+    rows = [str(r) for r in dict.fromkeys(rows)]
+    fig.update_yaxes(categoryorder="array", categoryarray=rows, range=[len(rows) - 0.5, -0.5], autorange=False)
+    return fig
 
 
 def leaderboard_bars(board: pd.DataFrame) -> go.Figure:
@@ -67,6 +80,7 @@ def leaderboard_bars(board: pd.DataFrame) -> go.Figure:
     fig = px.bar(long, x="mean", y="model", color="judge", barmode="group", facet_col="turn", orientation="h",
                  range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": ""},
                  color_discrete_sequence=COLORS)
+    _rows_in_order(fig, list(board["model"]))
     bars = board["model"].nunique() * max(1, board["judge"].nunique())
     return _layout(fig, 160 + max(40 * board["model"].nunique(), 12 * bars))
 
@@ -210,6 +224,7 @@ def win_rate_bars(rates: pd.DataFrame) -> go.Figure:
                       value_name="count")
     fig = px.bar(long, x="count", y="model", color="outcome", facet_col="judge", orientation="h",
                  color_discrete_map={"win": "#2e7d32", "tie": "#9e9e9e", "loss": "#c62828"})
+    _rows_in_order(fig, list(rates["model"]))
     return _layout(fig, 160 + 40 * rates["model"].nunique())
 
 
