@@ -12,7 +12,7 @@ MAX_CHART_JUDGES = 6
 store, version = page_start("Overview")
 
 counts = cached_query(queries.overview_counts, version)
-cols = st.columns(7)
+cols = [*st.columns(4), *st.columns(4)]  # two rows: seven numbers in one row cut "1,000,800" to "1,000…"
 for col, (label, key, helptext) in zip(cols, [
     ("Sources", "sources", "Imported files"),
     ("Models", "models", "Answering models with judgments"),
