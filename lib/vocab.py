@@ -1,8 +1,14 @@
 """The shared vocabulary: rules every layer must apply the same way, written once.
 
-- The model key: two spellings of one model name match when ``lower(replace(name, '__', '/'))`` agree
-  (the JA harness writes ``org__model`` in file names, answers say ``org/model``). ``model_key`` is the
-  Python twin of ``model_key_sql``.
+- Two model-name keys, for two different jobs:
+  - ``model_key`` (the storage key): two spellings of one model name in the SAME harness run match when
+    ``lower(replace(name, '__', '/'))`` agree (the JA harness writes ``org__model`` in file names, answers say
+    ``org/model``). It joins stored rows (answers to judgments, re-judging context, flags); ``model_key_sql`` /
+    ``MODEL_KEY_SQL`` is its DuckDB twin, so Python and SQL joins agree.
+  - ``model_alias_key`` (the alias key): looser, for recognising one model under the names DIFFERENT harnesses
+    give it (``lib.analysis.aliases``): NFKC, case folded, ``__`` read as ``/``, leading LiteLLM provider routes
+    (``hosted_vllm/``, ``openai/``, ...; ``PROVIDER_PREFIXES``) dropped. Never used to join rows directly: names
+    with equal alias keys become aliases (``model_aliases``), which the user can undo.
 - The question order: ids sort as numbers when they are numbers ("2" before "10"), other ids after them
   as text (``qid_order``).
 - The ``<think>`` rule: a ``<think>…</think>`` block is reasoning, not the answer; an unclosed ``<think>``
@@ -14,6 +20,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # -- model names -----------------------------------------------------------------------------------------
 MODEL_KEY_SQL = "lower(replace({}, '__', '/'))"
@@ -25,8 +32,30 @@ def model_key_sql(expr: str) -> str:
 
 
 def model_key(name: str | None) -> str:
-    """``Org__Model`` and ``org/model`` give the same key."""
+    """The storage key (joins stored rows; Python twin of ``model_key_sql``): ``Org__Model`` and ``org/model``
+    give the same key."""
     return (name or "").replace("__", "/").lower()
+
+
+# LiteLLM provider routes ("<provider>/<model>") seen in harness outputs. The provider is not part of the model.
+PROVIDER_PREFIXES = frozenset({
+    "hosted_vllm", "openai", "litellm_proxy", "litellm", "vllm", "huggingface", "text-completion-openai",
+    "custom_openai", "openai_like", "azure", "azure_ai", "bedrock", "vertex_ai", "together_ai", "openrouter",
+    "ollama", "ollama_chat", "groq", "fireworks_ai", "deepinfra", "anyscale", "perplexity", "nvidia_nim",
+    "sagemaker", "replicate", "lm_studio", "llamafile", "sambanova", "cerebras", "xai", "friendliai",
+    "text-completion-codestral", "watsonx", "predibase", "cloudflare", "databricks", "nscale",
+})
+
+
+def model_alias_key(name: str | None) -> str:
+    """The alias key (for alias detection across harnesses, ``lib.analysis.aliases``; not for joins): NFKC, case
+    folded, ``__`` read as ``/``, leading provider routes dropped. ``hosted_vllm/Org/Model``, ``org__model`` and
+    ``Ｏｒｇ/Model`` give the same key; a bare provider word (``openai``) is a name, not a route."""
+    key = unicodedata.normalize("NFKC", name or "").strip().casefold().replace("__", "/")
+    parts = key.split("/")
+    while len(parts) > 1 and parts[0] in PROVIDER_PREFIXES:
+        parts.pop(0)
+    return "/".join(parts)
 
 
 # -- question order ----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from lib import vocab
 from lib.analysis import aliases as A
 from lib.analysis import linking as L
 from lib.cli import main
@@ -150,8 +151,16 @@ def test_linking_1000_questions_takes_under_2_seconds(store):
     ("Ｑｗｅｎ/Qwen3-8B", "qwen/qwen3-8b"),
     ("hosted_vllm", "hosted_vllm"),          # a bare provider word is a name, not a route
 ])
-def test_model_key(name, key):
-    assert A.model_key(name) == key
+def test_model_alias_key(name, key):
+    assert vocab.model_alias_key(name) == key
+
+
+def test_one_home_for_model_name_keys():
+    """Both model-name keys live in lib/vocab.py; aliases uses the alias key from there, keeps no copy of its own."""
+    assert not hasattr(A, "model_key") and A.model_alias_key is vocab.model_alias_key
+    assert A.PROVIDER_PREFIXES is vocab.PROVIDER_PREFIXES
+    # the storage key is stricter: it keeps provider routes and does not NFKC-fold
+    assert vocab.model_key("hosted_vllm/Org/M") == "hosted_vllm/org/m" != vocab.model_alias_key("hosted_vllm/Org/M")
 
 
 def test_aliases_on_the_sample_and_undo(sample_store):

@@ -1,9 +1,10 @@
-"""One answering model under several names: the model-name key, automatic aliases and suggestions.
+"""One answering model under several names: automatic aliases and suggestions.
 
 The same model is ``shisa-ai/shisa-v2-llama3.1-8b`` in the JA harness, ``hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b``
-in Swallow (LiteLLM route), ``shisa-ai__shisa-v2-llama3.1-8b`` in a FastChat answer file name. ``model_key``
-is the one normalisation every comparison uses: NFKC, case folded, ``__`` read as ``/``, leading LiteLLM
-provider routes (``hosted_vllm/``, ``openai/``, ``litellm_proxy/``, ...) dropped.
+in Swallow (LiteLLM route), ``shisa-ai__shisa-v2-llama3.1-8b`` in a FastChat answer file name. The alias key
+``lib.vocab.model_alias_key`` recognises them (NFKC, case folded, ``__`` read as ``/``, leading LiteLLM provider
+routes such as ``hosted_vllm/`` dropped); it lives in ``lib/vocab.py`` beside the storage key ``model_key``, which
+joins rows within one harness and is a different, stricter rule.
 
 - Names with the same key are aliased automatically (``auto_alias``): ``model_aliases`` maps each to one
   canonical name (the plainest spelling). The user can undo one (``remove_alias``: a ``removed`` mark that
@@ -14,33 +15,16 @@ provider routes (``hosted_vllm/``, ``openai/``, ``litellm_proxy/``, ...) dropped
 from __future__ import annotations
 
 import re
-import unicodedata
 
 import pandas as pd
 from rapidfuzz import fuzz
 
 from lib.errors import UsageError
 from lib.store import Store
+from lib.vocab import PROVIDER_PREFIXES, model_alias_key
 
-# LiteLLM provider routes ("<provider>/<model>") seen in harness outputs. The provider is not part of the model.
-PROVIDER_PREFIXES = frozenset({
-    "hosted_vllm", "openai", "litellm_proxy", "litellm", "vllm", "huggingface", "text-completion-openai",
-    "custom_openai", "openai_like", "azure", "azure_ai", "bedrock", "vertex_ai", "together_ai", "openrouter",
-    "ollama", "ollama_chat", "groq", "fireworks_ai", "deepinfra", "anyscale", "perplexity", "nvidia_nim",
-    "sagemaker", "replicate", "lm_studio", "llamafile", "sambanova", "cerebras", "xai", "friendliai",
-    "text-completion-codestral", "watsonx", "predibase", "cloudflare", "databricks", "nscale",
-})
 SUGGEST_MIN_RATIO = 90.0
 _DIGITS = re.compile(r"\d+")
-
-
-def model_key(name: str | None) -> str:
-    """The comparison key of a model name (see the module docstring)."""
-    key = unicodedata.normalize("NFKC", name or "").strip().casefold().replace("__", "/")
-    parts = [p for p in key.split("/")]
-    while len(parts) > 1 and parts[0] in PROVIDER_PREFIXES:
-        parts.pop(0)
-    return "/".join(parts)
 
 
 def _plainness(name: str) -> tuple:
@@ -63,12 +47,12 @@ def _table(store: Store) -> dict[str, tuple[str, str]]:
 
 
 def auto_alias(store: Store, names: list[str] | None = None) -> int:
-    """Alias every stored name to the plainest name with the same ``model_key``. Manual aliases and
+    """Alias every stored name to the plainest name with the same ``model_alias_key``. Manual aliases and
     removed marks stay. Returns the number of automatic aliases now in the table."""
     names = stored_models(store) if names is None else names
     groups: dict[str, list[str]] = {}
     for n in names:
-        groups.setdefault(model_key(n), []).append(n)
+        groups.setdefault(model_alias_key(n), []).append(n)
     def write(cur) -> int:  # Store.transaction: may run again on a DuckLake store
         kept = {n for (n,) in cur.execute("SELECT name FROM model_aliases WHERE method <> 'auto'").fetchall()}
         cur.execute("DELETE FROM model_aliases WHERE method = 'auto'")
@@ -108,14 +92,14 @@ def _resolve(table: dict[str, tuple[str, str]], name: str) -> str:
 
 def names_for(store: Store, name: str, known: list[str] | None = None) -> list[str]:
     """Every stored name that means the same model as ``name`` (through aliases), ``name`` included
-    when it is stored. A name not stored is matched by its canonical or, failing that, by ``model_key``."""
+    when it is stored. A name not stored is matched by its canonical or, failing that, by ``model_alias_key``."""
     table = _table(store)
     known = stored_models(store) if known is None else known
     target = _resolve(table, name)
     same = [n for n in known if _resolve(table, n) == target]
     if not same:  # e.g. "SHISA-AI/shisa-v2-llama3.1-8b": no such stored name, nothing aliased to it
-        key = model_key(name)
-        same = [n for n in known if model_key(_resolve(table, n)) == key or model_key(n) == key]
+        key = model_alias_key(name)
+        same = [n for n in known if model_alias_key(_resolve(table, n)) == key or model_alias_key(n) == key]
     return sorted(set(same))
 
 
@@ -161,11 +145,11 @@ def suggestions(store: Store, names: list[str] | None = None) -> pd.DataFrame:
     removed = {n for n, (_, m) in table.items() if m == "removed"}
     rows = []
     for i, a in enumerate(canon):
-        ka = model_key(a)
+        ka = model_alias_key(a)
         for b in canon[i + 1:]:
             if a in removed or b in removed:  # the user undid this alias: do not offer it again
                 continue
-            kb = model_key(b)
+            kb = model_alias_key(b)
             last_a, last_b = ka.rsplit("/", 1)[-1], kb.rsplit("/", 1)[-1]
             ratio = fuzz.ratio(ka, kb)
             if last_a == last_b and ka != kb:
