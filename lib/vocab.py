@@ -15,7 +15,9 @@
   runs to the end of the text (a model cut off mid-thought shows no answer). ``THINK_RE`` (Python) and
   ``THINK_SQL`` (DuckDB's RE2) are the same pattern; ``split_think`` applies it.
 - The reference categories: FastChat judges math, reasoning and coding with a reference answer.
-- FastChat's rating regexes (``common.py``): ``[[N]]``, else the first ``[N]`` (the backup pattern).
+- FastChat's rating rule (``common.py``): ``[[N]]``, else the first ``[N]`` (the backup pattern);
+  ``fastchat_rating`` applies it (the parsers of ``lib.judging.parsers`` whose kind is in ``FASTCHAT_CHAIN_KINDS``
+  end in it, and ``lib.analysis.flags`` asks it which of the two patterns a stored rating came from).
 """
 from __future__ import annotations
 
@@ -92,3 +94,27 @@ DOUBLE_BRACKET = r"\[\[" + RATING_NUMBER + r"\]\]"      # [[8]], [[8.5]]
 SINGLE_BRACKET = r"\[" + RATING_NUMBER + r"\]"          # the backup: [8]
 DOUBLE_BRACKET_RE = re.compile(DOUBLE_BRACKET)
 SINGLE_BRACKET_RE = re.compile(SINGLE_BRACKET)
+
+
+# parser kinds (lib.judging.parsers) whose last step is FastChat's chain: [[N]], else [N]
+FASTCHAT_CHAIN_KINDS = frozenset({"fastchat_single", "ja_rating"})
+
+
+def _find(pattern: re.Pattern, text: str, take: str) -> re.Match | None:
+    if take == "first":
+        return pattern.search(text)
+    found = None
+    for found in pattern.finditer(text):
+        pass
+    return found
+
+
+def fastchat_rating(text: str | None, take: str = "first") -> tuple[str, re.Match] | None:
+    """FastChat's rating rule: ``[[N]]``, else ``[N]`` (the backup pattern). Returns (method, match) with method
+    ``double_bracket`` or ``single_bracket_fallback``, None when neither pattern matches. ``take='last'`` takes
+    the last match of the first pattern that matches (FastChat takes the first)."""
+    for method, pattern in (("double_bracket", DOUBLE_BRACKET_RE), ("single_bracket_fallback", SINGLE_BRACKET_RE)):
+        m = _find(pattern, text or "", take)
+        if m:
+            return method, m
+    return None

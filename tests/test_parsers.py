@@ -148,3 +148,34 @@ def test_scale_mapping_to_common_scale():
     assert to_ten_scale(7, [1, 10]) == 7
     assert [to_ten_scale(v, [1, 5]) for v in (1, 3, 5)] == [1.0, 5.5, 10.0]
     assert to_ten_scale(1, [0, 1]) == 10.0
+
+
+# FastChat's [[N]]-else-[N] chain has one home (lib.vocab.fastchat_rating): the parsers end in it and the flags ask
+# it which pattern a re-judged rating came from, without importing lib.judging (a lower layer).
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from lib import vocab  # noqa: E402
+from lib.analysis.flags import _used_fallback  # noqa: E402
+from lib.judging.parsers import SINGLE_KINDS  # noqa: E402
+
+_PIECES = st.sampled_from(["[[8]]", "[8]", "[3]", "[[１０]]", "[１]", "評価：[[7]]", "Rating: [[9]]", "Score: 4", "[",
+                           "]", "[[", "text ", "\n", "[12]", "[[2.5]]", "7"])
+
+
+def test_the_chain_kinds_are_single_answer_parsers():
+    assert vocab.FASTCHAT_CHAIN_KINDS <= set(SINGLE_KINDS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=8), kind=st.sampled_from(SINGLE_KINDS), take=st.sampled_from(["first", "last"]))
+def test_flags_and_parsers_agree_on_the_single_bracket_fallback(pieces, kind, take):
+    text, spec = "".join(pieces), {"kind": kind, "take": take}
+    assert _used_fallback(text, spec) == (parse(text, spec).method.startswith("single_bracket_fallback"))
+
+
+def test_fastchat_rating_first_and_last():
+    assert vocab.fastchat_rating("a [2] b [[7]] c [[9]]")[1].group(0) == "[[7]]"
+    assert vocab.fastchat_rating("a [2] b [[7]] c [[9]]", "last")[1].group(0) == "[[9]]"
+    method, m = vocab.fastchat_rating("1. [3] then [5]")
+    assert (method, m.group(1)) == ("single_bracket_fallback", "3")
+    assert vocab.fastchat_rating("no rating") is None and vocab.fastchat_rating(None) is None

@@ -66,8 +66,8 @@ import pandas as pd
 from lib.analysis.item_view import link, link_params
 from lib.store import Store
 from lib.errors import UsageError
-from lib.vocab import (DOUBLE_BRACKET, DOUBLE_BRACKET_RE, MODEL_KEY_SQL as MK, QID_ORDER, SINGLE_BRACKET,
-                       SINGLE_BRACKET_RE, THINK_SQL, model_key, qid_order)
+from lib.vocab import (DOUBLE_BRACKET, DOUBLE_BRACKET_RE, FASTCHAT_CHAIN_KINDS, MODEL_KEY_SQL as MK, QID_ORDER,
+                       SINGLE_BRACKET, SINGLE_BRACKET_RE, THINK_SQL, fastchat_rating, model_key, qid_order)
 
 NEAR_EMPTY_CHARS = 5
 HIGH_SCORE = 6.0
@@ -409,12 +409,20 @@ def _template_parsers(store: Store, labels: list[str]) -> dict[str, dict]:
     return {label: json.loads(parser) for label, parser in rows}
 
 
+def _used_fallback(text: str, spec: dict) -> bool:
+    """Did this parser spec read the rating with FastChat's [N] fallback? Only the kinds that end in FastChat's
+    chain have the fallback (lib.vocab.FASTCHAT_CHAIN_KINDS); what they read before the chain (ja_rating's
+    評価[[N]]) is a double bracket, so the chain alone decides."""
+    if spec.get("kind") not in FASTCHAT_CHAIN_KINDS:
+        return False
+    found = fastchat_rating(text, spec.get("take", "first"))
+    return found is not None and found[0] == "single_bracket_fallback"
+
+
 def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str | None = None) -> pd.DataFrame:
     """Judgments whose rating came from the single-bracket fallback ``[N]`` (no ``[[N]]`` in the
     output). Extra columns: raw_score, parse_status, match, match_span, looks_like, suspicious,
     n_single_brackets, context."""
-    from lib.judging.parsers import parse
-
     where, params = _filters(bench, judge)
     params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
     df = _df(store, f"""
@@ -436,7 +444,7 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
                                                          df["raw_score"])):
         if harness == "judgelens":  # re-judged: its template's parser decides whether the fallback was used
             spec = parsers.get(prompt)
-            if spec is None or parse(text, spec).method != "single_bracket_fallback":
+            if spec is None or not _used_fallback(text, spec):
                 continue
         m = _SINGLE.search(text)
         if m is None:

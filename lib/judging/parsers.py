@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from lib.errors import ParserSpecError, RegexTimeout
 from lib.judging.sandbox import run_regex
-from lib.vocab import DOUBLE_BRACKET_RE, RATING_NUMBER, SINGLE_BRACKET_RE
+from lib.vocab import FASTCHAT_CHAIN_KINDS, RATING_NUMBER, fastchat_rating
 
 SINGLE_KINDS = ("fastchat_single", "rating_double_bracket", "score_double_bracket", "score_colon", "ja_rating")
 PAIR_KINDS = ("pairwise_abc", "pairwise_five", "fastchat_two_score")
@@ -50,8 +50,6 @@ NUM = RATING_NUMBER
 _FULLWIDTH = str.maketrans("０１２３４５６７８９．", "0123456789.")
 
 _PATTERNS = {
-    "double_bracket": DOUBLE_BRACKET_RE,
-    "single_bracket_fallback": SINGLE_BRACKET_RE,
     "rating_double_bracket": re.compile(r"Rating:\s*\[\[" + NUM + r"\]\]", re.IGNORECASE),
     "score_double_bracket": re.compile(r"Score:\s*\[\[" + NUM + r"\]\]", re.IGNORECASE),
     "score_colon": re.compile(r"Score\s*[:：]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE),
@@ -168,6 +166,15 @@ def _search(pattern: re.Pattern, text: str, take: str):
     return found
 
 
+def _fastchat_chain(text: str, take: str, scale) -> ParseResult:
+    """The last step of the kinds in FASTCHAT_CHAIN_KINDS: FastChat's [[N]], else [N] (lib.vocab.fastchat_rating)."""
+    found = fastchat_rating(text, take)
+    if found is None:
+        return ParseResult("not_parsed", "none", scale=scale)
+    method, m = found
+    return _scored(_number(m.group(1)), m.group(0), method, scale)
+
+
 def parse(text: str | None, spec: dict) -> ParseResult:
     """Read the judge output ``text`` with the parser ``spec`` (see the module docstring)."""
     spec = check_spec(spec)
@@ -176,11 +183,7 @@ def parse(text: str | None, spec: dict) -> ParseResult:
     text = (text or "")[:MAX_PARSE_CHARS]
 
     if kind == "fastchat_single":
-        for method in ("double_bracket", "single_bracket_fallback"):
-            m = _search(_PATTERNS[method], text, take)
-            if m:
-                return _scored(_number(m.group(1)), m.group(0), method, scale)
-        return ParseResult("not_parsed", "none", scale=scale)
+        return _fastchat_chain(text, take, scale)
 
     if kind in ("rating_double_bracket", "score_double_bracket", "score_colon"):
         m = _search(_PATTERNS[kind], text, take)
@@ -189,11 +192,10 @@ def parse(text: str | None, spec: dict) -> ParseResult:
         return ParseResult("not_parsed", "none", scale=scale)
 
     if kind == "ja_rating":
-        for method in ("ja_label_double_bracket", "double_bracket", "single_bracket_fallback"):
-            m = _search(_PATTERNS[method], text, take)
-            if m:
-                return _scored(_number(m.group(1)), m.group(0), method, scale)
-        return ParseResult("not_parsed", "none", scale=scale)
+        m = _search(_PATTERNS["ja_label_double_bracket"], text, take)
+        if m:
+            return _scored(_number(m.group(1)), m.group(0), "ja_label_double_bracket", scale)
+        return _fastchat_chain(text, take, scale)
 
     if kind == "pairwise_abc":
         present = [v for v in ("A", "B", "C") if f"[[{v}]]" in text]
