@@ -310,7 +310,8 @@ CREATE TABLE IF NOT EXISTS search_text (
 );
 CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources already in search_text
 
--- The analyst's verdicts (lib.judging.human). Each edit adds a row; the latest per author and item counts and
+-- The analyst's verdicts (recorded by lib.judging.human, read from files by lib.ingest.formats.human; the rules:
+-- check_verdict, refresh_human_scores below). Each edit adds a row; the latest per author and item counts and
 -- enters item_scores as judge 'human:<author>' (harness 'human'). source_id: the imported verdict file, NULL
 -- when recorded in this store. uid: sha256 of all fields, so an import adds only verdicts not yet here.
 CREATE SEQUENCE IF NOT EXISTS verdict_ids START 1;
@@ -377,12 +378,109 @@ def refresh_item_scores(cur, benches=None) -> None:
 
 def _refresh_extras(cur, benches) -> None:
     """What else follows the data, in the same transaction: the analyst's latest scores as judges human:<author>
-    in item_scores (lib.judging.human), and the search index (lib.search_index)."""
-    from lib.judging.human import refresh_human_scores
+    in item_scores (refresh_human_scores, below), and the search index (lib.search_index)."""
     from lib.search_index import index_new_sources
 
     refresh_human_scores(cur, benches)
     index_new_sources(cur, at_import=True)
+
+
+
+# --- the analyst's verdicts (table human_verdicts): what a row may hold, its uid, insert, and the human judge's
+# rows in item_scores. The store keeps them because every write refreshes item_scores; recording verdicts is
+# lib.judging.human, reading verdict files lib.ingest.formats.human.
+HUMAN_HARNESS = "human"
+HUMAN_PREFIX = "human:"
+
+
+def check_verdict(author: str | None, score, label: str | None, note: str | None) -> tuple[str, float | None]:
+    """(author, score) of a verdict the store may hold, else UsageError: an author (one line), a 1-10 score or
+    none, and a score, a label or a note."""
+    author = (author or "").strip()
+    if not author:
+        raise UsageError("Set your name first (--author, the sidebar, or [judgelens] author in secrets): "
+                         "every verdict records who gave it.", title="Who is judging?")
+    if any(c in author for c in "\n\r\t"):
+        raise UsageError("An author name is one line of text.")
+    if score is not None:
+        score = float(score)
+        if not 1 <= score <= 10:
+            raise UsageError(f"A verdict's score is 1-10; got {score:g}.")
+    if score is None and not (label or "").strip() and not (note or "").strip():
+        raise UsageError("A verdict needs a score, a label or a note.")
+    return author, score
+
+
+def verdict_uid(author, created_at, bench, question_id, turn, model, sample, score, label, note) -> str:
+    """sha256 of all of a verdict's fields: the same verdict imported twice is one row."""
+    import hashlib
+    import json
+
+    parts = [author, created_at.isoformat(timespec="microseconds"), bench, str(question_id), int(turn), model,
+             None if sample is None else int(sample), None if score is None else float(score), label or None,
+             note or None]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+
+
+def insert_verdicts(cur, rows: list[dict], source_id: int | None) -> int:
+    """Insert the verdict rows the store does not hold yet (same fields = same verdict), inside the caller's
+    transaction. Returns how many were new. Call refresh_human_scores afterwards."""
+    if not rows:
+        return 0
+    import pyarrow as pa
+
+    table = pa.table({
+        "uid": [verdict_uid(r["author"], r["created_at"], r["bench"], r["question_id"], r["turn"], r["model"],
+                            r["sample"], r["score"], r["label"], r["note"]) for r in rows],
+        "author": [r["author"] for r in rows],
+        "created_at": pa.array([r["created_at"] for r in rows], pa.timestamp("us")),
+        "bench": [r["bench"] for r in rows], "question_id": [str(r["question_id"]) for r in rows],
+        "turn": pa.array([int(r["turn"]) for r in rows], pa.int32()), "model": [r["model"] for r in rows],
+        "sample": pa.array([None if r["sample"] is None else int(r["sample"]) for r in rows], pa.int32()),
+        "score": pa.array([r["score"] for r in rows], pa.float64()),
+        "label": pa.array([r["label"] for r in rows], pa.string()),
+        "note": pa.array([r["note"] for r in rows], pa.string())})
+    cur.register("_verdicts_in", table)
+    try:
+        return cur.execute("""
+            INSERT INTO human_verdicts (uid, author, created_at, bench, question_id, turn, model, sample, score,
+                                        label, note, source_id)
+            SELECT DISTINCT ON (uid) *, $sid FROM _verdicts_in v
+            WHERE v.uid NOT IN (SELECT uid FROM human_verdicts)""", {"sid": source_id}).fetchone()[0]
+    finally:
+        cur.unregister("_verdicts_in")
+
+
+def refresh_human_scores(cur, benches=None) -> None:
+    """Put the latest human score per author and item into item_scores as judge human:<author> (harness
+    'human'), for these benches (None: all), inside the caller's transaction. Swallow samples: the latest verdict
+    per sample, averaged per item like the LLM judges' samples."""
+    if not cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'human_verdicts'").fetchone():
+        return
+    gone = "source_id IS NOT NULL AND source_id NOT IN (SELECT source_id FROM sources)"  # a removed verdict file's
+    removed = {r[0] for r in cur.execute(f"SELECT DISTINCT bench FROM human_verdicts WHERE {gone}").fetchall()}
+    if removed:  # (no DELETE … RETURNING: a DuckLake store does not have it)
+        cur.execute(f"DELETE FROM human_verdicts WHERE {gone}")
+    cur.execute("DELETE FROM human_pair_votes WHERE source_id NOT IN (SELECT source_id FROM sources)")
+    where, params = "", {}
+    if benches is not None:
+        benches = sorted({b for b in benches if b is not None} | removed)
+        if not benches:
+            return
+        where, params = "WHERE list_contains($b, bench)", {"b": benches}
+    cur.execute(f"DELETE FROM item_scores WHERE harness = '{HUMAN_HARNESS}' {'AND list_contains($b, bench)' if where else ''}",
+                params)
+    cur.execute(f"""
+        INSERT INTO item_scores
+        WITH latest AS (
+            SELECT * FROM human_verdicts {where}
+            QUALIFY row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
+                                       ORDER BY created_at DESC, verdict_id DESC) = 1)
+        SELECT '{HUMAN_HARNESS}', l.bench, '{HUMAN_PREFIX}' || l.author, l.model, l.question_id, l.turn, q.category,
+               avg(l.score), count(*), count(l.score), stddev_samp(l.score), 0
+        FROM latest l LEFT JOIN current_questions q ON q.bench = l.bench AND q.question_id = l.question_id
+        GROUP BY l.bench, l.author, l.model, l.question_id, l.turn, q.category
+        HAVING count(l.score) > 0""", params)
 
 
 LAKE_PREFIX = "ducklake:"

@@ -14,6 +14,8 @@
 - The ``<think>`` rule: a ``<think>…</think>`` block is reasoning, not the answer; an unclosed ``<think>``
   runs to the end of the text (a model cut off mid-thought shows no answer). ``THINK_RE`` (Python) and
   ``THINK_SQL`` (DuckDB's RE2) are the same pattern; ``split_think`` applies it.
+- The mark of a JudgeLens verdict export record (``VERDICT_EXPORT_MARK``): written by ``lib.judging.human``,
+  recognised by ``lib.ingest.formats.human``.
 - The reference categories: FastChat judges math, reasoning and coding with a reference answer.
 - FastChat's rating rule (``common.py``): ``[[N]]``, else the first ``[N]`` (the backup pattern);
   ``fastchat_rating`` applies it (the parsers of ``lib.judging.parsers`` whose kind is in ``FASTCHAT_CHAIN_KINDS``
@@ -83,6 +85,10 @@ def split_think(text: str | None) -> tuple[str, str]:
 
 def strip_think(text: str | None) -> str:
     return split_think(text)[1]
+
+
+# -- the analyst's verdicts -------------------------------------------------------------------------------------
+VERDICT_EXPORT_MARK = "judgelens_verdict"  # {"judgelens_verdict": 1, "author": ...}: one exported verdict
 
 
 # -- categories ------------------------------------------------------------------------------------------------

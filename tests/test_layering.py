@@ -55,3 +55,11 @@ def test_import_contracts():
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     kept = re.search(r"Contracts: (\d+) kept, 0 broken", out.stdout)
     assert kept and int(kept.group(1)) >= 4, out.stdout[-2000:]
+
+
+def test_the_layers_contract_has_no_exceptions():
+    """No upward import is tolerated: code lives in the layer its imports allow (no ignore_imports)."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    assert [(c["name"], c.get("ignore_imports")) for c in contracts if c.get("ignore_imports")] == []

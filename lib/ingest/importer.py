@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
-from lib.ingest.formats import fastchat, swallow
+from lib.ingest.formats import fastchat, human, swallow
 from lib.ingest.formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
-from lib.store import Store, refresh_item_scores
+from lib.store import HUMAN_HARNESS, Store, insert_verdicts, refresh_human_scores, refresh_item_scores
 
 Progress = Callable[[float, str], None]
 
@@ -552,11 +552,9 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
 
 
 def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[list, list[ImportFile]]:
-    """Split off the files lib.judging.human reads (recognised by their first record): given files, and files in
-    given folders that no harness format claims. Returns (the other paths, the human files). A file that resolves
-    outside ``allowed_roots`` stays with the other paths, where discover() refuses it."""
-    from lib.judging import human
-
+    """Split off the files of human judges (lib.ingest.formats.human, recognised by their first record): given
+    files, and files in given folders that no harness format claims. Returns (the other paths, the human files).
+    A file that resolves outside ``allowed_roots`` stays with the other paths, where discover() refuses it."""
     roots = [Path(r).resolve() for r in allowed_roots] if allowed_roots is not None else None
     rest, found = [], []
     for given in paths:
@@ -584,10 +582,8 @@ def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[
 
 
 def _import_human(store: Store, items: list[ImportFile]) -> None:
-    from lib.judging import human
-
     for item in items:
-        source_id, added, present, new = human.import_file(store, item.path, item.kind, item.display)
+        source_id, added, present, new = _import_human_file(store, item.path, item.kind, item.display)
         item.rows = added
         if new:
             item.status, item.source_id = "imported", source_id
@@ -596,6 +592,51 @@ def _import_human(store: Store, items: list[ImportFile]) -> None:
                 item.warnings.append(f"{present} record(s) were already in the store")
         else:
             item.status, item.existing_source = "unchanged", source_id
+
+
+def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tuple[int, int, int, bool]:
+    """Import a verdict export (kind 'verdicts') or a human pairwise judgment file ('human_pairs') in one
+    transaction. Returns (source_id, rows added, rows already present, new source?): the same bytes imported
+    before change nothing; a verdict already in the store (same fields) is not added again."""
+    data = path.read_bytes()  # verdict files are small
+    sha, size = hashlib.sha256(data).hexdigest(), len(data)
+    if kind == "verdicts":
+        rows, bench = human.read_verdicts(path, display), None
+    else:
+        bench = human.pair_bench(path)
+        rows = human.read_pair_votes(path, display, bench)
+    source_kind = "human_verdicts" if kind == "verdicts" else "human_pair_votes"
+
+    def write(cur):  # Store.transaction: may run again on a DuckLake store
+        existing = cur.execute("SELECT source_id FROM sources WHERE sha256 = ? AND kind = ?",
+                               [sha, source_kind]).fetchone()
+        if existing:
+            return existing[0], 0, len(rows), False
+        sid = store.next_id(cur, "sources")
+        cur.execute(
+            "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
+            "warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, [])",
+            [sid, sha, str(path), path.name, HUMAN_HARNESS, source_kind, bench, size])
+        if kind == "verdicts":
+            added = insert_verdicts(cur, rows, sid)
+            refresh_human_scores(cur, {r["bench"] for r in rows})
+        else:
+            import pyarrow as pa
+
+            cur.register("_votes_in", pa.Table.from_pylist(rows))
+            try:
+                added = cur.execute("""INSERT INTO human_pair_votes (source_id, bench, question_id, turn, model_a,
+                                       model_b, winner, judge, judge_type)
+                                       SELECT $sid, bench, question_id, turn, model_a, model_b, winner, judge,
+                                              judge_type FROM _votes_in""", {"sid": sid}).fetchone()[0]
+            finally:
+                cur.unregister("_votes_in")
+        cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
+                    [added, [f"{len(rows) - added} verdict(s) were already in the store"] if len(rows) > added else [],
+                     sid])
+        return sid, added, len(rows) - added, True
+
+    return store.transaction(write)
 
 
 def relink(store: Store, questions_changed: bool = True) -> None:

@@ -1,0 +1,136 @@
+"""Reading the files of human judges: JudgeLens verdict exports and the public MT-Bench human-judgment set.
+
+- ``sniff(path)``: which of the two a file is, from its first record (``ingest`` recognises them by content).
+- A **verdict export** (``lib.judging.human.export_jsonl``) has one JSON object per line, marked
+  ``{"judgelens_verdict": 1, ...}`` (``lib.vocab.VERDICT_EXPORT_MARK``); ``read_verdicts`` checks each with the
+  store's rule (``lib.store.check_verdict``).
+- **MT-Bench human judgments** (lmsys/mt_bench_human_judgments): rows with ``question_id, model_a, model_b, winner,
+  judge, turn`` and the two conversations, as JSON Lines or one JSON array; ``read_pair_votes`` turns each into a
+  pairwise vote by ``human:<judge id>`` with compute_agreement.py's judge type.
+
+A bad record raises FormatError naming the file and line. Writing them is ``lib.ingest.importer``.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from lib.errors import FormatError, UsageError
+from lib.store import HUMAN_PREFIX, check_verdict
+from lib.vocab import VERDICT_EXPORT_MARK
+
+PAIR_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+TOO_DEEP = "a JSON value is nested too deeply (about a thousand levels of [ or {); verdict records nest a few levels"
+PAIR_KEYS = frozenset({"question_id", "model_a", "model_b", "winner", "judge", "turn"})
+
+
+def sniff(path: Path) -> str | None:
+    """'verdicts' for a JudgeLens verdict export, 'human_pairs' for MT-Bench human judgments, else None. Reads
+    the first record only."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    text = head.decode("utf-8", errors="ignore").lstrip("\ufeff").lstrip()
+    if text.startswith("["):  # a JSON array (compute_agreement.py's input)
+        text = text[1:].lstrip()
+    if not text.startswith("{"):
+        return None
+    first = text.split("\n", 1)[0]
+    keys: set[str] = set()
+    try:
+        first_record = json.loads(first.rstrip().rstrip(","))
+        keys = set(first_record) if isinstance(first_record, dict) else set()
+    except (ValueError, RecursionError):
+        try:
+            keys = set(json.loads(Path(path).read_text(encoding="utf-8-sig"))[0])
+        except (ValueError, RecursionError, IndexError, KeyError, TypeError, OSError):
+            return None
+    if VERDICT_EXPORT_MARK in keys:
+        return "verdicts"
+    if PAIR_KEYS <= keys:
+        return "human_pairs"
+    return None
+
+
+def _records(path: Path, display: str) -> list[tuple[int, dict]]:
+    text = path.read_text(encoding="utf-8-sig")
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise FormatError(f"{display}: not valid JSON ({exc})") from exc
+        except RecursionError:
+            raise FormatError(f"{display}: {TOO_DEEP}") from None
+        return list(enumerate(data, 1))
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((n, json.loads(line)))
+            except ValueError as exc:
+                raise FormatError(f"{display}:{n}: not valid JSON ({exc.msg})") from exc
+            except RecursionError:
+                raise FormatError(f"{display}:{n}: {TOO_DEEP}") from None
+    return out
+
+
+def read_verdicts(path: Path, display: str) -> list[dict]:
+    rows = []
+    for n, obj in _records(path, display):
+        try:
+            author, score = check_verdict(obj.get("author"), obj.get("score"), obj.get("label"), obj.get("note"))
+            rows.append(dict(author=author, created_at=datetime.fromisoformat(obj["created_at"]).replace(tzinfo=None),
+                             bench=str(obj["bench"]), question_id=str(obj["question_id"]), turn=int(obj["turn"]),
+                             model=str(obj["model"]), sample=None if obj.get("sample") is None else int(obj["sample"]),
+                             score=score, label=obj.get("label") or None, note=obj.get("note") or None))
+        except (KeyError, TypeError, ValueError, UsageError) as exc:
+            raise FormatError(f"{display}:{n}: not a JudgeLens verdict ({getattr(exc, 'message', exc)})") from exc
+    return rows
+
+
+def pair_judge_name(judge) -> str:
+    """The JudgeLens name of a pairwise vote's judge: human:<id> for a person, e.g. human:expert_0;
+    an LLM judge given as [model, prompt] keeps its model name with the prompt, e.g. gpt-4:pair-v2."""
+    if isinstance(judge, list):
+        return ":".join(str(j) for j in judge)
+    return HUMAN_PREFIX + str(judge)
+
+
+def judge_type(judge) -> str:
+    """The judge type FastChat's compute_agreement.py groups votes by: gpt4-pair, human (experts), author."""
+    if isinstance(judge, list) and judge and judge[0] == "gpt-4" and str(judge[1]).startswith("pair"):
+        return "gpt4-pair"
+    if isinstance(judge, list):
+        return ":".join(str(j) for j in judge)
+    if str(judge).startswith("expert"):
+        return "human"
+    if str(judge).startswith("author"):
+        return "author"
+    return str(judge)
+
+
+def read_pair_votes(path: Path, display: str, bench: str) -> list[dict]:
+    rows = []
+    for n, obj in _records(path, display):
+        try:
+            winner = obj["winner"]
+            if winner not in PAIR_WINNERS:
+                raise ValueError(f"winner {winner!r} is not one of {', '.join(PAIR_WINNERS)}")
+            turn = int(obj["turn"])
+            if turn not in (1, 2):
+                raise ValueError(f"turn {turn} is not 1 or 2")
+            rows.append(dict(bench=bench, question_id=str(obj["question_id"]), turn=turn, model_a=str(obj["model_a"]),
+                             model_b=str(obj["model_b"]), winner=winner, judge=pair_judge_name(obj["judge"]),
+                             judge_type=judge_type(obj["judge"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"{display}:{n}: not an MT-Bench human judgment ({exc})") from exc
+    return rows
+
+
+def pair_bench(path: Path) -> str:
+    """A human-judgment file inside <bench>/model_judgment/ belongs to that bench; elsewhere: mt_bench (the
+    public set judges MT-Bench)."""
+    return path.parent.parent.name if path.parent.name == "model_judgment" else "mt_bench"
