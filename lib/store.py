@@ -311,9 +311,10 @@ CREATE TABLE IF NOT EXISTS search_text (
 CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources already in search_text
 
 -- The analyst's verdicts (recorded by lib.judging.human, read from files by lib.ingest.formats.human; the rules:
--- check_verdict, refresh_human_scores below). Each edit adds a row; the latest per author and item counts and
--- enters item_scores as judge 'human:<author>' (harness 'human'). source_id: the imported verdict file, NULL
--- when recorded in this store. uid: sha256 of all fields, so an import adds only verdicts not yet here.
+-- check_verdict, current_verdicts_sql, refresh_human_scores below). Each edit adds a row (history); an author's
+-- current verdict on an item takes each field (score, label, note) from the latest row that sets or clears it,
+-- and its score enters item_scores as judge 'human:<author>' (harness 'human'). source_id: the imported verdict
+-- file, NULL when recorded in this store. uid: sha256 of all fields, so an import adds only verdicts not yet here.
 CREATE SEQUENCE IF NOT EXISTS verdict_ids START 1;
 CREATE TABLE IF NOT EXISTS human_verdicts (
     verdict_id  INTEGER PRIMARY KEY DEFAULT nextval('verdict_ids'),
@@ -325,10 +326,11 @@ CREATE TABLE IF NOT EXISTS human_verdicts (
     turn        INTEGER NOT NULL,
     model       VARCHAR NOT NULL,
     sample      INTEGER,
-    score       DOUBLE,                        -- 1-10, NULL for a label or note alone
-    label       VARCHAR,
-    note        VARCHAR,
-    source_id   INTEGER
+    score       DOUBLE,                        -- 1-10; NULL: this row leaves the score as it was
+    label       VARCHAR,                       -- NULL: leaves the label as it was
+    note        VARCHAR,                       -- NULL: leaves the note as it was
+    source_id   INTEGER,
+    cleared     VARCHAR[]                      -- fields this row empties: score, label, note (NULL: none)
 );
 -- Pairwise human judgments in the public MT-Bench human-judgment format (one vote per row).
 CREATE TABLE IF NOT EXISTS human_pair_votes (
@@ -343,6 +345,9 @@ CREATE TABLE IF NOT EXISTS human_pair_votes (
     judge_type  VARCHAR NOT NULL               -- compute_agreement.py's type: human (experts), author, gpt4-pair
 );
 """
+
+# Columns added to a table after stores with that table existed: (table, column, type), added on open.
+ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"),)
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
@@ -391,11 +396,14 @@ def _refresh_extras(cur, benches) -> None:
 # lib.judging.human, reading verdict files lib.ingest.formats.human.
 HUMAN_HARNESS = "human"
 HUMAN_PREFIX = "human:"
+VERDICT_FIELDS = ("score", "label", "note")
 
 
-def check_verdict(author: str | None, score, label: str | None, note: str | None) -> tuple[str, float | None]:
-    """(author, score) of a verdict the store may hold, else UsageError: an author (one line), a 1-10 score or
-    none, and a score, a label or a note."""
+def check_verdict(author: str | None, score, label: str | None, note: str | None,
+                  cleared=()) -> tuple[str, float | None, list[str]]:
+    """(author, score, cleared) of a verdict row the store may hold, else UsageError: an author (one line), a 1-10
+    score or none, the fields it empties (``cleared``: score, label, note; none it also sets), and at least one
+    thing to record (a score, a label, a note or a field to empty)."""
     author = (author or "").strip()
     if not author:
         raise UsageError("Set your name first (--author, the sidebar, or [judgelens] author in secrets): "
@@ -406,19 +414,29 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
         score = float(score)
         if not 1 <= score <= 10:
             raise UsageError(f"A verdict's score is 1-10; got {score:g}.")
-    if score is None and not (label or "").strip() and not (note or "").strip():
-        raise UsageError("A verdict needs a score, a label or a note.")
-    return author, score
+    if isinstance(cleared, str) or not isinstance(cleared or (), (list, tuple, set, frozenset)) \
+            or not set(cleared or ()) <= set(VERDICT_FIELDS):
+        raise UsageError(f"A verdict clears a list of its fields ({', '.join(VERDICT_FIELDS)}); got {cleared!r}.")
+    cleared = [f for f in VERDICT_FIELDS if f in set(cleared or ())]
+    given = {"score": score is not None, "label": bool((label or "").strip()), "note": bool((note or "").strip())}
+    if both := [f for f in cleared if given[f]]:
+        raise UsageError(f"A verdict cannot both set and clear its {' and '.join(both)}.")
+    if not any(given.values()) and not cleared:
+        raise UsageError("A verdict needs a score, a label or a note (or a field to clear).")
+    return author, score, cleared
 
 
-def verdict_uid(author, created_at, bench, question_id, turn, model, sample, score, label, note) -> str:
-    """sha256 of all of a verdict's fields: the same verdict imported twice is one row."""
+def verdict_uid(author, created_at, bench, question_id, turn, model, sample, score, label, note, cleared=()) -> str:
+    """sha256 of all of a verdict's fields: the same verdict imported twice is one row. (``cleared`` joins the
+    hashed fields only when it is not empty, so rows without it keep the uid they had before it existed.)"""
     import hashlib
     import json
 
     parts = [author, created_at.isoformat(timespec="microseconds"), bench, str(question_id), int(turn), model,
              None if sample is None else int(sample), None if score is None else float(score), label or None,
              note or None]
+    if cleared:
+        parts.append(list(cleared))
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -431,7 +449,7 @@ def insert_verdicts(cur, rows: list[dict], source_id: int | None) -> int:
 
     table = pa.table({
         "uid": [verdict_uid(r["author"], r["created_at"], r["bench"], r["question_id"], r["turn"], r["model"],
-                            r["sample"], r["score"], r["label"], r["note"]) for r in rows],
+                            r["sample"], r["score"], r["label"], r["note"], r.get("cleared")) for r in rows],
         "author": [r["author"] for r in rows],
         "created_at": pa.array([r["created_at"] for r in rows], pa.timestamp("us")),
         "bench": [r["bench"] for r in rows], "question_id": [str(r["question_id"]) for r in rows],
@@ -439,22 +457,45 @@ def insert_verdicts(cur, rows: list[dict], source_id: int | None) -> int:
         "sample": pa.array([None if r["sample"] is None else int(r["sample"]) for r in rows], pa.int32()),
         "score": pa.array([r["score"] for r in rows], pa.float64()),
         "label": pa.array([r["label"] for r in rows], pa.string()),
-        "note": pa.array([r["note"] for r in rows], pa.string())})
+        "note": pa.array([r["note"] for r in rows], pa.string()),
+        "cleared": pa.array([list(r.get("cleared") or []) or None for r in rows], pa.list_(pa.string()))})
     cur.register("_verdicts_in", table)
     try:
         return cur.execute("""
             INSERT INTO human_verdicts (uid, author, created_at, bench, question_id, turn, model, sample, score,
-                                        label, note, source_id)
+                                        label, note, cleared, source_id)
             SELECT DISTINCT ON (uid) *, $sid FROM _verdicts_in v
             WHERE v.uid NOT IN (SELECT uid FROM human_verdicts)""", {"sid": source_id}).fetchone()[0]
     finally:
         cur.unregister("_verdicts_in")
 
 
+# the order of verdict rows: by time, then by uid (not verdict_id, which differs between stores holding the same
+# rows; a lake has none): every store that holds the same rows finds the same current verdicts
+VERDICT_ORDER_TERMS = ("created_at", "uid")
+
+
+def current_verdicts_sql(where: str = "") -> str:
+    """SQL of every author's CURRENT verdict per item (bench, question_id, turn, model, sample; a NULL sample is
+    0), over the human_verdicts rows ``where`` selects. THE RULE: each field (score, label, note) is the value of
+    the latest row that sets it or clears it (``cleared``); a row that leaves a field empty keeps the earlier
+    value. So recording a label after a score keeps the score, and only an explicit clear removes it.
+    Columns: author, bench, question_id, turn, model, sample, score, label, note, created_at (of the latest row),
+    verdict_id (of the latest row), edits (rows)."""
+    field = "arg_max_null({f}, _k) FILTER (WHERE {f} IS NOT NULL OR list_contains(cleared, '{f}')) AS {f}"
+    return f"""
+        SELECT author, bench, question_id, turn, model, coalesce(sample, 0) AS sample,
+               {', '.join(field.format(f=f) for f in VERDICT_FIELDS)},
+               max(created_at) AS created_at, arg_max(verdict_id, _k) AS verdict_id, count(*) AS edits
+        FROM (SELECT *, ({', '.join(VERDICT_ORDER_TERMS)}) AS _k FROM human_verdicts {where})
+        GROUP BY author, bench, question_id, turn, model, coalesce(sample, 0)"""
+
+
 def refresh_human_scores(cur, benches=None) -> None:
-    """Put the latest human score per author and item into item_scores as judge human:<author> (harness
-    'human'), for these benches (None: all), inside the caller's transaction. Swallow samples: the latest verdict
-    per sample, averaged per item like the LLM judges' samples."""
+    """Put every author's current score per item (current_verdicts_sql) into item_scores as judge human:<author>
+    (harness 'human'), for these benches (None: all), inside the caller's transaction. Swallow samples: the
+    current score per sample, averaged per item like the LLM judges' samples; an item none of whose samples has a
+    score (a label or note alone) has no human score."""
     if not cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'human_verdicts'").fetchone():
         return
     gone = "source_id IS NOT NULL AND source_id NOT IN (SELECT source_id FROM sources)"  # a removed verdict file's
@@ -472,16 +513,12 @@ def refresh_human_scores(cur, benches=None) -> None:
                 params)
     cur.execute(f"""
         INSERT INTO item_scores
-        WITH latest AS (
-            SELECT * FROM human_verdicts {where}
-            QUALIFY row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
-                                       ORDER BY created_at DESC, verdict_id DESC) = 1)
-        SELECT '{HUMAN_HARNESS}', l.bench, '{HUMAN_PREFIX}' || l.author, l.model, l.question_id, l.turn, q.category,
-               avg(l.score), count(*), count(l.score), stddev_samp(l.score), 0
-        FROM latest l LEFT JOIN current_questions q ON q.bench = l.bench AND q.question_id = l.question_id
-        GROUP BY l.bench, l.author, l.model, l.question_id, l.turn, q.category
-        HAVING count(l.score) > 0""", params)
-
+        WITH cur AS ({current_verdicts_sql(where)})
+        SELECT '{HUMAN_HARNESS}', c.bench, '{HUMAN_PREFIX}' || c.author, c.model, c.question_id, c.turn, q.category,
+               avg(c.score), count(*), count(c.score), stddev_samp(c.score), 0
+        FROM cur c LEFT JOIN current_questions q ON q.bench = c.bench AND q.question_id = c.question_id
+        GROUP BY c.bench, c.author, c.model, c.question_id, c.turn, q.category
+        HAVING count(c.score) > 0""", params)
 
 LAKE_PREFIX = "ducklake:"
 LAKE_ALIAS = "lake"
@@ -650,6 +687,8 @@ class Store:
             if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
                 self._con.execute("DROP VIEW item_scores")
             self._con.execute(SCHEMA)
+            for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
+                self._con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
             if kind and kind[0] == "VIEW":
                 refresh_item_scores(self._con)
             self._con.execute(
@@ -705,6 +744,11 @@ class Store:
             have = {r[0] for r in cur.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_catalog = ?", [LAKE_ALIAS]).fetchall()}
             if "meta" in have and "item_scores" in have and "answers_view" in have and _schema_tables() <= have:
+                columns = set(cur.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                          "WHERE table_catalog = ?", [LAKE_ALIAS]).fetchall())
+                missing = [a for a in ADDED_COLUMNS if a[:2] not in columns]
+                for table, column, sql_type in missing:  # lakes made before the column existed
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
                 return  # DDL only when something is missing: every DDL is a commit other processes conflict with
             cur.execute(lake_schema())
             for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0")):

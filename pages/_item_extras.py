@@ -76,7 +76,9 @@ def _edit_labels() -> None:
         st.text_area("One label per line", key="jl_labels_input", on_change=keep, height=200)
 
 
-def _save(store, key, score) -> None:
+def _save(store, key, score, clear=()) -> None:
+    """Record the pressed score (None: label and note only) or clear, with the label and note set below. Fields
+    left empty keep the author's earlier values (lib.judging.human: each field is the latest value for it)."""
     from lib.errors import JudgeLensError
     from lib.judging import human
 
@@ -84,15 +86,18 @@ def _save(store, key, score) -> None:
     try:
         row = human.record(store, author=st.session_state.get("jl_author", ""), bench=key.bench,
                            question_id=key.question_id, turn=key.turn, model=key.model, sample=key.sample,
-                           score=score, label=None if label in (None, NO_LABEL) else label,
-                           note=st.session_state.get("iv_v_note"))
+                           score=score, label=None if label in (None, NO_LABEL) or clear else label,
+                           note=None if clear else st.session_state.get("iv_v_note"), clear=clear)
     except JudgeLensError as exc:
         st.session_state["iv_v_error"] = exc.message
         return
-    st.session_state["iv_v_saved"] = (f"Saved as {human.judge_name(row['author'])}: "
-                                      + (f"score {row['score']:g}" if row["score"] is not None else "no score")
-                                      + (f", {row['label']}" if row["label"] else ""))
-    st.session_state["iv_v_note"] = ""
+    now = human.latest(store, author=row["author"], bench=key.bench, question_id=key.question_id, turn=key.turn,
+                       model=key.model, sample=key.sample)
+    done = "Cleared the " + " and ".join(row["cleared"]) if row["cleared"] else "Saved"
+    st.session_state["iv_v_saved"] = (f"{done} as {human.judge_name(row['author'])}: "  # your verdict after it
+                                      f"{human.describe(now.iloc[0] if len(now) else None)}")
+    if not clear:
+        st.session_state["iv_v_note"] = ""
 
 
 def _go_next(store, key, author_name) -> None:
@@ -110,8 +115,10 @@ NO_LABEL = "(no label)"
 
 
 def verdict_panel(store, key) -> None:
-    """Your verdict on this item, keyboard first: 1-9 and 0 (= 10) record a score with the label and note set
-    below; U jumps to the next undecided item of your review queue. Every press adds a row (history stays)."""
+    """Your verdict on this item (on the sample shown, for Swallow), keyboard first: 1-9 and 0 (= 10) record a
+    score with the label and note set below; "Label only" records them without touching your score; U jumps to
+    the next undecided item of your review queue. Every press adds a row (history stays); each field of your
+    verdict is your latest value for it, so only "Clear score" / "Clear label" empty one."""
     from lib.judging import human
     from lib.render.safe_text import md_escape
 
@@ -121,30 +128,51 @@ def verdict_panel(store, key) -> None:
         st.info("Set your name in the sidebar to record verdicts: they count as judge human:<name>.")
         return
     if msg := st.session_state.pop("iv_v_saved", None):
-        st.success(msg)
+        st.success(md_escape(msg))
     if msg := st.session_state.pop("iv_v_error", None):
         st.error(msg)
     hist = human.history(store, bench=key.bench, question_id=key.question_id, turn=key.turn, model=key.model,
                          sample=key.sample)
-    mine = hist[(hist["author"] == name) & hist["latest"]]
+    item = human.latest(store, author=name, bench=key.bench, question_id=key.question_id, turn=key.turn,
+                        model=key.model)  # every sample of the item
+    here = item[item["sample"] == key.sample]
+    mine = here.iloc[0] if len(here) else None
+    st.caption(f"Your verdict{f' on sample {key.sample}' if key.sample else ''} now: "
+               + md_escape(human.describe(mine)))
+    others = item[item["sample"] != key.sample]
+    if len(others):
+        st.caption("Swallow judges 5 samples; your verdict is on the sample shown. Your other samples of this item: "
+                   + md_escape("; ".join(f"sample {int(r.sample)}: {human.describe(r._asdict())}"
+                                         for r in others.itertuples()))
+                   + ". The item's score is the mean over the samples you scored; it counts as decided once any "
+                     "sample has your score or label.")
     options = [NO_LABEL, *labels()]
     if st.session_state.get("iv_v_label") not in options:
         st.session_state["iv_v_label"] = NO_LABEL
     c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
-    c1.selectbox("Label", options, key="iv_v_label")
+    c1.selectbox("Label", options, key="iv_v_label", help=f"{NO_LABEL}: keep your current label")
     c2.text_input("Note", key="iv_v_note", placeholder="optional: why")
     with c3:
         _edit_labels()
     st.caption(f"Press 1-9, or 0 for 10, to record your score as {md_escape(human.judge_name(name))} with this label "
-               "and note · U: next undecided item of your review queue")
+               "and note · what you leave empty keeps its earlier value · U: next undecided item of your review "
+               "queue")
+    current_score = None if mine is None or mine["score"] != mine["score"] else mine["score"]  # NaN: no score
     buttons = st.columns(11)
     for i, col in enumerate(buttons[:10]):
         score = i + 1
         col.button(str(score), key=f"iv_v_s{score}", on_click=_save, args=(store, key, score),
                    shortcut=str(score % 10), width="stretch",
-                   type="primary" if len(mine) and mine.iloc[0]["score"] == score else "secondary")
+                   type="primary" if current_score is not None and current_score == score else "secondary")
     buttons[10].button("Label only", key="iv_v_label_only", on_click=_save, args=(store, key, None),
-                       help="Record the label and note without a score")
+                       help="Record the label and note; your score stays as it is")
+    k1, k2, _ = st.columns([1, 1, 4])
+    k1.button("Clear score", key="iv_v_clear_score", on_click=_save, args=(store, key, None, ["score"]),
+              disabled=current_score is None, icon=":material/backspace:",
+              help="Remove your score on this item (your label and note stay)")
+    k2.button("Clear label", key="iv_v_clear_label", on_click=_save, args=(store, key, None, ["label"]),
+              disabled=mine is None or not isinstance(mine["label"], str), icon=":material/label_off:",
+              help="Remove your label on this item (your score and note stay)")
     queue = human.review_queue(store, name, bench=key.bench, n=int(st.session_state.get("jl_queue_n", 20)))
     if len(queue):
         done = int(queue["decided"].sum())
@@ -154,6 +182,6 @@ def verdict_panel(store, key) -> None:
         q2.button("Next undecided", key="iv_v_next", on_click=_go_next, args=(store, key, name), shortcut="U",
                   icon=":material/skip_next:", width="stretch")
     if len(hist):
-        with st.expander(f"History of verdicts on this item ({len(hist)})", expanded=False):
+        with st.expander(f"History of verdicts on this item ({len(hist)}, every row as recorded)", expanded=False):
             st.dataframe(hist.drop(columns=["bench", "question_id", "turn", "model", "sample"]), hide_index=True,
                          width="stretch")

@@ -44,10 +44,10 @@ with tab_queue:
 with tab_all:
     everyone = human.authors(store)
     who = st.selectbox("Author", ["(everyone)", *everyone], key="rv_author")
-    full = st.toggle("Whole history (every edit)", key="rv_history")
-    df = cached_query(human.history, version, author=None if who == "(everyone)" else who)
-    if not full:
-        df = df[df["latest"].astype(bool)].drop(columns=["latest"])  # astype: an empty frame has no bool dtype
+    full = st.toggle("Whole history (every edit, as recorded)", key="rv_history",
+                     help="Off: each author's current verdict per item, each field their latest value for it (a "
+                          "label recorded after a score keeps the score).")
+    df = cached_query(human.history if full else human.latest, version, author=None if who == "(everyone)" else who)
     show_table(df, "verdicts")
     records = human.export_records(store, None if who == "(everyone)" else who)
     st.download_button("Export as JSONL (import elsewhere on the Import page or with ingest)",

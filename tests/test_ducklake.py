@@ -314,3 +314,27 @@ def test_verdicts_and_search_on_a_lake(tmp_path, request):
         with other.read() as cur:
             assert cur.execute("SELECT judge, score FROM item_scores WHERE harness = 'human'").fetchall() == [
                 ("human:ana", 4.0)]
+
+
+def test_verdict_clears_on_a_lake_and_a_lake_made_before_them(tmp_path, request):
+    """Each field of a verdict is the author's latest value for it on a lake too (no verdict ids there), and a lake
+    whose human_verdicts table predates the ``cleared`` column gets it when opened."""
+    from datetime import datetime
+
+    from lib.judging import human
+
+    target, data = lake_target("sqlite", tmp_path, request)
+    key = dict(author="ana", bench="ja_mt_bench", question_id="1", turn=1, model="m")
+    t0 = datetime(2026, 1, 1, 12, 0, 0)
+    with Store(target, data_path=data) as lake:
+        human.record(lake, **key, score=4, created_at=t0)
+        human.record(lake, **key, label="both wrong", created_at=t0.replace(minute=1))
+        with lake.read() as cur:
+            assert cur.execute("SELECT score FROM item_scores WHERE judge = 'human:ana'").fetchall() == [(4.0,)]
+        lake.transaction(lambda cur: cur.execute("ALTER TABLE human_verdicts DROP COLUMN cleared"))
+    with Store(target) as reopened:
+        human.record(reopened, **key, clear=["score"], created_at=t0.replace(minute=2))
+        now = human.latest(reopened)
+        assert (human._plain(now["score"].iloc[0]), now["label"].iloc[0]) == (None, "both wrong")
+        with reopened.read() as cur:
+            assert cur.execute("SELECT count(*) FROM item_scores WHERE judge = 'human:ana'").fetchone() == (0,)

@@ -10,14 +10,18 @@ from lib.judging import human
 
 
 def cmd_verdict(args) -> int:
-    row = human.record(open_store(args), author=args.author, bench=args.bench, question_id=args.question,
-                       turn=args.turn, model=args.model, sample=args.sample, score=args.score, label=args.label,
-                       note=args.note)
-    what = ", ".join(p for p in (f"score {row['score']:g}" if row["score"] is not None else "",
-                                 f"label {row['label']!r}" if row["label"] else "",
-                                 "a note" if row["note"] else "") if p)
+    store = open_store(args)
+    clear = [f for f in ("score", "label", "note") if getattr(args, f"clear_{f}")]
+    row = human.record(store, author=args.author, bench=args.bench, question_id=args.question, turn=args.turn,
+                       model=args.model, sample=args.sample, score=args.score, label=args.label, note=args.note,
+                       clear=clear)
+    given = human.describe(row)
+    what = ", ".join(([given] if given != "nothing" else []) + [f"cleared the {f}" for f in row["cleared"]])
+    now = human.latest(store, author=row["author"], bench=row["bench"], question_id=row["question_id"],
+                       turn=row["turn"], model=row["model"], sample=row["sample"])
     print(f"Recorded {human.judge_name(row['author'])}: {what} on {row['bench']} question {row['question_id']} "
-          f"turn {row['turn']} model {row['model']}" + (f" sample {row['sample']}" if row["sample"] else "") + ".")
+          f"turn {row['turn']} model {row['model']}" + (f" sample {row['sample']}" if row["sample"] else "")
+          + f". Your verdict there now: {human.describe(now.iloc[0] if len(now) else None)}.")
     return 0
 
 
@@ -28,9 +32,11 @@ def cmd_export(args) -> int:
 
 
 def cmd_list(args) -> int:
-    df = human.history(open_store(args), author=args.author, bench=args.bench)
-    if not args.all:
-        df = df[df["latest"]].drop(columns=["latest"])
+    store = open_store(args)
+    if args.all:
+        df = human.history(store, author=args.author, bench=args.bench)
+    else:
+        df = human.latest(store, author=args.author, bench=args.bench)
     print(frame_out(df, args.format))
     return 0
 
@@ -52,7 +58,10 @@ def cmd_pair_agreement(args) -> int:
 
 def register(sub, parents) -> None:
     db, fmt = parents["db"], parents["fmt"]
-    p = sub.add_parser("verdict", parents=[db], help="record your own verdict on an item (judge human:<author>)")
+    p = sub.add_parser("verdict", parents=[db], help="record your own verdict on an item (judge human:<author>)",
+                       description="Record your verdict on an item. It counts as judge human:<author>. A field you "
+                                   "leave out keeps your earlier value on this item (a label alone keeps your "
+                                   "score); --clear-score/--clear-label/--clear-note empty one.")
     p.add_argument("--bench", required=True)
     p.add_argument("--question", required=True, help="question_id")
     p.add_argument("--turn", type=int, required=True, choices=(1, 2))
@@ -61,6 +70,9 @@ def register(sub, parents) -> None:
     p.add_argument("--score", type=float, help="1-10")
     p.add_argument("--label", help="e.g. " + ", ".join(repr(x) for x in human.DEFAULT_LABELS[:3]) + ", …")
     p.add_argument("--note")
+    for field in ("score", "label", "note"):
+        p.add_argument(f"--clear-{field}", action="store_true",
+                       help=f"empty your earlier {field} (a verdict without --{field} keeps it)")
     p.add_argument("--author", required=True, help="your name: the verdict counts as judge human:<author>")
     p.set_defaults(func=cmd_verdict)
 
@@ -70,7 +82,9 @@ def register(sub, parents) -> None:
     e.add_argument("--out", type=Path, required=True)
     e.add_argument("--author", help="only this author's verdicts")
     e.set_defaults(func=cmd_export)
-    ls = vsub.add_parser("list", parents=[db, fmt], help="current verdicts (--all: the whole history)")
+    ls = vsub.add_parser("list", parents=[db, fmt],
+                         help="current verdicts: each field the author's latest value for it (--all: every row as "
+                              "recorded)")
     ls.add_argument("--author")
     ls.add_argument("--bench")
     ls.add_argument("--all", action="store_true", help="every row, not only the latest per author and item")

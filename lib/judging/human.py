@@ -1,20 +1,32 @@
 """The analyst's own verdicts: a human judge next to the LLM judges, never overwriting them.
 
 **Single verdicts** (``human_verdicts``): an author gives an item (bench, question, turn, model, sample) a 1-10
-score and/or a label and a note. Every edit adds a row (history stays); the latest row per author and item
-counts. The latest scores enter ``item_scores`` as judge ``human:<author>`` with harness ``human`` (see
-``lib.store.refresh_human_scores``, run inside every store write), so agreement, distributions, compare,
-the largest disagreements and reports treat a person like any other judge.
+score and/or a label and a note. Every edit adds a row: ``history`` shows every row as recorded.
+
+**Which verdict counts** (one rule, ``lib.store.current_verdicts_sql``, used by item_scores, ``latest``, the review
+queue, the Item view panel and the CLI): an author's current verdict on an item takes EACH FIELD from the latest
+row that sets or clears that field. A row that leaves the score empty keeps the earlier score (recording a label
+or a note after a score does not wipe it); the same for label and note. Only an explicit clear empties a field
+(``record(..., clear=["score"])``, CLI ``verdict --clear-score``, the panel's "Clear score"). The current scores
+enter ``item_scores`` as judge ``human:<author>`` with harness ``human`` (``lib.store.refresh_human_scores``, run
+inside every store write), so agreement, distributions, compare, the largest disagreements and reports treat a
+person like any other judge.
+
+**Swallow samples**: Swallow judges every item 5 times (``sample`` 0-4) and a verdict is on one sample (the one
+the Item view shows). The item's ``human:<author>`` score is the mean of the author's current scores over the
+samples they scored (as the LLM judges' samples are averaged). The review queue ranks items, not samples: an
+item is DECIDED when the author's current verdict on ANY of its samples has a score or a label (a note alone
+does not decide it; clearing the score and label undecides it).
 
 **Sharing**: ``export_jsonl`` writes one JSON object per verdict (``{"judgelens_verdict": 1, "author": ...}``);
 ``ingest`` recognises such a file by its content (``lib.ingest.formats.human`` reads it) and adds the verdicts a
 store does not have yet: a verdict is identified by all of its fields, so importing twice or importing your own export
-adds nothing.
+adds nothing. The export holds every row (clears included), so the importing store finds the same current verdicts.
 
 **Pairwise human judgments** in the format of the public MT-Bench human-judgment set (lmsys/mt_bench_human_judgments:
-rows with ``question_id, model_a, model_b, winner, judge, turn`` and the two conversations) import through ``ingest``
-as pairwise votes (``human_pair_votes``) by ``human:<judge id>``; ``pair_agreement`` computes the agreement table of FastChat's
-``compute_agreement.py`` (MT-Bench paper, table 2): per turn, with and without ties, between judge types.
+rows with ``question_id, model_a, model_b, winner, judge, turn`` and the two conversations) import through
+``ingest`` as pairwise votes (``human_pair_votes``) by ``human:<judge id>``; ``pair_agreement`` computes the agreement
+table of FastChat's ``compute_agreement.py`` (MT-Bench paper, table 2): per turn, with and without ties, between judge types.
 """
 from __future__ import annotations
 
@@ -24,14 +36,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.store import (HUMAN_HARNESS, HUMAN_PREFIX, Store, check_verdict, insert_verdicts,
-                       refresh_human_scores)
+from lib.store import (HUMAN_HARNESS, HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, current_verdicts_sql,
+                       insert_verdicts, refresh_human_scores)
 from lib.vocab import VERDICT_EXPORT_MARK as EXPORT_MARK
 
 DEFAULT_LABELS = ("judge A right", "judge B right", "both wrong", "reference wrong", "language rule misapplied",
                   "parse error", "position bias")
+# history(): every row as recorded; latest(): each author's current verdict per item (current_verdicts_sql)
 VERDICT_COLUMNS = ["verdict_id", "author", "created_at", "bench", "question_id", "turn", "model", "sample", "score",
-                   "label", "note", "source_id"]
+                   "label", "note", "cleared", "source_id"]
+CURRENT_COLUMNS = ["verdict_id", "author", "created_at", "bench", "question_id", "turn", "model", "sample", "score",
+                   "label", "note", "edits"]
 
 
 def judge_name(author: str) -> str:
@@ -44,13 +59,14 @@ def _now() -> datetime:
 
 def record(store: Store, *, author: str, bench: str, question_id: str, turn: int, model: str, sample: int = 0,
            score: float | None = None, label: str | None = None, note: str | None = None,
-           created_at: datetime | None = None) -> dict:
-    """Add one verdict (a new row; earlier ones stay as history) and update the human judge's item scores."""
-    author, score = check_verdict(author, score, label, note)
+           clear=(), created_at: datetime | None = None) -> dict:
+    """Add one verdict row (earlier ones stay as history) and update the human judge's item scores. Fields left
+    None keep the author's earlier value; ``clear`` (e.g. ["score"]) empties fields (see the module docstring)."""
+    author, score, cleared = check_verdict(author, score, label, note, clear)
     created_at = created_at or _now()
     row = dict(author=author, created_at=created_at, bench=bench, question_id=str(question_id), turn=int(turn),
                model=model, sample=int(sample or 0), score=score, label=(label or "").strip() or None,
-               note=(note or "").strip() or None)
+               note=(note or "").strip() or None, cleared=cleared)
     def write(cur) -> None:  # Store.transaction: may run again on a DuckLake store
         insert_verdicts(cur, [row], source_id=None)
         refresh_human_scores(cur, [bench])
@@ -71,30 +87,47 @@ def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
 def _filters(**kw) -> tuple[str, dict]:
     conditions, params = [], {}
     for key, value in kw.items():
-        if value is not None:
-            conditions.append(f"{key} = ${key}")
+        if value is not None:  # a verdict without a sample (an imported one) is on sample 0
+            conditions.append(f"coalesce(sample, 0) = ${key}" if key == "sample" else f"{key} = ${key}")
             params[key] = int(value) if key in ("turn", "sample") else str(value)
     return ("WHERE " + " AND ".join(conditions)) if conditions else "", params
 
 
 def history(store: Store, *, author: str | None = None, bench: str | None = None, question_id: str | None = None,
             turn: int | None = None, model: str | None = None, sample: int | None = None) -> pd.DataFrame:
-    """Every verdict row (newest first), with ``latest`` true where it is its author's current verdict."""
+    """Every verdict row as recorded (newest first), with ``latest`` true on each author's newest row per item.
+    A row's empty fields are not its author's current values: ``latest`` gives those."""
     where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
                              sample=sample)
+    desc = ", ".join(term + " DESC" for term in VERDICT_ORDER_TERMS)
     df = _df(store, f"""
         SELECT {', '.join(VERDICT_COLUMNS)},
                row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
-                                  ORDER BY created_at DESC, verdict_id DESC) = 1 AS latest
-        FROM human_verdicts {where} ORDER BY created_at DESC, verdict_id DESC""", params)
+                                  ORDER BY {desc}) = 1 AS latest
+        FROM human_verdicts {where} ORDER BY {desc}""", params)
     df["latest"] = df["latest"].astype(bool)  # also when empty, so df[df["latest"]] filters rows
     return df
 
 
-def latest(store: Store, *, author: str | None = None, bench: str | None = None) -> pd.DataFrame:
-    """The current verdict per author and item."""
-    df = history(store, author=author, bench=bench)
-    return df[df["latest"].astype(bool)].drop(columns=["latest"]).reset_index(drop=True)
+def latest(store: Store, *, author: str | None = None, bench: str | None = None, question_id: str | None = None,
+           turn: int | None = None, model: str | None = None, sample: int | None = None) -> pd.DataFrame:
+    """Each author's current verdict per item (each field from the latest row that sets or clears it; see the
+    module docstring), newest first. Columns: CURRENT_COLUMNS (verdict_id and created_at of the newest row,
+    edits = rows)."""
+    where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
+                             sample=sample)
+    return _df(store, f"SELECT {', '.join(CURRENT_COLUMNS)} FROM ({current_verdicts_sql(where)}) "
+                      "ORDER BY created_at DESC, author, bench, question_id, turn, model, sample", params)
+
+
+def describe(verdict) -> str:
+    """A current verdict in words, e.g. "score 7, label 'both wrong', a note" ("nothing" when all are empty)."""
+    if verdict is None:
+        return "nothing"
+    score, label, note = (_plain(verdict[k]) for k in ("score", "label", "note"))
+    parts = ([f"score {score:g}"] if score is not None else []) + ([f"label {label!r}"] if label else []) + \
+        (["a note"] if note else [])
+    return ", ".join(parts) or "nothing"
 
 
 def authors(store: Store) -> list[str]:
@@ -105,8 +138,9 @@ def authors(store: Store) -> list[str]:
 def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | None = None,
                  n: int = 20) -> pd.DataFrame:
     """The n largest disagreements among the (non-human) judges on this bench, in order, each with whether this
-    author has decided it (has a verdict on it). Columns: rank, bench, question_id, model, turn, category, spread,
-    one score column per judge, decided."""
+    author has decided it: their current verdict on any sample of the item has a score or a label (the queue ranks
+    items, not samples; see the module docstring). Columns: rank, bench, question_id, model, turn, category,
+    spread, one score column per judge, decided."""
     from lib.analysis.agreement import disagreements
 
     if judges is None:
@@ -118,8 +152,9 @@ def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | N
         return pd.DataFrame(columns=["rank", "bench", "question_id", "model", "turn", "category", "spread",
                                      "decided"])
     top = disagreements(store, judges, bench=bench, limit=n)
-    decided = _df(store, "SELECT DISTINCT bench, question_id, turn, model FROM human_verdicts WHERE author = $a "
-                         "AND bench = $b", {"a": author, "b": bench})
+    decided = _df(store, f"SELECT DISTINCT bench, question_id, turn, model "
+                         f"FROM ({current_verdicts_sql('WHERE author = $a AND bench = $b')}) "
+                         "WHERE score IS NOT NULL OR label IS NOT NULL", {"a": author, "b": bench})
     done = set(zip(decided["bench"], decided["question_id"], decided["turn"].astype(int) if len(decided) else [],
                    decided["model"]))
     top.insert(0, "rank", range(1, len(top) + 1))
@@ -153,16 +188,20 @@ def _plain(value):
 
 
 def export_records(store: Store, author: str | None = None) -> list[dict]:
-    """Every verdict (history included), oldest first, as the JSON objects export_jsonl writes."""
-    df = history(store, author=author).sort_values(["created_at", "verdict_id"])
+    """Every verdict row (history included, so the current verdicts follow on import), oldest first, as the JSON
+    objects export_jsonl writes. ``cleared`` is written only when a row clears something."""
+    df = history(store, author=author).iloc[::-1]
     out = []
     for r in df.itertuples(index=False):
         sample, score = _plain(r.sample), _plain(r.score)
-        out.append({EXPORT_MARK: 1, "author": r.author,
-                    "created_at": pd.Timestamp(r.created_at).isoformat(timespec="microseconds"),
-                    "bench": r.bench, "question_id": r.question_id, "turn": int(r.turn), "model": r.model,
-                    "sample": None if sample is None else int(sample), "score": None if score is None else float(score),
-                    "label": _plain(r.label), "note": _plain(r.note)})
+        record = {EXPORT_MARK: 1, "author": r.author,
+                  "created_at": pd.Timestamp(r.created_at).isoformat(timespec="microseconds"),
+                  "bench": r.bench, "question_id": r.question_id, "turn": int(r.turn), "model": r.model,
+                  "sample": None if sample is None else int(sample), "score": None if score is None else float(score),
+                  "label": _plain(r.label), "note": _plain(r.note)}
+        if r.cleared is not None and len(r.cleared):
+            record["cleared"] = [str(f) for f in r.cleared]
+        out.append(record)
     return out
 
 

@@ -81,12 +81,14 @@ def read_verdicts(path: Path, display: str) -> list[dict]:
     rows = []
     for n, obj in _records(path, display):
         try:
-            author, score = check_verdict(obj.get("author"), obj.get("score"), obj.get("label"), obj.get("note"))
+            author, score, cleared = check_verdict(obj.get("author"), obj.get("score"), obj.get("label"),
+                                                   obj.get("note"), obj.get("cleared") or ())
             rows.append(dict(author=author, created_at=datetime.fromisoformat(obj["created_at"]).replace(tzinfo=None),
                              bench=str(obj["bench"]), question_id=str(obj["question_id"]), turn=int(obj["turn"]),
                              model=str(obj["model"]), sample=None if obj.get("sample") is None else int(obj["sample"]),
-                             score=score, label=obj.get("label") or None, note=obj.get("note") or None))
-        except (KeyError, TypeError, ValueError, UsageError) as exc:
+                             score=score, label=obj.get("label") or None, note=obj.get("note") or None,
+                             cleared=cleared))
+        except (AttributeError, KeyError, TypeError, ValueError, UsageError) as exc:
             raise FormatError(f"{display}:{n}: not a JudgeLens verdict ({getattr(exc, 'message', exc)})") from exc
     return rows
 
