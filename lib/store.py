@@ -659,6 +659,7 @@ class Store:
             raise open_error(self.path, exc) from exc
         if read_only:
             self._check_schema()
+            self._upgrade_for_reading()
             return
         try:
             self._create_schema()
@@ -679,6 +680,33 @@ class Store:
                 f"{self.path} is a DuckDB file but not a JudgeLens store (it has no sources table). Import into "
                 f"it first (python -m lib.cli ingest PATH --db {self.path}), or point --db at a JudgeLens "
                 "database.", title="Not a JudgeLens database")
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        have = set(self._con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall())
+        tables = {t for t, _ in have}
+        return [(t, c, kind) for t, c, kind in ADDED_COLUMNS if t in tables and (t, c) not in have]
+
+    def _upgrade_for_reading(self) -> None:
+        """A store made before a column in ADDED_COLUMNS existed, opened read-only (the CLI's reading commands):
+        add the columns once through a short read-write connection, then read as asked, so readers never meet an
+        older schema. Where the file cannot be written (a read-only folder, another process writing), it is read
+        as it is; only what needs the new columns fails there."""
+        if not self._missing_columns():
+            return
+        self._con.close()
+        try:
+            con = _connect(self.path, False)
+        except (duckdb.Error, OSError):
+            con = None
+        if con is not None:
+            try:
+                for table, column, sql_type in ADDED_COLUMNS:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+            except duckdb.Error:
+                pass
+            finally:
+                con.close()
+        self._con = _connect(self.path, True)
 
     def _create_schema(self) -> None:
         with self._write_lock:

@@ -373,6 +373,23 @@ def test_a_store_made_before_clears_gets_the_column(tmp_path):
         assert current(s, author="ana") is not None and current(s, author="ana")["score"] is None
 
 
+def test_an_older_store_opened_read_only_reads_its_verdicts(tmp_path, capsys):
+    """The CLI's reading commands open read-only: a store made before the cleared column gets it on that open
+    too (through a short read-write connection), so `verdicts list` reads it instead of failing on the column."""
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    with Store(path) as s:
+        human.record(s, author="ana", bench=BENCH, question_id="1", turn=1, model=M8B, score=7)
+    con = duckdb.connect(str(path))
+    con.execute("ALTER TABLE human_verdicts DROP COLUMN cleared")
+    con.close()
+    with Store(path, read_only=True) as s:
+        assert current(s, author="ana")["score"] == 7
+    assert cli_main(["verdicts", "list", "--db", str(path), "--format", "json"]) == 0
+    assert [r["score"] for r in json.loads(capsys.readouterr().out)] == [7]
+
+
 def test_panel_label_after_a_score_keeps_it_and_clear_score_removes_it(app):
     from pages._common import get_store
 
