@@ -5,8 +5,7 @@ start) and hands over to the page the user picked. Run with ``bash scripts/run-a
 """
 import streamlit as st
 
-from lib.ingest.sample import load_sample_if_empty
-from pages._common import get_store, profiled
+from pages._common import first_start, get_store, profiled
 
 st.set_page_config(page_title="JudgeLens", page_icon="⚖️", layout="wide")  # an emoji favicon is inline; a :material: one is fetched from fonts.gstatic.com
 
@@ -24,12 +23,6 @@ page = st.navigation([
 ])
 
 store = get_store()  # on failure: says why (e.g. the file is open in another process) and stops
-if not st.session_state.get("_sample_checked"):
-    bar = st.progress(0.0, text="First start: loading the bundled sample data…")
-    report = load_sample_if_empty(store, progress=lambda f, msg: bar.progress(min(f, 1.0), text=msg[-90:]))
-    bar.empty()
-    if report is not None:
-        st.toast(f"Loaded the bundled sample: {len(report.imported)} files.", icon=":material/check:")
-    st.session_state["_sample_checked"] = True
+first_start(store)  # an empty new store gets the bundled sample; checked once per server process
 with profiled(page.title):  # JUDGELENS_PROFILE=DIR: one cProfile file per run (see pages/_common.py)
     page.run()

@@ -5,6 +5,7 @@ Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or 
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -83,6 +84,38 @@ def get_store() -> Store:
     except JudgeLensError as exc:
         show_error(exc)
         st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def _first_start_state(target: str, data_path: str | None) -> dict:
+    return {"lock": threading.Lock(), "checked": False}
+
+
+def first_start(store: Store) -> None:
+    """Load the bundled sample into an empty new store (``load_sample_if_empty``), with a progress bar and a
+    toast. Checked once per server process and store, not per browser session: every new tab would
+    otherwise pay a query and a progress bar it never sees."""
+    from lib.ingest.sample import load_sample_if_empty
+
+    state = _first_start_state(*store_target())
+    if state["checked"]:
+        return
+    with state["lock"]:  # a second tab opened during the load waits for it instead of loading again
+        if state["checked"]:
+            return
+        bar = []
+
+        def progress(fraction: float, msg: str) -> None:
+            if not bar:  # drawn only when there is something to load
+                bar.append(st.progress(0.0, text="First start: loading the bundled sample data…"))
+            bar[0].progress(min(fraction, 1.0), text=msg[-90:])
+
+        report = load_sample_if_empty(store, progress=progress)
+        if bar:
+            bar[0].empty()
+        if report is not None:
+            st.toast(f"Loaded the bundled sample: {len(report.imported)} files.", icon=":material/check:")
+        state["checked"] = True
 
 
 def data_version(store: Store) -> tuple:
