@@ -211,6 +211,14 @@ def publish_to_url(page: str, params: dict[str, str]) -> None:
     st.session_state[f"_{page}_seeded"] = dict(st.query_params)
 
 
+def show_text(text: str, height: int | None = None) -> None:
+    """Model, judge or file text, literally (never Markdown or HTML), wrapped, in a bordered box that scrolls
+    beyond ``height`` pixels. ``st.text``, not ``st.code``: the code block's syntax highlighter costs a new
+    browser tab ~0.3 s of JavaScript the first time its page shows one, even for plain text."""
+    with st.container(height=height, border=True) if height else st.container(border=True):
+        st.text(text, width="stretch")
+
+
 def show_error(exc: JudgeLensError) -> None:
     st.error(f"**{exc.title}**")
     st.code(exc.message, language=None, wrap_lines=True)

@@ -1,7 +1,7 @@
 """Item view: one question, turn and model. The answer, the references and every judge side by side.
 
 Every choice on this page lives in the URL (st.query_params), so the address bar is a deep link.
-All model, judge and file text is shown as text (st.code / st.text), never as Markdown or HTML.
+All model, judge and file text is shown as text (show_text / st.text), never as Markdown or HTML.
 """
 import streamlit as st
 
@@ -11,7 +11,7 @@ from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
 from pages._common import (cached_query, data_version, empty_state, get_store, keep_valid, publish_to_url,
-                           seed_from_url)
+                           seed_from_url, show_text)
 from pages._item_extras import search_box, verdict_panel
 
 store = get_store()
@@ -101,7 +101,7 @@ with left:
             st.caption("No reference answer for this question and turn.")
         for ref in refs.itertuples():
             st.caption("looked up by judge(s): " + md_escape(", ".join(ref.judges)))
-            st.code(ref.text or "", language=None, wrap_lines=True)
+            show_text(ref.text or "")
 with right:
     st.subheader("Answer")
     ans = iv.answer(store, key)
@@ -122,8 +122,8 @@ with right:
                     "shown to the judge.")
         if ans["think"]:
             with st.expander(f"Reasoning in <think> ({len(ans['think']):,} characters; the judge saw it)"):
-                st.code(ans["think"], language=None, wrap_lines=True)
-        st.code(ans["visible"], language=None, wrap_lines=True, height=420)
+                show_text(ans["think"], height=420)
+        show_text(ans["visible"], height=420)
 
 verdict_panel(store, key)  # the analyst's own verdict, keyboard first (pages/_item_extras.py)
 
@@ -151,7 +151,7 @@ for start in range(0, len(chosen), 3):
                 st.warning({"not_parsed": "Rating not parsed (-1): no [[N]] in the judgment.",
                             "api_error": "API error ($ERROR$): the judge call failed.",
                             "out_of_range": f"Rating {v.raw_score:g} is outside 1-10."}.get(v.parse_status, v.parse_status))
-            st.code(v.rationale or "", language=None, wrap_lines=True, height=360)
+            show_text(v.rationale or "", height=360)
             seen_ref = next((r.text for r in refs.itertuples() if v.judge in r.judges), None)
             if seen_ref is None and not refs.empty:
                 seen_ref = refs["text"].iloc[0]
@@ -163,7 +163,7 @@ for start in range(0, len(chosen), 3):
                     with st.expander("Show the copied spans (orange: reference, green: answer)"):
                         st.html(highlight_html(v.rationale, overlap.ref_spans, overlap.answer_spans))
             with st.expander("Rendered judge prompt"):
-                st.code(v.judge_prompt or "(not recorded)", language=None, wrap_lines=True)
+                show_text(v.judge_prompt or "(not recorded)", height=420)
 
 # --- diff -----------------------------------------------------------------------------------------------
 st.subheader("Character diff")

@@ -20,7 +20,7 @@ from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
 from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid,
-                           publish_to_url, seed_from_url, show_error)
+                           publish_to_url, seed_from_url, show_error, show_text)
 
 store = get_store()
 st.title("Workbench")
@@ -157,7 +157,7 @@ if changed:
 with st.expander("Preview: the exact messages that will be sent", expanded=not judges):
     for m in messages or []:
         st.caption(m["role"])
-        st.code(m["content"], language=None, wrap_lines=True)
+        show_text(m["content"])
 
 # --- the judge endpoint (sidebar) ---------------------------------------------------------------------
 config, api_key = judge_endpoint()
@@ -184,7 +184,7 @@ if result and result[0] == item:
         st.markdown("**Stored** · " + (md_escape(old["judge"]) if old is not None else "none"))
         if old is not None:
             st.metric("score", f"{old['score']:g}" if old["parse_status"] == "ok" else "none")
-            st.code(old["rationale"] or "", language=None, wrap_lines=True, height=320)
+            show_text(old["rationale"] or "", height=320)
     with b.container(border=True):
         st.markdown("**New** · " + md_escape(f"{config.model if config else ''} + {template.label}"))
         value = parsed.score if parsed.ok else parsed.verdict
@@ -193,7 +193,7 @@ if result and result[0] == item:
                   help=f"parser: {parsed.method}; status: {parsed.status}" + (f"; {parsed.note}" if parsed.note else ""))
         if not parsed.ok:
             st.warning(f"{parsed.status.replace('_', ' ')}" + (f": read {parsed.value:g}" if parsed.value is not None else ""))
-        st.code(new["text"] or "", language=None, wrap_lines=True, height=320)
+        show_text(new["text"] or "", height=320)
         st.caption(("from the cache (no cost)" if new["cached"] else
                     f"{new['prompt_tokens']} + {new['completion_tokens']} tokens"
                     + (f", ~${new['cost']:.4f}" if new["cost"] is not None else "")))

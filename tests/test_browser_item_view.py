@@ -186,7 +186,7 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(page, app_url, canary
     page.on("request", lambda r: requested.append(r.url))
     open_app(page, _item_url(app_url, bench="evil_bench", q="1", turn="1", model="evil"))
     expect(page.get_by_text("Character diff")).to_be_visible()
-    expect(fresh(page.get_by_test_id("stCode")).filter(has_text="answer-script").first).to_be_visible()
+    expect(fresh(page.get_by_test_id("stText")).filter(has_text="answer-script").first).to_be_visible()
     wait_for_app(page)  # every element drawn: an <img> would have issued its request by now
 
     body = fresh(page.get_by_test_id("stMain")).inner_text().replace("\u2060", "")  # md_escape's word joiner

@@ -41,7 +41,7 @@ def button(at, label):
 def test_opens_on_the_linked_item_with_the_matching_template(app):
     assert app.selectbox(key="wb_q").value == "31" and app.selectbox(key="wb_judge").value == "gpt-4o"
     assert app.selectbox(key="wb_template").value.startswith("ja-single-math-v1@")   # math on the JA bench
-    preview = [c.value for c in app.code]
+    preview = [t.value for t in app.text]
     assert any("[The Start of Reference Answer]" in c for c in preview)             # the exact messages
 
 
@@ -49,7 +49,7 @@ def test_rejudge_one_item_shows_new_beside_stored_and_the_key_goes_only_to_the_s
     button(app, "Re-judge").click().run()
     assert not app.exception
     assert [m.value for m in app.metric][-1] == "3"                        # the new verdict, parsed
-    assert any("The answer is wrong at step 2." in c.value for c in app.code)
+    assert any("The answer is wrong at step 2." in t.value for t in app.text)
     assert server.chat_requests()[-1].headers.get("authorization") == f"Bearer {KEY}"
     n = len(server.chat_requests())
     button(app, "Re-judge").click().run()                                 # the same request: from the cache
