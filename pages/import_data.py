@@ -123,8 +123,8 @@ with sources_tab:
     else:
         st.dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
                      column_config={"bytes": st.column_config.NumberColumn(format="%d")})
-        st.download_button("Download sources (CSV)", csv_text(table).encode(), "judgelens_sources.csv",
-                           "text/csv", icon=":material/download:")
+        st.download_button("Download sources (CSV)", lambda: csv_text(table).encode(), "judgelens_sources.csv",
+                           "text/csv", on_click="ignore", icon=":material/download:")  # built on click, not per run
         labels = {int(r.source_id): f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench if pd.notna(r.bench) else '-'})"
                   for r in table.itertuples()}
         with_skips = [sid for sid, n in zip(table["source_id"], table["rows_skipped"]) if n]
