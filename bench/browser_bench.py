@@ -4,7 +4,8 @@ Not a test. Builds (once; reused from ``bench/out/``) synthetic stores with ``pa
 (FastChat-shaped: judges x models x 80 questions x 2 turns, rationale and judge-prompt text of realistic
 length, an answer for every model), starts the real app on each (``tests/browser_support.running_app``)
 and a Streamlit hello-world page next to it, and times in headless Chromium from navigation (or click)
-until Streamlit reports the script idle and no stale element is left on the page:
+until the script run it started has finished on the server and the page is idle and drawn (no stale or
+loading element): the test suite's own waits (tests/browser_support.py ``open_app`` / ``wait_for_rerun``):
 
 - the first load of every page (a fresh browser session: nothing in session state);
 - every page's main interactions: filters, tabs, Next / Previous / Next biggest disagreement, picking
@@ -19,6 +20,7 @@ median <= floor + 0.5 s at 1M judgments (+ 0.3 s at 100k), no single run over fl
     .venv/bin/python bench/browser_bench.py --sizes 1000000 --repeat 3 --shapes wide
     .venv/bin/python bench/browser_bench.py --shapes templates       # few models x many re-judge templates
     .venv/bin/python bench/browser_bench.py --only item_view         # one page's steps
+    .venv/bin/python bench/browser_bench.py --out /tmp/b --sizes 12000 --repeat 1   # elsewhere, small (the test)
 
 Shapes: ``wide`` = 5 judges x (rows / 800) models (1,250 models at 1M); ``templates`` = 8 models judged by
 (rows / 1,280) re-judge templates (harness ``judgelens``, judge names like re-judge labels).
@@ -44,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from browser_support import launch_chromium, running_app, wait_idle, watch_runs  # noqa: E402
+from browser_support import (launch_chromium, new_context, open_app, running_app, wait_for_app,  # noqa: E402
+                             wait_for_rerun)
 
 # Bump when the generated stores change shape or need a derived table the app relies on.
 BUILD_VERSION = "4"  # 4: the builder adds a Swallow-shaped second bench
@@ -75,6 +78,8 @@ st.navigation([st.Page(hello, title="Hello", default=True), st.Page(other, title
 '''
 
 ERRORS = '[data-testid="stException"]'
+# Found only in rationales ('…述べます。' + an md5), in 1 of 256 of them: ~390 hits at 100k, ~3,900 at 1M.
+RARE = "ます。ab"
 ACTION_TIMEOUT_MS = 20_000
 
 
@@ -90,12 +95,12 @@ def shape_of(shape: str, rows: int) -> dict:
     raise SystemExit(f"unknown shape {shape!r}: wide or templates")
 
 
-def ensure_store(shape: str, rows: int) -> tuple[Path, dict]:
-    """The store for this shape and size, built once and reused while BUILD_VERSION matches."""
+def ensure_store(shape: str, rows: int, out: Path = OUT) -> tuple[Path, dict]:
+    """The store for this shape and size in ``out``, built once and reused while BUILD_VERSION matches."""
     from pages_bench import build
 
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"browser_{shape}_{rows}.duckdb"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"browser_{shape}_{rows}.duckdb"
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         info = json.loads(meta.read_text())
@@ -115,10 +120,6 @@ def ensure_store(shape: str, rows: int) -> tuple[Path, dict]:
 
 # --------------------------------------------------------------------------------------------------
 # Driving the page
-
-def runs(page) -> int:
-    return page.finished_runs
-
 
 def selectbox(page, label: str, option: str) -> None:
     """Open the select box labelled ``label``, type ``option`` and pick it."""
@@ -142,6 +143,26 @@ def button(page, name: str) -> None:
     """Click the button whose text (after its icon's ligature, if any) is ``name``."""
     pattern = re.compile(rf"(^|[a-z_]\s*){re.escape(name)}(\s*[A-Z])?$")  # icon ligature, shortcut key
     page.get_by_role("button").filter(has_text=pattern).first.click()
+
+
+def text_input(page, label: str, value: str, where: str = "stMain") -> None:
+    """Type ``value`` into the text field labelled ``label`` and press Enter (Streamlit commits on Enter)."""
+    box = page.get_by_test_id(where).get_by_test_id("stTextInput").filter(
+        has=page.get_by_text(label, exact=True)).first.locator("input")
+    box.fill(value)
+    box.press("Enter")
+
+
+def number_input(page, label: str, value: str) -> None:
+    box = page.get_by_test_id("stNumberInput").filter(has=page.get_by_text(label, exact=True)).first.locator("input")
+    box.fill(value)
+    box.press("Enter")
+
+
+def step_up(page, label_start: str) -> None:
+    """The + button of the number field whose label starts with ``label_start`` (e.g. "Page (of 12)")."""
+    field = page.get_by_test_id("stNumberInput").filter(has=page.get_by_text(re.compile("^" + re.escape(label_start))))
+    field.first.get_by_test_id("stNumberInputStepUp").click()
 
 
 def tab(page, name: str) -> None:
@@ -191,9 +212,19 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("Next biggest disagreement", lambda p: button(p, "Next biggest disagreement")),
             Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
             Step("turn 2", lambda p: radio(p, "Turn", "2")),
+            Step(f"search box: {RARE!r} (opens Search)", lambda p: text_input(
+                p, "Search questions, answers, rationales, prompts and references", RARE)),
         ]),
-        Scenario("search", "Search", []),
-        Scenario("review", "Review", []),
+        Scenario("search", "Search", [
+            Step(f"find {RARE!r} (rationales)", lambda p: text_input(p, "Find", RARE)),
+            Step("next page of results", lambda p: step_up(p, "Page (of")),
+            Step("score at least 9", lambda p: number_input(p, "Score at least", "9")),
+        ]),
+        Scenario("review", "Review", [
+            Step("set my name (the queue appears)", lambda p: text_input(p, "Your name (for your verdicts)", "bench",
+                                                                        where="stSidebar")),
+            Step("open the next undecided item", lambda p: p.get_by_text("Open the first undecided item").click()),
+        ]),
         Scenario("distributions", "Distributions", charts=True, steps=[
             Step("count single judgments", lambda p: radio(p, "Count", "single judgments (each sample)")),
             Step("colour by turn", lambda p: selectbox(p, "Colour by", "turn")),
@@ -222,19 +253,18 @@ def hello_scenario() -> Scenario:
     return Scenario("", "Hello", [Step("click", lambda p: button(p, "Click me"))])
 
 
-def new_context(browser, timeout_ms: float):
-    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
-    ctx.set_default_timeout(ACTION_TIMEOUT_MS)  # finding and clicking a widget; waiting uses timeout_ms
-    return ctx
+def bench_context(browser):
+    """One browser context for a round of tabs (static files cached, as for a returning user), with the test
+    suite's run watcher in every tab (tests/browser_support.py: the benchmark waits exactly as the tests do)."""
+    return new_context(browser, ACTION_TIMEOUT_MS, accept_downloads=True)  # finding and clicking a widget
 
 
 def open_page(ctx, base: str, scen: Scenario, timeout_ms: float):
-    """A new tab (a new Streamlit session: nothing in session state), navigate, wait until idle. -> (page, s)."""
+    """A new tab (a new Streamlit session: nothing in session state), navigate, wait until its first run has
+    finished and the page is idle. -> (page, s)."""
     page = ctx.new_page()
-    watch_runs(page)
     t0 = time.perf_counter()
-    page.goto(f"{base}/{scen.page}")
-    wait_idle(page, 0, timeout_ms)
+    open_app(page, f"{base}/{scen.page}", timeout_ms)
     return page, time.perf_counter() - t0
 
 
@@ -245,10 +275,12 @@ def do_step(page, step: Step, timeout_ms: float) -> float:
             step.act(page)
         dl.value.path()  # wait until the file is complete
         return time.perf_counter() - t0
-    before = runs(page) if step.rerun else -1
     t0 = time.perf_counter()
-    step.act(page)
-    wait_idle(page, before, timeout_ms)
+    if step.rerun:
+        wait_for_rerun(page, lambda: step.act(page), timeout_ms)
+    else:
+        step.act(page)
+        wait_for_app(page, timeout_ms)
     return time.perf_counter() - t0
 
 
@@ -261,10 +293,9 @@ def errors_on(page) -> list[str]:
 
 def sidebar(page, title: str, timeout_ms: float) -> float:
     """Go to another page through the sidebar (same tab, same session) and wait until idle."""
-    before = runs(page)
+    link = page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).first
     t0 = time.perf_counter()
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).first.click()
-    wait_idle(page, before, timeout_ms)
+    wait_for_rerun(page, link.click, timeout_ms)
     return time.perf_counter() - t0
 
 
@@ -300,13 +331,13 @@ def run_size(browser, label: str, app_url: str, hello_url: str, info: dict, repe
         return s, page
 
     for scen in scens:
-        ctx = new_context(browser, tm)
+        ctx = bench_context(browser)
         for base, sc, key in ((hello_url, hello_scenario(), f"floor|{FLOOR_OPEN}"),
                               (app_url, scen, f"{scen.title}|open in a new tab")):
             page = record(results, f"{label}|{key}, cold (new browser, server just started)",
                           lambda: tab_open(ctx, base, sc))
         ctx.close()
-    ctx = new_context(browser, tm)
+    ctx = bench_context(browser)
     chart = Scenario("chart", "One chart")
     for r in range(repeat):
         for scen in scens:
@@ -397,14 +428,17 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="page paths to run (overview, agreement, item_view, …)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a step counts as failed")
     parser.add_argument("--profile", type=Path, help="JUDGELENS_PROFILE for the app: one cProfile file per script run")
-    parser.add_argument("--json", type=Path, help="where to write the results (default bench/out/browser_bench_<time>.json)")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="folder for the stores, the hello-world script and the results (default bench/out)")
+    parser.add_argument("--json", type=Path, help="where to write the results (default OUT/browser_bench_<time>.json)")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeat = [100_000], 3
     from playwright.sync_api import sync_playwright
 
-    OUT.mkdir(parents=True, exist_ok=True)
-    hello = OUT / "hello_floor.py"
+    out_dir = args.out.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hello = out_dir / "hello_floor.py"
     hello.write_text(HELLO)
     results: dict = {}
     infos = {}
@@ -414,10 +448,10 @@ def main() -> None:
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
-            with running_app(OUT / "hello_floor.duckdb", script=hello) as hello_url:
+            with running_app(out_dir / "hello_floor.duckdb", script=hello) as hello_url:
                 for shape in args.shapes:
                     for rows in args.sizes:
-                        path, info = ensure_store(shape, rows)
+                        path, info = ensure_store(shape, rows, out_dir)
                         label = f"{shape} {rows // 1000}k"
                         infos[label] = info
                         goals[label] = 0.3 if rows <= 100_000 else 0.5
@@ -434,7 +468,7 @@ def main() -> None:
     errors = {k: v for k, v in results.items() if k.endswith("|errors")}
     for k, v in errors.items():
         print(f"\nERRORS ({k}):", *v, sep="\n  ")
-    out = args.json or OUT / f"browser_bench_{started:%Y%m%dT%H%M%SZ}.json"
+    out = args.json or out_dir / f"browser_bench_{started:%Y%m%dT%H%M%SZ}.json"
     out.write_text(json.dumps({"started": started.isoformat(), "repeat": args.repeat, "stores": infos,
                                "goals_over_floor_s": goals, "summary": rows, "runs_s": results}, indent=1, default=str))
     print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")

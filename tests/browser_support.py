@@ -9,8 +9,10 @@ Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
   carries its stdout and stderr.
 - ``launch_chromium(playwright)``: Playwright's sync-API Chromium, using the Debian build at
   ``/usr/bin/chromium`` (``playwright install`` downloads are blocked here).
-- ``new_page(browser)``: a tab in a fresh context, with generous timeouts and the run watcher below.
-- ``open_app(page, url)``: ``goto`` and wait until the first script run has finished and the page is idle.
+- ``new_context(browser)``: a fresh context whose tabs all get the run watcher below (the benchmark opens
+  many tabs in one context); ``new_page(browser)``: one tab in its own such context, generous timeouts.
+- ``open_app(page, url)``: ``goto`` and wait until the new session's first script run has finished on the
+  server and the page is idle (the same condition as ``wait_for_rerun``).
 - ``wait_for_app(page)``: wait until the app is idle: script state ``notRunning``, websocket connected,
   no stale element (``data-stale="true"``) and no lazy component still showing its skeleton.
 - ``wait_for_rerun(page, action)``: do ``action`` (a click, Enter, ...) and wait until the script run it
@@ -18,9 +20,6 @@ Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
   right after an action is the classic race: the rerun request is still in flight, the old page reads as
   idle, and the test reads values that are about to change.
 - ``click_and_wait(locator)``: click the fresh copy of ``locator`` and ``wait_for_rerun``.
-- ``watch_runs(page)`` then ``wait_idle(page, after)``: wait until a script run that finished after ``after``
-  runs (``page.finished_runs`` before an action) is on screen (reads the websocket from Python; used by
-  test_browser_scale.py).
 - ``fresh(locator)``: ``locator`` minus elements Streamlit has marked stale. During a rerun, an element whose
   position changed exists twice (the stale old copy and the new one); strict mode then fails on "2 elements".
 
@@ -33,6 +32,9 @@ messages on the app's websocket: ``newSession`` opens every script run and ``scr
 The page's own ``data-test-script-state`` is not enough: React can draw a short run's start and end in one
 commit, so waiting for the attribute to turn "running" can miss a run and wait forever. A timeout says
 what the page looked like (run counts, script state, stale elements, skeletons).
+
+The benchmark (bench/browser_bench.py) times with these same waits (``open_app``, ``wait_for_rerun``,
+``wait_for_app`` after a tab click): what the suite waits for is what the benchmark measures.
 
 Timeouts are generous on purpose (a loaded 2-core machine): ``TIMEOUT_MS`` for actions, waits and
 ``expect`` assertions. They bound a wait; they never make a test slower when the app is quick.
@@ -176,16 +178,22 @@ IDLE_JS = """() => {
 NOT_STALE = "xpath=//*[not(ancestor-or-self::*[@data-stale='true'])]"
 
 
-def new_page(browser, **context_kwargs):
-    """A tab in a new browser context (no cookies or session shared), with the run watcher installed."""
-    from playwright.sync_api import expect
-
+def new_context(browser, timeout: float = TIMEOUT_MS, **context_kwargs):
+    """A browser context (no cookies or session shared with others) whose every tab has the run watcher
+    installed; ``timeout`` bounds each action (a click, a fill) in it."""
     context_kwargs.setdefault("viewport", {"width": 1440, "height": 1000})
     context = browser.new_context(**context_kwargs)
-    context.set_default_timeout(TIMEOUT_MS)
+    context.set_default_timeout(timeout)
     context.add_init_script(RUN_WATCH_JS)
+    return context
+
+
+def new_page(browser, **context_kwargs):
+    """A tab in a new browser context, with the run watcher installed and generous timeouts."""
+    from playwright.sync_api import expect
+
     expect.set_options(timeout=TIMEOUT_MS)
-    return context.new_page()
+    return new_context(browser, **context_kwargs).new_page()
 
 
 def runs_started(page) -> int:
@@ -221,13 +229,6 @@ def wait_for_app(page, timeout: float = TIMEOUT_MS) -> None:
     _wait(page, IDLE_JS, None, timeout, "the app did not become idle")
 
 
-def open_app(page, url: str, timeout: float = TIMEOUT_MS) -> None:
-    """Load ``url`` and wait until its first script run has finished and the page is idle. Before the
-    first run, ``data-test-script-state`` reads ``initial``, so idle cannot be seen too early."""
-    page.goto(url)
-    wait_for_app(page, timeout=timeout)
-
-
 RERUN_DONE_JS = f"""([started, shown]) => {{
   const r = window.__jlRuns;
   if (!r || !(r.started > started) || !({IDLE_JS})()) return false;
@@ -239,6 +240,14 @@ RERUN_DONE_JS = f"""([started, shown]) => {{
   // accept an idle page after ~2 s (120 frames) without any message from the server.
   return r.frame >= r.lastMessageAt + 120;
 }}"""
+
+
+def open_app(page, url: str, timeout: float = TIMEOUT_MS) -> None:
+    """Load ``url`` (a new Streamlit session) and wait until its first script run has finished on the server
+    (a run that stopped early for a rerun does not count: the one it started must finish) and the page is
+    idle and drawn: the same condition as ``wait_for_rerun``, counted from the new document's zero."""
+    page.goto(url)
+    _wait(page, RERUN_DONE_JS, [0, 0], timeout, "the page's first script run did not finish")
 
 
 def wait_for_rerun(page, action, timeout: float = TIMEOUT_MS) -> None:
@@ -259,47 +268,3 @@ def click_and_wait(locator, timeout: float = TIMEOUT_MS) -> None:
     """Click the one fresh element ``locator`` names and wait for the rerun the click triggers."""
     target = fresh(locator)
     wait_for_rerun(locator.page, lambda: target.click(timeout=timeout), timeout=timeout)
-
-
-# Wait until Streamlit is idle: a script run that started after the action has finished (the server's
-# script_finished message, read off the page's websocket: a fast run can start and end between two frames, so
-# the DOM's "running" state alone would miss it), the app says notRunning, and no element is stale or still
-# loading its component.
-IDLE = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (document.querySelector('[data-stale="true"]')) return false;
-  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-  return !!document.querySelector('[data-testid="stMain"] h1');
-}"""
-FINISHED = {"FINISHED_SUCCESSFULLY", "FINISHED_WITH_COMPILE_ERROR", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
-
-
-def watch_runs(page) -> None:
-    """Count the script runs the server reports finished to this page (``page.finished_runs``)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    page.finished_runs = 0
-
-    def on_frame(payload) -> None:
-        if isinstance(payload, str):
-            return
-        try:
-            msg = ForwardMsg.FromString(payload)
-        except Exception:
-            return
-        if msg.WhichOneof("type") == "script_finished" and \
-                ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished) in FINISHED:
-            page.finished_runs += 1
-
-    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
-
-
-def wait_idle(page, after: int, timeout_ms: float) -> None:
-    """Until a run after ``after`` finished and the page shows its result (polls every 20 ms)."""
-    deadline = time.perf_counter() + timeout_ms / 1000
-    while time.perf_counter() < deadline:
-        if page.finished_runs > after and page.evaluate(IDLE):
-            return
-        page.wait_for_timeout(20)  # lets Playwright deliver the websocket events
-    raise TimeoutError(f"not idle after {timeout_ms / 1000:.0f} s (runs finished: {page.finished_runs})")

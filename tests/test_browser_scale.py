@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from browser_support import running_app, wait_idle, watch_runs
+from browser_support import open_app, running_app, wait_for_rerun
 from conftest import ROOT
 
 pytestmark = pytest.mark.browser
@@ -41,12 +41,6 @@ def big_app(tmp_path_factory):
         yield url, everything
 
 
-def _open(page, url: str) -> None:
-    watch_runs(page)
-    page.goto(url)
-    wait_idle(page, 0, 120_000)
-
-
 def _no_error(page, where: str) -> None:
     errors = page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]')
     assert errors.count() == 0, f"{where}: " + " | ".join(e.inner_text()[:300] for e in errors.all())
@@ -72,7 +66,7 @@ def _text(page) -> str:
 def test_every_page_renders_at_100k_judgments_and_says_what_it_shows(big_app, page, path, title, cues):
     url, (models, judges, rows) = big_app
     assert models > MODELS and judges > JUDGES  # the builder's second bench: Overview's "All benches" counts it
-    _open(page, f"{url}/{path}")
+    open_app(page, f"{url}/{path}")
     _no_error(page, title)
     assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == title
     text = _text(page)
@@ -83,18 +77,14 @@ def test_every_page_renders_at_100k_judgments_and_says_what_it_shows(big_app, pa
 def test_the_readable_subset_can_be_changed(big_app, page):
     """Top 5 instead of top and bottom 12, then one picked model on top: the cue follows."""
     url, (models, _, _) = big_app
-    _open(page, url)
+    open_app(page, url)
     box = page.get_by_test_id("stNumberInput").filter(has=page.get_by_text("How many", exact=True)).first
-    before = page.finished_runs
     box.locator("input").fill("5")
-    box.locator("input").press("Enter")
-    wait_idle(page, before, 60_000)
+    wait_for_rerun(page, lambda: box.locator("input").press("Enter"))
     assert f"Showing 5 of {models} models" in _text(page)
     picker = page.get_by_test_id("stMultiSelect").filter(has=page.get_by_text(re.compile("^Also show"))).first
     picker.locator("input").fill("model-42")
-    before = page.finished_runs
-    page.get_by_role("option", name="model-42", exact=True).click()
-    wait_idle(page, before, 60_000)
+    wait_for_rerun(page, lambda: page.get_by_role("option", name="model-42", exact=True).click())
     assert " + picked)" in _text(page)
     shown = re.search(rf"Showing (\d+) of {models} models", _text(page))
     assert shown and int(shown.group(1)) in (5, 6)  # 6 unless model-42 was among the top and bottom 5 already
