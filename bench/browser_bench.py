@@ -223,6 +223,8 @@ def scenarios(info: dict) -> list[Scenario]:
         Scenario("review", "Review", [
             Step("set my name (the queue appears)", lambda p: text_input(p, "Your name (for your verdicts)", "bench",
                                                                         where="stSidebar")),
+            Step("tab: all verdicts", lambda p: tab(p, "All verdicts")),  # lazy tabs: a rerun
+            Step("tab: my review queue", lambda p: tab(p, "My review queue")),
             Step("open the next undecided item", lambda p: p.get_by_text("Open the first undecided item").click()),
         ]),
         Scenario("distributions", "Distributions", charts=True, steps=[

@@ -14,55 +14,60 @@ from pages._item_extras import author_sidebar
 
 store, version = page_start("Review")
 name = author_sidebar()
-tab_queue, tab_all, tab_pairs = st.tabs(["My review queue", "All verdicts", "Pairwise human judgments"])
+# Lazy tabs: only the open tab's content runs and is sent, so a new browser tab draws the queue alone.
+tab_queue, tab_all, tab_pairs = st.tabs(["My review queue", "All verdicts", "Pairwise human judgments"],
+                                        key="rv_tab", on_change="rerun")
 
 with tab_queue:
-    benches = item_view.benches(store)
-    c1, c2 = st.columns([2, 1])
-    bench = c1.selectbox("Bench", benches, key="rv_bench")
-    st.session_state.setdefault("jl_queue_n", 20)
-    st.session_state["jl_queue_n"] = st.session_state["jl_queue_n"]
-    n = c2.number_input("Queue length (largest disagreements)", 1, 1000, key="jl_queue_n")
-    if not name:
-        st.info("Set your name in the sidebar: the queue shows what you have decided.")
-    elif bench:
-        queue = cached_query(human.review_queue, version, author=name, bench=bench, n=int(n))
-        if queue.empty:
-            st.info("This bench needs two or more judges scoring the same items to have disagreements.")
-        else:
-            done = int(queue["decided"].sum())
-            st.progress(done / len(queue), text=f"{done} of {len(queue)} decided by human:{name}")
-            queue.insert(1, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model))
-                                     for r in queue.itertuples()])
-            show_table(queue, f"review_queue_{bench}",
-                       column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
-            nxt = human.next_undecided(queue)
-            if nxt:
-                st.page_link("pages/item_view.py", label="Open the first undecided item", icon=":material/skip_next:",
-                             query_params=item_view.link_params(bench, nxt[0], nxt[1], nxt[2]))
+    if tab_queue.open:
+        benches = item_view.benches(store)
+        c1, c2 = st.columns([2, 1])
+        bench = c1.selectbox("Bench", benches, key="rv_bench")
+        st.session_state.setdefault("jl_queue_n", 20)
+        st.session_state["jl_queue_n"] = st.session_state["jl_queue_n"]
+        n = c2.number_input("Queue length (largest disagreements)", 1, 1000, key="jl_queue_n")
+        if not name:
+            st.info("Set your name in the sidebar: the queue shows what you have decided.")
+        elif bench:
+            queue = cached_query(human.review_queue, version, author=name, bench=bench, n=int(n))
+            if queue.empty:
+                st.info("This bench needs two or more judges scoring the same items to have disagreements.")
+            else:
+                done = int(queue["decided"].sum())
+                st.progress(done / len(queue), text=f"{done} of {len(queue)} decided by human:{name}")
+                queue.insert(1, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model))
+                                         for r in queue.itertuples()])
+                show_table(queue, f"review_queue_{bench}",
+                           column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
+                nxt = human.next_undecided(queue)
+                if nxt:
+                    st.page_link("pages/item_view.py", label="Open the first undecided item",
+                                 icon=":material/skip_next:", query_params=item_view.link_params(bench, nxt[0], nxt[1], nxt[2]))
 
 with tab_all:
-    everyone = human.authors(store)
-    who = st.selectbox("Author", ["(everyone)", *everyone], key="rv_author")
-    full = st.toggle("Whole history (every edit, as recorded)", key="rv_history",
-                     help="Off: each author's current verdict per item, each field their latest value for it (a "
-                          "label recorded after a score keeps the score).")
-    df = cached_query(human.history if full else human.latest, version, author=None if who == "(everyone)" else who)
-    show_table(df, "verdicts")
-    records = human.export_records(store, None if who == "(everyone)" else who)
-    st.download_button("Export as JSONL (import elsewhere on the Import page or with ingest)",
-                       data="".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(),
-                       file_name="verdicts.jsonl", mime="application/jsonl", on_click="ignore",
-                       icon=":material/download:", disabled=not records)
+    if tab_all.open:
+        everyone = human.authors(store)
+        who = st.selectbox("Author", ["(everyone)", *everyone], key="rv_author")
+        full = st.toggle("Whole history (every edit, as recorded)", key="rv_history",
+                         help="Off: each author's current verdict per item, each field their latest value for it (a "
+                              "label recorded after a score keeps the score).")
+        df = cached_query(human.history if full else human.latest, version, author=None if who == "(everyone)" else who)
+        show_table(df, "verdicts")
+        records = human.export_records(store, None if who == "(everyone)" else who)
+        st.download_button("Export as JSONL (import elsewhere on the Import page or with ingest)",
+                           data="".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(),
+                           file_name="verdicts.jsonl", mime="application/jsonl", on_click="ignore",
+                           icon=":material/download:", disabled=not records)
 
 with tab_pairs:
-    st.caption("Files in the public MT-Bench human-judgment format (question_id, model_a, model_b, winner, judge, "
-               "turn, conversations) imported on the Import page. Agreement as FastChat's compute_agreement.py "
-               "computes it (MT-Bench paper, table 2): votes keyed by question and model pair, per turn; "
-               "'without ties' leaves out pairs where either vote is a tie; human = expert_* judges.")
-    table = cached_query(human.pair_agreement, version)
-    if table.empty:
-        st.info("No pairwise human judgments imported yet.")
-    else:
-        show_table(table, "human_pair_agreement",
-                   column_config={"ratio": st.column_config.NumberColumn(format="%.3f")})
+    if tab_pairs.open:
+        st.caption("Files in the public MT-Bench human-judgment format (question_id, model_a, model_b, winner, judge, "
+                   "turn, conversations) imported on the Import page. Agreement as FastChat's compute_agreement.py "
+                   "computes it (MT-Bench paper, table 2): votes keyed by question and model pair, per turn; "
+                   "'without ties' leaves out pairs where either vote is a tie; human = expert_* judges.")
+        table = cached_query(human.pair_agreement, version)
+        if table.empty:
+            st.info("No pairwise human judgments imported yet.")
+        else:
+            show_table(table, "human_pair_agreement",
+                       column_config={"ratio": st.column_config.NumberColumn(format="%.3f")})
