@@ -247,7 +247,9 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("turn 2", lambda p: radio(p, "Turn", "2")),
         ]),
         Scenario("probes", "Probes", []),
-        Scenario("import_data", "Import", []),
+        Scenario("import_data", "Import", [
+            Step("tab: sources", lambda p: tab(p, "Sources")),  # lazy tabs: a rerun
+        ]),
     ]
 
 

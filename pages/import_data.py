@@ -47,51 +47,55 @@ def run_import(paths: list[Path], skip_bad_lines: bool, roots: list[Path] | None
         bar.empty()
 
 
-upload_tab, folder_tab, sources_tab = st.tabs(["Upload files", "Server folder", "Sources"])
+# Lazy tabs: only the open tab's content runs and is sent, so a new browser tab draws the upload form alone.
+upload_tab, folder_tab, sources_tab = st.tabs(["Upload files", "Server folder", "Sources"], key="imp_tab",
+                                              on_change="rerun")
 
 with upload_tab:
-    st.write("FastChat-style `.jsonl` files (questions, reference answers, model answers, `*_single` / `*_pair` "
-             "judgments, `judge_prompts.jsonl`), Swallow `results_*.json` and `details_*.parquet`, or a `.zip` "
-             "of a harness folder (it keeps its layout).")
-    files = st.file_uploader("Files", type=["jsonl", "json", "parquet", "zip"], accept_multiple_files=True,
-                             key="import_files")
-    bench = st.text_input("Bench name for loose FastChat files", value="ja_mt_bench",
-                          help="A zip or folder says its bench itself (<bench>/model_judgment/…). Loose files "
-                               "need one: question ids are only comparable within one bench.")
-    skip_upload = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_upload")
-    if st.button("Import uploaded files", type="primary", disabled=not files, icon=":material/upload:"):
-        discard_staging()
-        # the staged copy lives until the import ends, or (bad lines) until the retry below or a new import;
-        # if the session ends first, StagingArea removes it when Streamlit drops the session state
-        with StagingArea() as area:
-            try:
-                staged = stage_uploads([(f.name, f.getvalue()) for f in files], area.folder,
-                                       bench.strip() or "unknown_bench")
-                run_import(staged.paths, skip_upload, roots=[area.root], notes=staged.notes())
-            except JudgeLensError as exc:
-                st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
-            if st.session_state.get("import_outcome", ("",))[0] == "bad_lines":
-                area.keep()
-                st.session_state["import_staging"] = area
+    if upload_tab.open:
+        st.write("FastChat-style `.jsonl` files (questions, reference answers, model answers, `*_single` / `*_pair` "
+                 "judgments, `judge_prompts.jsonl`), Swallow `results_*.json` and `details_*.parquet`, or a `.zip` "
+                 "of a harness folder (it keeps its layout).")
+        files = st.file_uploader("Files", type=["jsonl", "json", "parquet", "zip"], accept_multiple_files=True,
+                                 key="import_files")
+        bench = st.text_input("Bench name for loose FastChat files", value="ja_mt_bench",
+                              help="A zip or folder says its bench itself (<bench>/model_judgment/…). Loose files "
+                                   "need one: question ids are only comparable within one bench.")
+        skip_upload = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_upload")
+        if st.button("Import uploaded files", type="primary", disabled=not files, icon=":material/upload:"):
+            discard_staging()
+            # the staged copy lives until the import ends, or (bad lines) until the retry below or a new import;
+            # if the session ends first, StagingArea removes it when Streamlit drops the session state
+            with StagingArea() as area:
+                try:
+                    staged = stage_uploads([(f.name, f.getvalue()) for f in files], area.folder,
+                                           bench.strip() or "unknown_bench")
+                    run_import(staged.paths, skip_upload, roots=[area.root], notes=staged.notes())
+                except JudgeLensError as exc:
+                    st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
+                if st.session_state.get("import_outcome", ("",))[0] == "bad_lines":
+                    area.keep()
+                    st.session_state["import_staging"] = area
 
 with folder_tab:
-    roots = allowed_import_roots()
-    st.write("Read files that are already on this server (no size limit). Allowed folders: "
-             + ", ".join(f"`{r}`" for r in roots) + ". Whoever runs JudgeLens can change them with "
-             "`JUDGELENS_IMPORT_ROOTS`.")
-    folder = st.text_input("Folder or file on the server", value=str(roots[0]), key="import_folder")
-    skip_folder = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_folder")
-    c1, c2 = st.columns(2)
-    if c1.button("Import from server", type="primary", icon=":material/folder_open:"):
-        discard_staging()
-        try:
-            run_import([check_import_path(folder)], skip_folder, roots=allowed_import_roots())
-        except JudgeLensError as exc:
-            st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
-    if c2.button("Load the bundled sample", icon=":material/dataset:", help=str(SAMPLE_DIR)):
-        discard_staging()
-        report = load_sample(store)
-        st.session_state["import_outcome"] = ("ok", report.summary(), None)
+    if folder_tab.open:
+        roots = allowed_import_roots()
+        st.write("Read files that are already on this server (no size limit). Allowed folders: "
+                 + ", ".join(f"`{r}`" for r in roots) + ". Whoever runs JudgeLens can change them with "
+                 "`JUDGELENS_IMPORT_ROOTS`.")
+        folder = st.text_input("Folder or file on the server", value=str(roots[0]), key="import_folder")
+        skip_folder = st.checkbox("Skip bad lines (import the valid lines and record the rest)", key="skip_folder")
+        c1, c2 = st.columns(2)
+        if c1.button("Import from server", type="primary", icon=":material/folder_open:"):
+            discard_staging()
+            try:
+                run_import([check_import_path(folder)], skip_folder, roots=allowed_import_roots())
+            except JudgeLensError as exc:
+                st.session_state["import_outcome"] = ("error", f"{exc.title}\n\n{exc.message}", None)
+        if c2.button("Load the bundled sample", icon=":material/dataset:", help=str(SAMPLE_DIR)):
+            discard_staging()
+            report = load_sample(store)
+            st.session_state["import_outcome"] = ("ok", report.summary(), None)
 
 outcome = st.session_state.get("import_outcome")
 if outcome:
@@ -116,27 +120,29 @@ if outcome:
         st.code(message, language=None, wrap_lines=True)
 
 with sources_tab:
-    version = data_version(store)
-    table = cached_query(queries.sources, version)
-    if table.empty:
-        st.info("No sources yet: import something above, or load the bundled sample.")
-    else:
-        st.dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
-                     column_config={"bytes": st.column_config.NumberColumn(format="%d")})
-        st.download_button("Download sources (CSV)", lambda: csv_text(table).encode(), "judgelens_sources.csv",
-                           "text/csv", on_click="ignore", icon=":material/download:")  # built on click, not per run
-        labels = {int(r.source_id): f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench if pd.notna(r.bench) else '-'})"
-                  for r in table.itertuples()}
-        with_skips = [sid for sid, n in zip(table["source_id"], table["rows_skipped"]) if n]
-        if with_skips:
-            sid = st.selectbox("Skipped lines of", with_skips, format_func=lambda s: labels[int(s)])
-            st.dataframe(pd.DataFrame(queries.skipped_lines(store, int(sid))), hide_index=True)
-        chosen = st.multiselect("Remove sources", list(labels), format_func=labels.get, key="remove_sources")
-        confirm = st.checkbox("Yes, remove them and every row imported from them", key="remove_confirm")
-        if st.button("Remove", disabled=not (chosen and confirm), icon=":material/delete:"):
-            for sid in chosen:
-                remove_source(store, sid)
-            st.session_state["import_outcome"] = ("ok", f"Removed {len(chosen)} source(s).", None)
-            for key in ("remove_sources", "remove_confirm"):  # the next removal asks again
-                del st.session_state[key]
-            st.rerun()
+    if sources_tab.open:
+        version = data_version(store)
+        table = cached_query(queries.sources, version)
+        if table.empty:
+            st.info("No sources yet: import something above, or load the bundled sample.")
+        else:
+            st.dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
+                         column_config={"bytes": st.column_config.NumberColumn(format="%d")})
+            st.download_button("Download sources (CSV)", lambda: csv_text(table).encode(), "judgelens_sources.csv",
+                               "text/csv", on_click="ignore", icon=":material/download:")  # built on click, not per run
+            labels = {int(r.source_id):
+                      f"{r.source_id}: {r.file_name} ({r.kind}, {r.bench if pd.notna(r.bench) else '-'})"
+                      for r in table.itertuples()}
+            with_skips = [sid for sid, n in zip(table["source_id"], table["rows_skipped"]) if n]
+            if with_skips:
+                sid = st.selectbox("Skipped lines of", with_skips, format_func=lambda s: labels[int(s)])
+                st.dataframe(pd.DataFrame(queries.skipped_lines(store, int(sid))), hide_index=True)
+            chosen = st.multiselect("Remove sources", list(labels), format_func=labels.get, key="remove_sources")
+            confirm = st.checkbox("Yes, remove them and every row imported from them", key="remove_confirm")
+            if st.button("Remove", disabled=not (chosen and confirm), icon=":material/delete:"):
+                for sid in chosen:
+                    remove_source(store, sid)
+                st.session_state["import_outcome"] = ("ok", f"Removed {len(chosen)} source(s).", None)
+                for key in ("remove_sources", "remove_confirm"):  # the next removal asks again
+                    del st.session_state[key]
+                st.rerun()

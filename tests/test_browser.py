@@ -75,6 +75,6 @@ def test_sidebar_link_opens_import_with_its_tabs(page, app_url):
     assert page.url.rstrip("/").endswith("/import_data")
     tabs = fresh(page.get_by_role("tab"))
     expect(tabs).to_have_text(["Upload files", "Server folder", "Sources"])
-    tabs.filter(has_text="Sources").click()  # tabs switch in the browser, without a rerun
+    wait_for_rerun(page, tabs.filter(has_text="Sources").click)  # lazy tabs: the open one runs and is drawn
     expect(page.get_by_text("Download sources (CSV)")).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)

@@ -95,13 +95,21 @@ def import_page(import_roots) -> AppTest:
     return at
 
 
+def open_tab(at: AppTest, label: str) -> AppTest:
+    """Open one of the Import page's tabs: they are lazy, only the open one is drawn."""
+    at.session_state["imp_tab"] = label
+    return at.run()
+
+
 def import_from_server(at: AppTest, folder: str | Path) -> AppTest:
+    open_tab(at, "Server folder")
     at.text_input(key="import_folder").set_value(str(folder))
     button(at, "Import from server").click()
     return at.run()
 
 
 def sources_tab(at: AppTest):
+    open_tab(at, "Sources")
     tab = at.tabs[2]
     assert tab.label == "Sources"
     return tab
@@ -240,12 +248,12 @@ def test_sources_tab_removes_a_source_after_confirmation(import_page, import_roo
 
 
 def test_sources_label_of_a_file_without_bench(import_page):
-    at = import_page
+    at = open_tab(import_page, "Server folder")
     button(at, "Load the bundled sample").click()
     at.run()
     no_exception(at)
     assert at.success[0].value.startswith("24 file(s) imported")
-    options = at.multiselect(key="remove_sources").options
+    options = sources_tab(at).multiselect(key="remove_sources").options
     assert "1: judge_prompts.jsonl (judge_prompts, -)" in options
 
 

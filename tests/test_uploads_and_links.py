@@ -271,6 +271,8 @@ def test_the_import_page_refuses_links_out_of_the_roots(tmp_path, monkeypatch):
         cur.execute("INSERT OR REPLACE INTO meta VALUES ('sample_loaded', 'yes')")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     at.switch_page("pages/import_data.py").run()
+    at.session_state["imp_tab"] = "Server folder"  # the tabs are lazy: only the open one is drawn
+    at.run()
     at.text_input(key="import_folder").set_value(str(root / "b"))
     [b for b in at.button if b.label == "Import from server"][0].click()
     at.run()
