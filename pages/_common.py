@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from lib.render import charts
-from lib.render.safe_text import csv_text
+from lib.render.safe_text import csv_text, md_escape
 from lib.errors import DatabaseFileError, JudgeLensError
 from lib.store import Store, default_data_path, default_db_path
 
@@ -308,12 +308,17 @@ def paged(df, key: str, noun: str = "rows", page_size: int = 50):
     return df.iloc[page * page_size:(page + 1) * page_size]
 
 
-ENDPOINT_KEYS = ("ep_url", "ep_model", "ep_temp", "ep_max_tokens", "ep_timeout", "ep_price_in", "ep_price_out", "ep_key")
+ENDPOINT_DEFAULTS = {"ep_url": "https://api.openai.com/v1", "ep_model": "gpt-4o-mini", "ep_temp": 0.0,
+                     "ep_max_tokens": 2048, "ep_timeout": 60, "ep_price_in": 0.0, "ep_price_out": 0.0, "ep_key": ""}
+ENDPOINT_KEYS = tuple(ENDPOINT_DEFAULTS)
 
 
 def judge_endpoint():
     """The judge endpoint form in the sidebar, shared by Workbench and Probes. Returns (config, api_key).
 
+    The form is a lazy expander (closed at first, its eight fields drawn only while it is open: a new tab of
+    Workbench or Probes does not pay for them); closed, the values are the ones last entered or the defaults,
+    and a caption names the model, the host and whether a key was found.
     The API key comes from the password field (kept in this browser session only), then Streamlit secrets
     ([judgelens] OPENAI_API_KEY), then the OPENAI_API_KEY environment variable; it is never stored.
     """
@@ -322,18 +327,24 @@ def judge_endpoint():
     for key in ENDPOINT_KEYS:  # keep the values when the user switches pages (widgets forget otherwise)
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
-    with st.sidebar.expander("Judge endpoint", expanded=True, icon=":material/cloud:"):
-        base_url = st.text_input("Base URL", "https://api.openai.com/v1", key="ep_url",
-                                 help="Any OpenAI-compatible API: OpenAI, vLLM, Ollama, LiteLLM, …")
-        model = st.text_input("Model", "gpt-4o-mini", key="ep_model")
-        temperature = st.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="ep_temp")
-        max_tokens = st.number_input("Max tokens", 1, 32768, 2048, key="ep_max_tokens")
-        timeout_s = st.number_input("Timeout (s)", 1, 600, 60, key="ep_timeout")
-        price_in = st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
-                                   key="ep_price_in")
-        price_out = st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
-                                    key="ep_price_out")
-        typed_key = st.text_input("API key (kept in this browser session only)", type="password", key="ep_key")
+    box = st.sidebar.expander("Judge endpoint", icon=":material/cloud:", key="ep_open", on_change="rerun")
+    if box.open:
+        with box:
+            st.text_input("Base URL", ENDPOINT_DEFAULTS["ep_url"], key="ep_url",
+                          help="Any OpenAI-compatible API: OpenAI, vLLM, Ollama, LiteLLM, …")
+            st.text_input("Model", ENDPOINT_DEFAULTS["ep_model"], key="ep_model")
+            st.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="ep_temp")
+            st.number_input("Max tokens", 1, 32768, 2048, key="ep_max_tokens")
+            st.number_input("Timeout (s)", 1, 600, 60, key="ep_timeout")
+            st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+                            key="ep_price_in")
+            st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+                            key="ep_price_out")
+            st.text_input("API key (kept in this browser session only)", type="password", key="ep_key")
+    value = {key: st.session_state.get(key, default) for key, default in ENDPOINT_DEFAULTS.items()}
+    base_url, model, typed_key = value["ep_url"], value["ep_model"], value["ep_key"]
+    temperature, max_tokens, timeout_s = value["ep_temp"], value["ep_max_tokens"], value["ep_timeout"]
+    price_in, price_out = value["ep_price_in"], value["ep_price_out"]
     try:
         secrets = st.secrets.get("judgelens")
     except Exception:  # no secrets file
@@ -346,8 +357,9 @@ def judge_endpoint():
     except ValueError as exc:
         st.sidebar.error(str(exc))
         config = None
-    st.sidebar.caption("Key: " + ("found" if api_key else "none yet (password field, [judgelens] in secrets, or "
-                                                           "OPENAI_API_KEY)"))
+    host = base_url.split("//", 1)[-1].split("/", 1)[0]
+    st.sidebar.caption(md_escape(f"{model} at {host}") + " · Key: " + (
+        "found" if api_key else "none yet (password field, [judgelens] in secrets, or OPENAI_API_KEY)"))
     return config, api_key
 
 

@@ -268,3 +268,10 @@ def click_and_wait(locator, timeout: float = TIMEOUT_MS) -> None:
     """Click the one fresh element ``locator`` names and wait for the rerun the click triggers."""
     target = fresh(locator)
     wait_for_rerun(locator.page, lambda: target.click(timeout=timeout), timeout=timeout)
+
+
+def open_judge_endpoint(page, timeout: float = TIMEOUT_MS) -> None:
+    """Open the sidebar's "Judge endpoint" form (a lazy expander: its fields exist only once it is open)."""
+    summary = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(
+        has_text="Judge endpoint").locator("summary")
+    click_and_wait(summary, timeout=timeout)

@@ -8,7 +8,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_rerun
+from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, open_judge_endpoint, wait_for_rerun
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-harness-123456789"
@@ -44,6 +44,7 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
         expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
     expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()
 
+    open_judge_endpoint(page)
     sidebar = page.get_by_test_id("stSidebar")
     _type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), judge_server.url)
     _type_and_commit(page, sidebar.get_by_label("Model", exact=True), "judge-x")

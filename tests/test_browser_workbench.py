@@ -7,7 +7,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, wait_for_app, wait_for_rerun
+from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, open_judge_endpoint, wait_for_app,
+                             wait_for_rerun)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-workbench-123456789"
@@ -40,6 +41,7 @@ def test_workbench_round_trip(page, app_url, judge_server):
     wait_for_app(page)
     assert "q=31" in page.url
 
+    open_judge_endpoint(page)
     sidebar = page.get_by_test_id("stSidebar")
     _type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), judge_server.url)
     _type_and_commit(page, sidebar.get_by_label("Model", exact=True), "judge-x")

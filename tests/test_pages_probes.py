@@ -30,6 +30,8 @@ def test_flags_tab_lists_the_real_findings_with_links(app):
 def test_probe_suite_from_the_page_reports_the_order_bug_in_plain_words(app):
     with FakeOpenAI() as server:
         server.responder = confused_judge
+        app.session_state["ep_open"] = True  # open the endpoint form (a lazy expander)
+        app.run()
         app.text_input(key="ep_url").set_value(server.url)
         app.text_input(key="ep_model").set_value("judge-x")
         app.text_input(key="ep_key").set_value(KEY).run()

@@ -28,6 +28,8 @@ def app(sample_app, server):
     at.query_params.update(ITEM)
     at.switch_page("pages/workbench.py").run()
     assert not at.exception
+    at.session_state["ep_open"] = True  # open the endpoint form (a lazy expander: closed, its fields are not drawn)
+    at.run()
     at.text_input(key="ep_url").set_value(server.url)
     at.text_input(key="ep_model").set_value("judge-x")
     at.text_input(key="ep_key").set_value(KEY).run()
@@ -120,3 +122,22 @@ def test_the_batch_cost_keeps_its_dollar_signs(app, server):
     app.run()
     cost = [c.value for c in app.caption if "estimated cost" in c.value]
     assert len(cost) == 1 and cost[0].count("~\\$") == 2, cost
+
+
+def test_the_endpoint_form_is_closed_until_opened_and_keeps_what_was_typed(sample_app):
+    at = sample_app
+    at.switch_page("pages/workbench.py").run()
+    assert not at.exception
+    keys = lambda: {t.key for t in at.sidebar.text_input}  # noqa: E731
+    captions = lambda: [c.value.replace("\\", "") for c in at.sidebar.caption]  # noqa: E731 (md_escape'd)
+    assert "ep_url" not in keys()                                          # closed: its fields are not drawn
+    assert any("gpt-4o-mini at api.openai.com" in c for c in captions())
+    at.session_state["ep_open"] = True
+    at.run()
+    at.text_input(key="ep_model").set_value("judge-q").run()
+    at.session_state["ep_open"] = False
+    at.run()
+    assert "ep_url" not in keys()
+    assert any("judge-q at api.openai.com" in c for c in captions())  # closed, still judge-q
+    at.switch_page("pages/probes.py").run()                                   # and on another page
+    assert any("judge-q at api.openai.com" in c for c in captions())
