@@ -148,12 +148,14 @@ def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple
 
 def cached_chart(fn, *args):
     """``fn(*args)`` (a pure ``lib.render.charts`` function of small aggregate frames), cached on its inputs: a
-    rerun that leaves a chart's data alone does not rebuild the Plotly figure (a fifth of a second for a
-    grouped bar chart)."""
+    rerun, or another tab, that leaves a chart's data alone does not rebuild the Plotly figure (a fifth of a
+    second for a grouped bar chart). The figure is shared, never copied: treat it as read-only."""
     return _cached_chart(fn, f"{fn.__module__}.{fn.__qualname__}", *args)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+# A resource cache, not a data cache: st.cache_data pickles its values and a go.Figure unpickles by validating
+# every property again (its template alone is a few hundred objects), which cost as much as building it.
+@st.cache_resource(show_spinner=False, max_entries=64)
 def _cached_chart(_fn, name: str, *args):
     return _fn(*args)
 

@@ -14,7 +14,7 @@ from lib.errors import JudgeLensError
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
-from pages._common import cached_query, keep_valid, publish_to_url, seed_from_url, show_chart, show_error, show_table
+from pages._common import cached_chart, cached_query, keep_valid, publish_to_url, seed_from_url, show_chart, show_error, show_table
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
 
@@ -93,7 +93,7 @@ def harness_compare(store, version: tuple) -> None:
                    "questions" + (f"; {gap.attrs['excluded']} items left out (edited/fuzzy)" if gap.attrs.get("excluded") else "")
                    + "). Questions are the unit; 95% t interval; p_adjusted is Holm over the rows shown. "
                    "Red: significant after Holm; grey: inside the noise.")
-        show_chart(charts.delta_forest(gap, "A", "B"), "harness_gap")
+        show_chart(cached_chart(charts.delta_forest, gap, "A", "B"), "harness_gap")
         with st.expander("Paired items (edited and fuzzy links marked in the link column)"):
             pairs = cached_query(runs.paired_runs, version, a=ra.selector, b=rb.selector, swallow_samples=samples,
                                  exclude_links=excl)

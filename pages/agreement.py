@@ -61,8 +61,9 @@ with tab_agree:
         with st.expander("Score against score, one panel per pair of judges", key="agr_scatter_open",
                          on_change="rerun") as scatter_box:
             if scatter_box.open:  # drawn only when opened: one panel per pair is the page's heaviest figure
-                show_chart(charts.scatter_grid_counts(cached_query(agreement.pair_counts, version, judges=judges,
-                                                                   **filters)), f"agreement_scatter_{bench}")
+                show_chart(cached_chart(charts.scatter_grid_counts,
+                                        cached_query(agreement.pair_counts, version, judges=judges, **filters)),
+                           f"agreement_scatter_{bench}")
 
 with tab_worst:
     if len(judges) < 2:
@@ -104,7 +105,7 @@ with tab_pairs:
         show_table(rates, f"pair_win_rates_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("win_rate", "loss_rate", "win_rate_adjusted")})
-        show_chart(charts.win_rate_bars(rates), f"pair_win_rates_{bench}")
+        show_chart(cached_chart(charts.win_rate_bars, rates), f"pair_win_rates_{bench}")
         st.markdown("**Position consistency**: does the verdict survive swapping A and B?")
         st.caption("Same numbers: python -m lib.cli pairwise --bench BENCH --policy POLICY [--baseline MODEL].")
         show_table(cached_query(agreement.position_consistency, version, bench=bench), f"position_consistency_{bench}",

@@ -6,7 +6,7 @@ from lib.render import charts
 from lib.render.safe_text import md_escape
 from lib.analysis import deltas
 from lib.errors import JudgeLensError
-from pages._common import cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
+from pages._common import cached_chart, cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
 from pages._harness import harness_compare
 
 store, version = page_start("Compare")
@@ -77,7 +77,7 @@ st.caption(
     "grey: the interval includes 0, the difference is inside the noise. A category has only 10 questions: "
     "expect wide intervals. Same numbers: python -m lib.cli compare.")
 differs = "judge" if a.get("judge") != b.get("judge") else "model"
-show_chart(charts.delta_forest(table, str(a[differs]), str(b[differs])), f"delta_{bench}")
+show_chart(cached_chart(charts.delta_forest, table, str(a[differs]), str(b[differs])), f"delta_{bench}")
 shown = table.drop(columns=["level"] + ([] if per_model else ["model"]))
 show_table(shown, f"deltas_{bench}",
            column_config={c: st.column_config.NumberColumn(format="%.3f")

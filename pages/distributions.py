@@ -90,7 +90,7 @@ with st.expander("Does a judge score longer answers higher? (reads every judged 
             st.info("No answer texts to measure: import the model_answer files of these models.")
         else:
             profile = distributions.length_profile(points)
-            show_chart(charts.length_profile(profile, points if len(points) <= 5000 else None),
+            show_chart(cached_chart(charts.length_profile, profile, points if len(points) <= 5000 else None),
                        f"length_bias_{bench}")
             st.caption(f"{len(points):,} judged answers of every model in {len(profile):,} bins of equal count: the "
                        "line is the mean score per bin, the band the middle half of the scores. Spearman's rho "

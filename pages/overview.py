@@ -73,7 +73,7 @@ else:
     st.info("Pick the models to chart above.")
 
 st.subheader("Harness × model")
-matrix = runs.matrix_wide(cached_query(runs.harness_matrix, version + linking.links_version(store)))
+matrix = cached_query(runs.harness_matrix_wide, version + linking.links_version(store))
 st.caption("Overall mean per model (one row per model: its names in the harnesses are joined by aliases) and run "
            "(harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the harness's own "
            "number, '(harness)'. To see why two harnesses disagree on a model, open Compare → one model under two "

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from lib.analysis.selectors import SELECTOR_KEYS, check_selector, describe
 from lib.errors import UsageError
@@ -110,6 +109,9 @@ def cluster_t(sums: np.ndarray, counts: np.ndarray, alpha: float = 0.05) -> dict
 def t_summary(delta, ss, g, n, alpha: float = 0.05) -> dict[str, np.ndarray]:
     """``cluster_t`` from a row's moments: item-mean ``delta``, ``ss`` = sum over its questions of
     (D_q - n_q * delta)^2, ``g`` questions and ``n`` items (arrays of one shape)."""
+    from scipy import stats  # here, not at the top: scipy.stats takes about a second to import, and every page
+    # that imports this module (Overview, Judge agreement through the report) would pay it on a server's first visit
+
     delta, ss = np.asarray(delta, dtype=float), np.asarray(ss, dtype=float)
     g, n = np.asarray(g), np.asarray(n, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
