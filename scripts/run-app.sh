@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m streamlit run app.py "$@"
+# serve.py = `streamlit run app.py` with the slow imports done before the server listens (see its docstring)
+exec .venv/bin/python scripts/serve.py "$@"

@@ -3,7 +3,8 @@
 Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
 
 - ``free_port()``: a TCP port nothing listens on right now.
-- ``running_app(db_path)``: context manager; starts ``streamlit run app.py`` on a free port with
+- ``running_app(db_path)``: context manager; starts the app as ``scripts/run-app.sh`` does
+  (``scripts/serve.py``: ``streamlit run app.py`` after warming the imports) on a free port with
   ``JUDGELENS_DB=db_path``, waits for ``/_stcore/health`` to say ``ok``, yields the base URL, and stops
   the server (terminate, then kill) on exit. If the server dies or never gets healthy, the error
   carries its stdout and stderr.
@@ -100,7 +101,10 @@ def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
     port = free_port()
     child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1"}, **(env or {}))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+    # The app starts the way the README's command (scripts/run-app.sh) starts it: scripts/serve.py = `streamlit
+    # run app.py` after warming the imports. Any other script (the benchmark's floor) runs under `streamlit run`.
+    start = [str(ROOT / "scripts" / "serve.py")] if str(script) == "app.py" else ["-m", "streamlit", "run", str(script)]
+    cmd = [sys.executable, *start, "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     # Temp files, not pipes: a chatty server can never block on a full pipe buffer.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
