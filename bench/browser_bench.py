@@ -241,6 +241,12 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("rows: overall", lambda p: segmented(p, "Rows", "overall")),
             Step("two models under one judge", lambda p: radio(p, "Compare", "two models under one judge")),
             Step("pick another model B", lambda p: selectbox(p, "Model B", third_model)),
+            # the stores' second bench: model-7 under a Swallow-shaped harness (linked questions, 5 samples)
+            Step("view: one model under two harnesses",
+                 lambda p: segmented(p, "View", "one model under two harnesses (linked questions)")),
+            Step("harness view, rows: overall", lambda p: segmented(p, "Rows", "overall")),
+            Step("harness view, run A: another judge",
+                 lambda p: selectbox(p, "Run A", f"fastchat · bench_x · {judge(1)} · model-7")),
         ]),
         Scenario("workbench", "Workbench", [
             Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
