@@ -37,9 +37,8 @@ def harness_compare(store, version: tuple) -> None:
         st.info("Nothing judged yet.")
         return
     table = table.assign(label=table["harness"] + " · " + table["bench"] + " · " + table["judge"] + " · " + table["model"])
-    multi = table.groupby("canonical").apply(lambda g: g[["harness", "bench"]].drop_duplicates().shape[0] > 1,
-                                             include_groups=False)
-    models = sorted(multi[multi].index) or sorted(table["canonical"].unique())
+    places = table.drop_duplicates(["canonical", "harness", "bench"])["canonical"].value_counts()
+    models = sorted(places[places > 1].index) or sorted(table["canonical"].unique())  # under two harnesses or benches
     keep_valid("hx_model", models, next((m for m in models if "shisa-v2-llama3.1-8b" in m), models[0]))
     model = st.selectbox("Model", models, key="hx_model",
                          help="Models judged under more than one harness or bench. One model's names in the "
