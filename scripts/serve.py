@@ -9,13 +9,24 @@ for on top of the page itself. Done here, before the server listens, they cost t
 waiting. ``streamlit run app.py`` keeps working exactly as before; only its first visitor pays these again.
 
 Nothing Streamlit-specific is imported ahead (not ``pages/``): the pages' own first-run logic stays as it is.
+
+Then, once the server answers, every page is opened once in the background, like a visitor would (a websocket
+session asking for the page; its default view): the store opens and each page's default queries and figures land
+in Streamlit's caches, which every later session shares. At 1M judgments that is several seconds of queries
+(agreement statistics, parse failures, paired items) that the first visitor of each page waited for. The server
+serves visitors meanwhile; they share whatever is already cached. ``JUDGELENS_WARM_PAGES=0`` turns it off. When
+it is done, stderr says ``JudgeLens: pages warmed``.
 """
 from __future__ import annotations
 
+import asyncio
 import importlib
+import os
 import pkgutil
 import sys
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,9 +58,69 @@ def warm_imports() -> float:
     return time.perf_counter() - t0
 
 
+WARMED = "JudgeLens: pages warmed"
+
+
+def page_paths() -> list[str]:
+    """The URL path of every page app.py routes to (a page's path is its file name), the default page first."""
+    stems = [p.stem for p in sorted((ROOT / "pages").glob("*.py")) if not p.stem.startswith("_")]
+    return [""] + [s for s in stems if s != "overview"]
+
+
+async def _visit(url: str, path: str, timeout: float) -> None:
+    """Open one page in a new session, as the browser does, and wait until its script run has finished."""
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    rerun = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
+    async with websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
+        msg = BackMsg()
+        msg.rerun_script.query_string = ""
+        msg.rerun_script.page_name = path
+        await ws.send(msg.SerializeToString())
+        while True:
+            frame = await asyncio.wait_for(ws.recv(), timeout)
+            if isinstance(frame, bytes):
+                fwd = ForwardMsg.FromString(frame)
+                if fwd.WhichOneof("type") == "script_finished" and fwd.script_finished != rerun:
+                    return
+
+
+def warm_pages(timeout: float = 300) -> None:
+    """Wait until this process's server answers, then open every page once (see the module docstring)."""
+    from streamlit import config, runtime
+
+    t0 = time.monotonic()
+    while not runtime.exists() and time.monotonic() - t0 < timeout:
+        time.sleep(0.1)
+    host = config.get_option("server.address") or "127.0.0.1"
+    host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"{host}:{config.get_option('server.port')}{('/' + config.get_option('server.baseUrlPath').strip('/')) if config.get_option('server.baseUrlPath') else ''}"
+    while time.monotonic() - t0 < timeout:
+        try:
+            with urllib.request.urlopen(f"http://{base}/_stcore/health", timeout=2) as resp:
+                if resp.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    t1 = time.monotonic()
+    failed = []
+    for path in page_paths():
+        try:
+            asyncio.run(_visit(f"ws://{base}/_stcore/stream", path, timeout))
+        except Exception as exc:  # noqa: BLE001 (a page that fails here fails for its visitor too, who sees why)
+            failed.append(f"{path or 'overview'} ({type(exc).__name__})")
+    print(f"{WARMED} in {time.monotonic() - t1:.1f} s" + (f"; not warmed: {', '.join(failed)}" if failed else ""),
+          file=sys.stderr, flush=True)
+
+
 def main(argv: list[str]) -> None:
     seconds = warm_imports()
     print(f"JudgeLens: imports warmed in {seconds:.1f} s", file=sys.stderr, flush=True)
+    if os.environ.get("JUDGELENS_WARM_PAGES", "1") != "0":
+        threading.Thread(target=warm_pages, name="judgelens-warm-pages", daemon=True).start()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", str(ROOT / "app.py"), *argv]

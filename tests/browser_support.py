@@ -93,14 +93,31 @@ def _wait_until_healthy(proc: subprocess.Popen, url: str, out, err, timeout: flo
                        f"--- stdout ---\n{_output(out)}\n--- stderr ---\n{_output(err)}")
 
 
+def _wait_until_warm(proc: subprocess.Popen, out, err, timeout: float) -> None:
+    """Until scripts/serve.py says it has opened every page once (its stderr line)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None or "JudgeLens: pages warmed" in _output(err):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the app did not finish warming its pages within {timeout:.0f} s.\n"
+                       f"--- stdout ---\n{_output(out)}\n--- stderr ---\n{_output(err)}")
+
+
 @contextmanager
 def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
-                timeout: float = START_TIMEOUT, script: str | os.PathLike = "app.py") -> Iterator[str]:
+                timeout: float = START_TIMEOUT, script: str | os.PathLike = "app.py",
+                warm: bool = False) -> Iterator[str]:
     """Run ``script`` (the app, or the benchmark's hello-world floor) on a free loopback port against
-    ``db_path``; yield ``http://127.0.0.1:PORT``."""
+    ``db_path``; yield ``http://127.0.0.1:PORT``.
+
+    ``warm``: the app opens every page once after it starts, as scripts/run-app.sh's server does, and this waits
+    until it has (the benchmark: its "first open after a server start" is a visitor's after the start-up). Off
+    for tests: they drive a fresh server themselves (e.g. the first start loading the bundled sample)."""
     port = free_port()
     child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1"}, **(env or {}))
+    child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1",
+                      "JUDGELENS_WARM_PAGES": "1" if warm else "0"}, **(env or {}))
     # The app starts the way the README's command (scripts/run-app.sh) starts it: scripts/serve.py = `streamlit
     # run app.py` after warming the imports. Any other script (the benchmark's floor) runs under `streamlit run`.
     start = [str(ROOT / "scripts" / "serve.py")] if str(script) == "app.py" else ["-m", "streamlit", "run", str(script)]
@@ -111,6 +128,8 @@ def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
         proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         try:
             _wait_until_healthy(proc, f"http://127.0.0.1:{port}/_stcore/health", out, err, timeout)
+            if warm:
+                _wait_until_warm(proc, out, err, timeout)
             yield f"http://127.0.0.1:{port}"
         finally:
             proc.terminate()
