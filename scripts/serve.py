@@ -44,9 +44,14 @@ def warm_imports() -> float:
         sys.path.insert(0, str(ROOT))
     import lib
 
-    for info in pkgutil.walk_packages(lib.__path__, "lib."):
-        if not info.name.startswith("lib.cli"):  # the command line (its __main__ would run it)
-            importlib.import_module(info.name)
+    def walk(package) -> None:  # pkgutil.walk_packages would import lib.cli to look inside it
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            if info.name != "lib.cli":  # the command line: no page needs it (and its __main__ runs it)
+                module = importlib.import_module(info.name)
+                if info.ispkg:
+                    walk(module)
+
+    walk(lib)
     for name in LAZY:
         importlib.import_module(name)
     import plotly.graph_objects as go
@@ -61,13 +66,17 @@ def warm_imports() -> float:
 WARMED = "JudgeLens: pages warmed"
 
 
+# Views behind a deep link that the default view does not draw (path, query string): warmed too.
+EXTRA_VIEWS = (("compare", "view=harness"),)  # Compare's "one model under two harnesses" (setup table, links)
+
+
 def page_paths() -> list[str]:
     """The URL path of every page app.py routes to (a page's path is its file name), the default page first."""
     stems = [p.stem for p in sorted((ROOT / "pages").glob("*.py")) if not p.stem.startswith("_")]
     return [""] + [s for s in stems if s != "overview"]
 
 
-async def _visit(url: str, path: str, timeout: float) -> None:
+async def _visit(url: str, path: str, timeout: float, query: str = "") -> None:
     """Open one page in a new session, as the browser does, and wait until its script run has finished."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -76,7 +85,7 @@ async def _visit(url: str, path: str, timeout: float) -> None:
     rerun = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
     async with websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
         msg = BackMsg()
-        msg.rerun_script.query_string = ""
+        msg.rerun_script.query_string = query
         msg.rerun_script.page_name = path
         await ws.send(msg.SerializeToString())
         while True:
@@ -107,12 +116,14 @@ def warm_pages(timeout: float = 300) -> None:
         time.sleep(0.1)
     t1 = time.monotonic()
     failed = []
-    for path in page_paths():
+    views = [(path, "") for path in page_paths()] + list(EXTRA_VIEWS)
+    for path, query in views:
         try:
-            asyncio.run(_visit(f"ws://{base}/_stcore/stream", path, timeout))
+            asyncio.run(_visit(f"ws://{base}/_stcore/stream", path, timeout, query))
         except Exception as exc:  # noqa: BLE001 (a page that fails here fails for its visitor too, who sees why)
-            failed.append(f"{path or 'overview'} ({type(exc).__name__})")
-    print(f"{WARMED} in {time.monotonic() - t1:.1f} s" + (f"; not warmed: {', '.join(failed)}" if failed else ""),
+            failed.append(f"{path or 'overview'}{'?' + query if query else ''} ({type(exc).__name__})")
+    print(f"{WARMED} ({len(views) - len(failed)} of {len(views)} views) in {time.monotonic() - t1:.1f} s"
+          + (f"; not warmed: {', '.join(failed)}" if failed else ""),
           file=sys.stderr, flush=True)
 
 

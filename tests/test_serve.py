@@ -23,7 +23,51 @@ def test_warm_imports_loads_what_pages_need_and_nothing_streamlit_runs_first():
     for name in ("lib.analysis.agreement", "lib.analysis.deltas", "lib.analysis.runs", "lib.render.charts",
                  "lib.render.report", "lib.judging.attribution", "lib.probes.suite", "scipy.stats", "plotly.express"):
         assert name in loaded, name
-    # not the command line (its __main__ runs it), not the pages: pages/_common.py's first-run check (a deep
-    # link as a server's first request) must run inside Streamlit's script run, as it always did
+    # not the command line (no page needs it; its __main__ runs it), not the pages: pages/_common.py's first-run check
+    # (a deep link as a server's first request) must run inside Streamlit's script run, as it always did
     assert not any(m.startswith("lib.cli") for m in loaded)
     assert not any(m == "pages" or m.startswith("pages.") for m in loaded)
+
+
+def test_server_opens_every_page_once_after_it_starts(_sample_db, tmp_path):
+    """The start-up warm-up reaches every page through a real websocket session and says so on stderr."""
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    from browser_support import _output, _wait_until_healthy, free_port
+
+    db = tmp_path / "jl.duckdb"
+    shutil.copy(_sample_db, db)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env.update(JUDGELENS_DB=str(db), JUDGELENS_WARM_PAGES="1", PYTHONUNBUFFERED="1")
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "serve.py"), "--server.headless", "true",
+                                 "--server.port", str(port), "--server.address", "127.0.0.1",
+                                 "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env, stdout=log, stderr=log)
+        try:
+            _wait_until_healthy(proc, f"http://127.0.0.1:{port}/_stcore/health", log, log, 120)
+            deadline = time.monotonic() + 300
+            while "pages warmed" not in _output(log) and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.5)
+            text = _output(log)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert "JudgeLens: imports warmed" in text
+    assert "JudgeLens: pages warmed (11 of 11 views)" in text, text  # 10 pages + Compare's harness view
+    assert "not warmed" not in text, text
+
+
+def test_the_pages_warmed_are_the_pages_app_py_routes_to():
+    import re
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import serve
+
+    routed = re.findall(r'st\.Page\("pages/(\w+)\.py"', (ROOT / "app.py").read_text())
+    default = re.search(r'st\.Page\("pages/(\w+)\.py"[^)]*default=True', (ROOT / "app.py").read_text()).group(1)
+    assert len(routed) == 10
+    assert serve.page_paths() == [""] + [p for p in sorted(routed) if p != default]  # the default page is "/"
