@@ -16,6 +16,7 @@ from lib.analysis import harness_diff as H
 from lib.analysis import runs as R
 from lib.cli import main
 from lib.errors import UsageError
+from lib.store import Store, migrate
 
 L8 = "shisa-ai/shisa-v2-llama3.1-8b"
 L70 = "shisa-ai/shisa-v2-llama3.3-70b"
@@ -136,6 +137,55 @@ def test_setup_table_finds_truncation_and_reasoning(sample_store):
                         {**FASTCHAT_4O, "model": L8}).set_index("area")
     assert "23 at exactly 8,192" in df.loc["truncation", "a"] and df.loc["truncation", "example"]
     assert "23 (A) and 0 (B) answers are exactly at a limit" in df.loc["truncation", "evidence"]
+
+
+def count_queries(store: Store) -> list[str]:
+    """Every statement run through ``store``'s cursors from now on (appended to the returned list)."""
+    seen, make = [], store.cursor
+
+    class Counted:
+        def __init__(self, cur):
+            self._cur = cur
+
+        def __getattr__(self, name):
+            return getattr(self._cur, name)
+
+        def execute(self, sql, *args):
+            seen.append(sql)
+            return self._cur.execute(sql, *args)
+
+    store.cursor = lambda: Counted(make())
+    return seen
+
+
+def test_setup_table_reads_each_table_once_and_a_lake_gives_the_same_table(sample_store, tmp_path):
+    """On a DuckLake store every query pays catalog look-ups and reads whole Parquet column chunks, so the setup
+    table reads each table once for both runs (it ran 38 queries, 7x slower on a lake than on the file at 100k
+    judgments); a DuckLake copy of the store gives the same table, example links included, and each example is
+    the first item in question order that shows the thing (the parse-failure example is a failed judgment)."""
+    pairs = [({**FASTCHAT_4O, "model": L8}, {**SWALLOW, "model": L8}),
+             ({"model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"}, {**FASTCHAT_4O, "model": L8}),
+             ({**SWALLOW, "model": L70}, {**FASTCHAT_4O, "model": L70})]
+    seen = count_queries(sample_store)
+    H.harness_diff(sample_store, *pairs[0])
+    assert 0 < len(seen) <= 11, seen
+    on_file = [(H.harness_diff(sample_store, a, b), H.judge_prompt_diff(sample_store, a, b)) for a, b in pairs]
+
+    table = on_file[0][0].set_index("area")
+    example = dict(p.split("=") for p in table.loc["parse_failures", "example"].split("?")[1].split("&"))
+    with sample_store.read() as cur:
+        failed = cur.execute("""SELECT question_id, turn, sample FROM single_judgments
+                                WHERE harness = 'swallow' AND model = ? AND parse_status <> 'ok'
+                                ORDER BY TRY_CAST(question_id AS BIGINT), turn, sample LIMIT 1""",
+                             ["hosted_vllm/" + L8]).fetchone()
+    assert (example["q"], int(example["turn"]), int(example.get("sample", 0))) == (failed[0], failed[1], failed[2])
+
+    sample_store.close()
+    with Store(f"ducklake:sqlite:{tmp_path / 'lake.sqlite'}", data_path=tmp_path / "lake-data") as lake:
+        migrate(sample_store.path, lake)
+        for (a, b), (file_table, file_prompts) in zip(pairs, on_file):
+            pd.testing.assert_frame_equal(H.harness_diff(lake, a, b), file_table)
+            assert H.judge_prompt_diff(lake, a, b) == file_prompts
 
 
 def test_cli_harness_diff_json(sample_store, capsys):

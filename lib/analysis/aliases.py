@@ -46,6 +46,9 @@ def _table(store: Store) -> dict[str, tuple[str, str]]:
         return {n: (c, m) for n, c, m in cur.execute("SELECT name, canonical, method FROM model_aliases").fetchall()}
 
 
+alias_table = _table  # name -> (canonical, method), for ``names_for(..., table=)``
+
+
 def auto_alias(store: Store, names: list[str] | None = None) -> int:
     """Alias every stored name to the plainest name with the same ``model_alias_key``. Manual aliases and
     removed marks stay. Returns the number of automatic aliases now in the table."""
@@ -90,10 +93,12 @@ def _resolve(table: dict[str, tuple[str, str]], name: str) -> str:
     return name
 
 
-def names_for(store: Store, name: str, known: list[str] | None = None) -> list[str]:
+def names_for(store: Store, name: str, known: list[str] | None = None,
+              table: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """Every stored name that means the same model as ``name`` (through aliases), ``name`` included
-    when it is stored. A name not stored is matched by its canonical or, failing that, by ``model_alias_key``."""
-    table = _table(store)
+    when it is stored. A name not stored is matched by its canonical or, failing that, by ``model_alias_key``.
+    ``table`` (``alias_table``) saves reading the aliases again when several names are looked up."""
+    table = _table(store) if table is None else table
     known = stored_models(store) if known is None else known
     target = _resolve(table, name)
     same = [n for n in known if _resolve(table, n) == target]

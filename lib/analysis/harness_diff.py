@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cached_property
 
 import pandas as pd
 
 from lib.analysis import linking
-from lib.analysis.item_view import ItemKey, link, link_params
-from lib.analysis.runs import Run, resolve_run
+from lib.analysis.item_view import link, link_params
+from lib.analysis.runs import Run, resolve_pair
 from lib.store import Store
-from lib.vocab import MODEL_KEY_SQL
+from lib.vocab import MODEL_KEY_SQL, qid_order
 
 AREAS = ("judge_model", "judge_prompt", "system_prompt", "samples", "temperature", "truncation", "reasoning",
          "references", "parse_failures", "scale", "questions")
@@ -36,18 +37,171 @@ def _rows(store: Store, sql: str, params) -> list[tuple]:
         return cur.execute(sql, params).fetchall()
 
 
-def _answers(store: Store, run: Run) -> pd.DataFrame:
-    """The answers the run's judge saw: the run's model in its bench (judgment names match an answer file's
-    model, model_id or file name, '/' and '__' alike, as the item view matches them)."""
-    mk = MODEL_KEY_SQL
-    with store.read() as cur:
-        return cur.execute(f"""
-            SELECT a.question_id, a.turn, a.sample, a.text, a.temperature, a.system_prompt, a.max_chars,
-                   q.category, length(coalesce(a.text, '')) AS chars, contains(coalesce(a.text, ''), '<think>') AS think
-            FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
-            WHERE a.bench = $bench AND {mk.format('$model')} IN ({mk.format('a.model')},
-                  {mk.format("coalesce(a.model_id, '')")}, {mk.format("coalesce(a.file_model, '')")})""",
-                           {"bench": run.bench, "model": run.model}).df()
+def _run_filter(runs: tuple[Run, ...]) -> tuple[str, dict]:
+    """``(harness, bench, judge, model)`` is one of ``runs``, as SQL with named parameters. A semi join on a
+    VALUES list: DuckDB pushes its join keys into the scan, so a DuckDB file skips the blocks of other runs
+    (their judge prompts) as it does for one run's ``=`` filters; an OR of the runs' ANDs reads every block."""
+    keys = ("harness", "bench", "judge", "model")
+    values = ", ".join("(" + ", ".join(f"${k}{i}" for k in keys) + ")" for i in range(len(runs)))
+    return (f"(harness, bench, judge, model) IN (SELECT * FROM (VALUES {values}))",
+            {f"{k}{i}": v for i, r in enumerate(runs) for k, v in r.selector.items()})
+
+
+class _Reads:
+    """What the setup table reads, for all its runs at once: one query per table, each read on first use.
+
+    On a DuckLake store every query pays catalog look-ups (the table's data files, their statistics) and reads
+    whole Parquet column chunks, the text columns included, so a query per run, per area or per example item
+    multiplied that cost (38 queries for one table); here each table is read once for both runs."""
+
+    def __init__(self, store: Store, *runs: Run):
+        self.store, self.runs = store, tuple(dict.fromkeys(runs))
+        self.benches = sorted({r.bench for r in self.runs})
+        self._system_prompts: dict[str, str | None] = {}
+        self._links: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def _bench_params(self) -> tuple[str, list]:
+        return ", ".join("?" for _ in self.benches), list(self.benches)
+
+    @cached_property
+    def answers(self) -> dict[Run, pd.DataFrame]:
+        """Per run, the answers its judge saw: the run's model in its bench (judgment names match an answer
+        file's model, model_id or file name, '/' and '__' alike, as the item view matches them); ``exact``
+        marks rows whose model, model_id or file name is the run's model as written (the prompt examples)."""
+        mk = MODEL_KEY_SQL
+        keys = (mk.format('a.model'), mk.format("coalesce(a.model_id, '')"), mk.format("coalesce(a.file_model, '')"))
+        flags, params = [], {}
+        for i, r in enumerate(self.runs):
+            params.update({f"bench{i}": r.bench, f"model{i}": r.model})
+            flags.append(f"(a.bench = $bench{i} AND {mk.format(f'$model{i}')} IN ({', '.join(keys)})) AS in_{i}")
+            flags.append(f"(a.bench = $bench{i} AND (a.model = $model{i} OR a.model_id = $model{i} "
+                         f"OR a.file_model = $model{i})) AS exact_{i}")
+        benches = ", ".join(f"$bench{i}" for i in range(len(self.runs)))
+        with self.store.read() as cur:
+            df = cur.execute(f"""
+                SELECT * FROM (
+                    SELECT a.question_id, a.turn, a.sample, a.text, a.temperature, a.system_prompt, a.max_chars,
+                           a.source_id, q.category, length(coalesce(a.text, '')) AS chars,
+                           contains(coalesce(a.text, ''), '<think>') AS think, {', '.join(flags)}
+                    FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
+                    WHERE a.bench IN ({benches}))
+                WHERE {' OR '.join(f'in_{i}' for i in range(len(self.runs)))}
+                ORDER BY source_id, {qid_order()}, turn, sample""", params).df()
+        cols = [c for c in df.columns if not c.startswith(("in_", "exact_"))]
+        return {r: df.loc[df[f"in_{i}"], cols].assign(exact=df.loc[df[f"in_{i}"], f"exact_{i}"]).reset_index(drop=True)
+                for i, r in enumerate(self.runs)}
+
+    @cached_property
+    def stats(self) -> dict[Run, dict]:
+        """Per run: judgments, judgments without a rating (and the first such item), samples judged, score range."""
+        where, params = _run_filter(self.runs)
+        rows = _rows(self.store, f"""
+            SELECT harness, bench, judge, model, count(*), count(*) FILTER (parse_status <> 'ok'),
+                   arg_min({{'q': question_id, 't': turn, 's': sample}},
+                           {{'n': coalesce(TRY_CAST(question_id AS BIGINT), 9223372036854775807), 'q': question_id,
+                             't': turn, 's': sample}}) FILTER (parse_status <> 'ok'),
+                   count(DISTINCT sample), min(score), max(score)
+            FROM single_judgments WHERE {where} GROUP BY ALL""", params)
+        found = {Run(*row[:4]): row[4:] for row in rows}
+        out = {}
+        for r in self.runs:
+            total, failed, first, judged, lo, hi = found.get(r, (0, 0, None, 0, None, None))
+            out[r] = {"total": total, "failed": failed, "first_failed": first, "judged_samples": judged,
+                      "min": lo, "max": hi}
+        return out
+
+    @cached_property
+    def prompt_rows(self) -> dict[Run, list[tuple]]:
+        """Per run and prompt name: one stored rendered prompt (of the lowest question and turn, sample 0) with
+        the question, turn and sample it was rendered for (all from the same row)."""
+        where, params = _run_filter(self.runs)
+        rows = _rows(self.store, f"""
+            SELECT harness, bench, judge, model, prompt_name, arg_min(question_id, k), arg_min(turn, k),
+                   arg_min(sample, k), arg_min(judge_prompt, k), count(*)
+            FROM (SELECT harness, bench, judge, model, prompt_name, question_id, turn, sample, judge_prompt,
+                         -- one row per name, the same on every store: ties broken down to the prompt text
+                         {{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
+                           'src': source_id, 'p': judge_prompt}} AS k
+                  FROM single_judgments WHERE {where} AND judge_prompt IS NOT NULL AND sample = 0)
+            GROUP BY ALL ORDER BY prompt_name""", params)
+        out = {r: [] for r in self.runs}
+        for row in rows:
+            out[Run(*row[:4])].append(row[4:])
+        return out
+
+    @cached_property
+    def questions(self) -> dict[str, dict[str, list[str]]]:
+        """bench -> question_id -> turns (the current questions of the runs' benches)."""
+        marks, params = self._bench_params()
+        out: dict[str, dict[str, list[str]]] = {b: {} for b in self.benches}
+        for bench, qid, turns in _rows(self.store, "SELECT bench, question_id, turns FROM current_questions "
+                                                    f"WHERE bench IN ({marks})", params):
+            out[bench][qid] = list(turns)
+        return out
+
+    @cached_property
+    def references(self) -> dict[str, list[tuple]]:
+        """bench -> [(judge, question_id, turn, text)], in import order (a later file wins)."""
+        marks, params = self._bench_params()
+        out: dict[str, list[tuple]] = {b: [] for b in self.benches}
+        for bench, *rest in _rows(self.store, "SELECT bench, judge, question_id, turn, text FROM reference_answers "
+                                              f"WHERE bench IN ({marks}) ORDER BY source_id", params):
+            out[bench].append(tuple(rest))
+        return out
+
+    @cached_property
+    def reported(self) -> dict[Run, int]:
+        """Per run: how many metrics the harness reported for its model on its bench."""
+        pairs = sorted({(r.model, r.bench) for r in self.runs})
+        where = " OR ".join("(model = ? AND bench = ?)" for _ in pairs)
+        n = {(m, b): c for m, b, c in _rows(self.store, f"SELECT model, bench, count(*) FROM reported_metrics "
+                                                        f"WHERE {where} GROUP BY ALL", [x for p in pairs for x in p])}
+        return {r: n.get((r.model, r.bench), 0) for r in self.runs}
+
+    def system_prompts(self, names) -> dict[str, str | None]:
+        """name -> the system prompt of the newest imported judge_prompts.jsonl entry of that name (None: none)."""
+        missing = sorted(set(names) - set(self._system_prompts))
+        if missing:
+            self._system_prompts.update(dict.fromkeys(missing))
+            for name, text in reversed(_rows(
+                    self.store, f"SELECT name, system_prompt FROM judge_prompts WHERE name IN "
+                                f"({', '.join('?' for _ in missing)}) ORDER BY source_id DESC", missing)):
+                self._system_prompts[name] = text  # reversed: the newest is written last
+        return {n: self._system_prompts[n] for n in names}
+
+    def links(self, bench_a: str, bench_b: str) -> pd.DataFrame:
+        if (bench_a, bench_b) not in self._links:
+            self._links[(bench_a, bench_b)] = linking.links(self.store, bench_a, bench_b)
+        return self._links[(bench_a, bench_b)]
+
+    def link_map(self, bench_a: str, bench_b: str) -> dict:
+        """``linking.link_map`` from what is read here."""
+        if bench_a == bench_b:
+            return {q: (q, "same") for q in self.questions[bench_a]}
+        return linking.map_of(self.links(bench_a, bench_b))
+
+    def example_context(self, run: Run, qid: str, sample: int) -> dict | None:
+        """The texts one stored prompt was filled with: the question's turns, the answer turns of this sample, the
+        reference the run's judge reads."""
+        turns = self.questions[run.bench].get(qid)
+        if turns is None:
+            return None
+        df = self.answers[run]
+        df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
+        ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
+        refs = [(j, t, x) for j, q, t, x in self.references[run.bench] if q == qid]
+        judges = sorted({j for j, _, _ in refs})
+        use = run.judge if run.judge in judges else (judges[0] if judges else None)
+        ref = {int(t): x for j, t, x in refs if j == use}
+        ctx = {"question": turns[0] if turns else None}
+        for i, text in enumerate(turns, 1):
+            ctx[f"question_{i}"] = text
+        for t, text in ans.items():
+            ctx[f"answer_{int(t)}"] = text
+        ctx["answer"] = ctx.get("answer_1")
+        for t, text in ref.items():
+            ctx[f"ref_answer_{t}"] = text
+        return ctx
 
 
 def _example(run: Run, qid, turn, sample: int = 0) -> str:
@@ -82,32 +236,6 @@ def _messages(stored: str | None) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def _example_context(store: Store, run: Run, qid: str, sample: int) -> dict | None:
-    """The texts one stored prompt was filled with: the question's turns, the answer turns of this sample, the
-    reference the run's judge reads (a narrow lookup of one item; ``lib.judging.context`` loads whole benches)."""
-    q = _rows(store, "SELECT turns FROM current_questions WHERE bench = ? AND question_id = ?", [run.bench, qid])
-    if not q:
-        return None
-    turns = list(q[0][0])
-    ans = dict(_rows(store, """SELECT turn, arg_max(text, source_id) FROM answers WHERE bench = ? AND question_id = ?
-                               AND sample = ? AND (model = $4 OR model_id = $4 OR file_model = $4) GROUP BY turn"""
-                     .replace("$4", "?"), [run.bench, qid, sample, run.model, run.model, run.model]))
-    refs = _rows(store, "SELECT judge, turn, text FROM reference_answers WHERE bench = ? AND question_id = ? "
-                        "ORDER BY source_id", [run.bench, qid])
-    judges = sorted({j for j, _, _ in refs})
-    use = run.judge if run.judge in judges else (judges[0] if judges else None)
-    ref = {int(t): x for j, t, x in refs if j == use}
-    ctx = {"question": turns[0] if turns else None}
-    for i, text in enumerate(turns, 1):
-        ctx[f"question_{i}"] = text
-    for t, text in ans.items():
-        ctx[f"answer_{int(t)}"] = text
-    ctx["answer"] = ctx.get("answer_1")
-    for t, text in ref.items():
-        ctx[f"ref_answer_{t}"] = text
-    return ctx
-
-
 def _placeholders(ctx: dict | None, turn: int) -> dict[str, str]:
     if ctx is None:
         return {}
@@ -121,26 +249,26 @@ def prompt_templates(store: Store, run: Run) -> dict[str, dict]:
     judge saw, rebuilt from one stored rendered prompt by putting the question, answer and reference texts
     back as FastChat placeholders. FastChat does not store the system prompt: it comes from the imported
     judge_prompts.jsonl of that name when one matches, else it is marked not recorded."""
-    rows = _rows(store, """SELECT prompt_name, arg_min(question_id, k), arg_min(turn, k), arg_min(sample, k),
-                                  arg_min(judge_prompt, k), count(*)
-                           FROM (SELECT prompt_name, question_id, turn, sample, judge_prompt,
-                                        coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn AS k
-                                 FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND model = ?
-                                 AND judge_prompt IS NOT NULL AND sample = 0)
-                           GROUP BY prompt_name ORDER BY prompt_name""", list(run.selector.values()))
+    return _templates(_Reads(store, run), run)
+
+
+def _templates(reads: _Reads, run: Run) -> dict[str, dict]:
+    rows = reads.prompt_rows[run]
+    parsed = [(row, _messages(row[4])) for row in rows]
+    # one look-up for every name whose stored prompt has no system message (all runs': they share the cache)
+    reads.system_prompts([row[0] for r in reads.runs for row in reads.prompt_rows[r]
+                          if not any(m["role"] == "system" for m in _messages(row[4]))])
     out = {}
-    for name, qid, turn, sample, stored, n in rows:
-        msgs = _messages(stored)
-        values = _placeholders(_example_context(store, run, qid, int(sample)), int(turn))
+    for (name, qid, turn, sample, _stored, n), msgs in parsed:
+        values = _placeholders(reads.example_context(run, qid, int(sample)), int(turn))
         for m in msgs:
             for key, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
                 m["content"] = m["content"].replace(value, "{" + key + "}")
         system_note = None
         if not any(m["role"] == "system" for m in msgs):
-            recs = _rows(store, "SELECT system_prompt FROM judge_prompts WHERE name = ? ORDER BY source_id DESC",
-                         [name])
-            if recs and recs[0][0]:
-                msgs.insert(0, {"role": "system", "content": recs[0][0]})
+            system = reads.system_prompts([name])[name]
+            if system:
+                msgs.insert(0, {"role": "system", "content": system})
                 system_note = "system prompt from the imported judge_prompts.jsonl (FastChat does not store it)"
             else:
                 system_note = "system prompt not recorded"
@@ -157,11 +285,14 @@ def sentences(text: str) -> list[str]:
 def judge_prompt_diff(store: Store, a: dict | Run, b: dict | Run) -> list[dict]:
     """Per prompt kind both runs used: both reconstructed templates, the character diff (``char_diff`` ops)
     and the sentences only A / only B has (e.g. Swallow's "The expected language is Japanese. ...")."""
+    run_a, run_b = resolve_pair(store, a, b)
+    return _prompt_diff(_Reads(store, run_a, run_b), run_a, run_b)
+
+
+def _prompt_diff(reads: _Reads, run_a: Run, run_b: Run) -> list[dict]:
     from lib.render.textdiff import char_diff
 
-    run_a = a if isinstance(a, Run) else resolve_run(store, a, "A")
-    run_b = b if isinstance(b, Run) else resolve_run(store, b, "B")
-    ta, tb = prompt_templates(store, run_a), prompt_templates(store, run_b)
+    ta, tb = _templates(reads, run_a), _templates(reads, run_b)
     out = []
     for kind in sorted(set(ta) | set(tb)):
         xa, xb = ta.get(kind), tb.get(kind)
@@ -184,9 +315,8 @@ def _row(area, a, b, differs, evidence, example=None) -> dict:
     return {"area": area, "a": a, "b": b, "differs": differs, "evidence": evidence, "example": example}
 
 
-def _judge_model(store, ra: Run, rb: Run) -> dict:
-    n = {r: _rows(store, "SELECT count(*) FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND "
-                         "model = ?", list(r.selector.values()))[0][0] for r in (ra, rb)}
+def _judge_model(reads: _Reads, ra: Run, rb: Run) -> dict:
+    n = {r: reads.stats[r]["total"] for r in (ra, rb)}
     differs = ra.judge != rb.judge
     ev = f"A: {n[ra]} judgments named {ra.judge!r}; B: {n[rb]} named {rb.judge!r}."
     if differs and (ra.judge.startswith(rb.judge) or rb.judge.startswith(ra.judge)):
@@ -197,8 +327,8 @@ def _judge_model(store, ra: Run, rb: Run) -> dict:
     return _row("judge_model", ra.judge, rb.judge, differs, ev)
 
 
-def _judge_prompt(store, ra: Run, rb: Run) -> dict:
-    diffs = judge_prompt_diff(store, ra, rb)
+def _judge_prompt(reads: _Reads, ra: Run, rb: Run) -> dict:
+    diffs = _prompt_diff(reads, ra, rb)
     if not diffs:
         return _row("judge_prompt", "no stored prompts", "no stored prompts", None,
                     "Neither run stored the rendered judge prompts.")
@@ -240,7 +370,7 @@ def _system_prompt(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
     return _row("system_prompt", text(vals[ra], ra), text(vals[rb], rb), differs, ev)
 
 
-def _samples(store, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+def _samples(reads: _Reads, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
     desc, per = {}, {}
     example = None
     for r in (ra, rb):
@@ -263,15 +393,14 @@ def _samples(store, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
             if len(varied) and example is None:
                 qid, turn = varied.index[0]
                 example = _example(r, qid, turn, 1)
-        judged = _rows(store, "SELECT count(DISTINCT sample) FROM single_judgments WHERE harness = ? AND bench = ? "
-                              "AND judge = ? AND model = ?", list(r.selector.values()))[0][0]
+        judged = reads.stats[r]["judged_samples"]
         text += f"; {judged} judged per item"
         desc[r] = text
     # are the two runs' first answers the same texts?
     same = ""
     a0 = ans[ra][ans[ra]["sample"] == 0][["question_id", "turn", "text"]]
     b0 = ans[rb][ans[rb]["sample"] == 0][["question_id", "turn", "text"]]
-    lf = linking.link_map(store, ra.bench, rb.bench)
+    lf = reads.link_map(ra.bench, rb.bench)
     if not a0.empty and not b0.empty and lf:
         a0 = a0.assign(qb=a0["question_id"].map(lambda q: lf.get(q, (None,))[0]))
         m = a0.merge(b0, left_on=["qb", "turn"], right_on=["question_id", "turn"], suffixes=("_a", "_b"))
@@ -343,10 +472,9 @@ def _reasoning(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
     return _row("reasoning", desc[ra], desc[rb], (n[ra] > 0) != (n[rb] > 0), ev, example)
 
 
-def _reference_sets(store, run: Run) -> tuple[str, dict]:
+def _reference_sets(reads: _Reads, run: Run) -> tuple[str, dict]:
     """(description, {(qid, turn): text} of the references this run's judge used)."""
-    rows = _rows(store, "SELECT judge, question_id, turn, text FROM reference_answers WHERE bench = ? ORDER BY source_id",
-                 [run.bench])
+    rows = reads.references[run.bench]
     by_judge: dict[str, dict] = {}
     for judge, qid, turn, text in rows:
         by_judge.setdefault(judge, {})[(qid, int(turn))] = text
@@ -364,10 +492,10 @@ def _reference_sets(store, run: Run) -> tuple[str, dict]:
     return desc, by_judge[used]
 
 
-def _references(store, ra: Run, rb: Run) -> dict:
-    da, refs_a = _reference_sets(store, ra)
-    db, refs_b = _reference_sets(store, rb)
-    lm = linking.link_map(store, ra.bench, rb.bench)
+def _references(reads: _Reads, ra: Run, rb: Run) -> dict:
+    da, refs_a = _reference_sets(reads, ra)
+    db, refs_b = _reference_sets(reads, rb)
+    lm = reads.link_map(ra.bench, rb.bench)
     differ, compared, example = [], 0, None
     for (qid, turn), text in sorted(refs_a.items(), key=lambda kv: (linking.id_key(kv[0][0]).zfill(8), kv[0][1])):
         if qid not in lm or (lm[qid][0], turn) not in refs_b:
@@ -384,36 +512,29 @@ def _references(store, ra: Run, rb: Run) -> dict:
     return _row("references", da, db, bool(differ) if compared else None, ev, example)
 
 
-def _parse_failures(store, ra: Run, rb: Run) -> dict:
+def _parse_failures(reads: _Reads, ra: Run, rb: Run) -> dict:
     desc, rates, example = {}, {}, None
     for r in (ra, rb):
-        total, failed, qid, turn, sample = _rows(store, """
-            SELECT count(*), count(*) FILTER (parse_status <> 'ok'),
-                   arg_min(question_id, CASE WHEN parse_status <> 'ok' THEN 0 ELSE 1 END),
-                   arg_min(turn, CASE WHEN parse_status <> 'ok' THEN 0 ELSE 1 END),
-                   arg_min(sample, CASE WHEN parse_status <> 'ok' THEN 0 ELSE 1 END)
-            FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND model = ?""",
-            list(r.selector.values()))[0]
+        total, failed = reads.stats[r]["total"], reads.stats[r]["failed"]
         rule = ("the harness drops -1 (show_result)" if r.harness == "fastchat" else
                 "the harness averages -1 into the item's 5-sample mean and drops an item only if that mean is -1"
                 if r.harness == "swallow" else "left out of means")
         desc[r] = f"{failed} of {total} judgments without a rating ({100 * failed / max(total, 1):.1f}%); {rule}"
         rates[r] = (failed, r.harness)
         if failed and example is None:
-            example = _example(r, qid, turn, sample)
+            first = reads.stats[r]["first_failed"]
+            example = _example(r, first["q"], first["t"], first["s"])
     ev = ("JudgeLens leaves every judgment without a usable rating out of its means, the same way for both runs; "
           "a harness's own number may treat them differently (see the Overview's harness column).")
     differs = rates[ra][1] != rates[rb][1] or (rates[ra][0] > 0) != (rates[rb][0] > 0)
     return _row("parse_failures", desc[ra], desc[rb], differs, ev, example)
 
 
-def _scale(store, ra: Run, rb: Run) -> dict:
+def _scale(reads: _Reads, ra: Run, rb: Run) -> dict:
     desc = {}
     for r in (ra, rb):
-        lo, hi = _rows(store, "SELECT min(score), max(score) FROM single_judgments WHERE harness = ? AND bench = ? "
-                              "AND judge = ? AND model = ?", list(r.selector.values()))[0]
-        reported = _rows(store, "SELECT count(*) FROM reported_metrics WHERE model = ? AND bench = ?",
-                         [r.model, r.bench])[0][0]
+        lo, hi = reads.stats[r]["min"], reads.stats[r]["max"]
+        reported = reads.reported[r]
         desc[r] = (f"1-10 per judgment (seen {lo:g}-{hi:g})" if lo is not None else "no scores") + (
             "; the results file reports 0-1 (means ÷ 10)" if reported and r.harness == "swallow" else "")
     return _row("scale", desc[ra], desc[rb], desc[ra].split(";")[1:] != desc[rb].split(";")[1:],
@@ -421,14 +542,12 @@ def _scale(store, ra: Run, rb: Run) -> dict:
                 "means divided by 10.")
 
 
-def _questions(store, ra: Run, rb: Run) -> dict:
-    n = {}
-    for r in (ra, rb):
-        n[r] = _rows(store, "SELECT count(*) FROM current_questions WHERE bench = ?", [r.bench])[0][0]
+def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
+    n = {r: len(reads.questions[r.bench]) for r in (ra, rb)}
     if ra.bench == rb.bench:
         return _row("questions", f"{n[ra]} in {ra.bench}", f"{n[rb]} in {rb.bench}", False, "The same bench.")
-    s = linking.link_summary(store, ra.bench, rb.bench)
-    links_df = linking.links(store, ra.bench, rb.bench)
+    links_df = reads.links(ra.bench, rb.bench)
+    s = linking.summary_of(links_df, n[ra], n[rb])
     loose = links_df[links_df["method"].isin(["edited", "fuzzy"])]
     example = _example(ra, loose.iloc[0]["question_id_a"], (loose.iloc[0]["edited_turns"] or [1])[0]) if len(loose) else None
     ev = (f"{s['linked']} linked: {s['exact']} exact, {s['edited']} edited, {s['fuzzy']} fuzzy, {s['manual']} manual; "
@@ -439,13 +558,13 @@ def _questions(store, ra: Run, rb: Run) -> dict:
 
 def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
     """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link)."""
-    ra = a if isinstance(a, Run) else resolve_run(store, a, "A")
-    rb = b if isinstance(b, Run) else resolve_run(store, b, "B")
-    ans = {ra: _answers(store, ra), rb: _answers(store, rb)}
-    rows = [_judge_model(store, ra, rb), _judge_prompt(store, ra, rb), _system_prompt(ans, ra, rb),
-            _samples(store, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),
-            _reasoning(ans, ra, rb), _references(store, ra, rb), _parse_failures(store, ra, rb),
-            _scale(store, ra, rb), _questions(store, ra, rb)]
+    ra, rb = resolve_pair(store, a, b)
+    reads = _Reads(store, ra, rb)  # each table read once, for both runs
+    ans = reads.answers
+    rows = [_judge_model(reads, ra, rb), _judge_prompt(reads, ra, rb), _system_prompt(ans, ra, rb),
+            _samples(reads, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),
+            _reasoning(ans, ra, rb), _references(reads, ra, rb), _parse_failures(reads, ra, rb),
+            _scale(reads, ra, rb), _questions(reads, ra, rb)]
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)

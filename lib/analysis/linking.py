@@ -195,7 +195,11 @@ def link_map(store: Store, bench_a: str, bench_b: str, *, methods=("exact", "edi
         with store.read() as cur:
             return {q: (q, "same") for (q,) in cur.execute(
                 "SELECT DISTINCT question_id FROM current_questions WHERE bench = ?", [bench_a]).fetchall()}
-    df = links(store, bench_a, bench_b)
+    return map_of(links(store, bench_a, bench_b), methods)
+
+
+def map_of(df: pd.DataFrame, methods=("exact", "edited", "fuzzy", "manual")) -> dict:
+    """``link_map`` of a ``links`` frame already read."""
     df = df[df["method"].isin(methods)]
     return {a: (b, m) for a, b, m in zip(df["question_id_a"], df["question_id_b"], df["method"])}
 
@@ -281,12 +285,17 @@ def link_diff(store: Store, bench_a: str, qid_a: str, bench_b: str, qid_b: str) 
 def link_summary(store: Store, bench_a: str, bench_b: str) -> dict[str, int]:
     """How many questions each method linked (and how many of each bench stayed unlinked)."""
     df = links(store, bench_a, bench_b)
-    counts = df["method"].value_counts().to_dict()
     with store.read() as cur:
         n = dict(cur.execute("SELECT bench, count(*) FROM current_questions WHERE bench IN (?, ?) GROUP BY bench",
                              [bench_a, bench_b]).fetchall())
+    return summary_of(df, int(n.get(bench_a, 0)), int(n.get(bench_b, 0)))
+
+
+def summary_of(df: pd.DataFrame, questions_a: int, questions_b: int) -> dict[str, int]:
+    """``link_summary`` of a ``links`` frame already read and the two benches' question counts."""
+    counts = df["method"].value_counts().to_dict()
     return {"linked": len(df), **{m: int(counts.get(m, 0)) for m in (*AUTO_METHODS, "manual")},
-            "questions_a": int(n.get(bench_a, 0)), "questions_b": int(n.get(bench_b, 0))}
+            "questions_a": questions_a, "questions_b": questions_b}
 
 
 def links_version(store: Store) -> tuple:

@@ -62,12 +62,29 @@ def runs(store: Store) -> pd.DataFrame:
 
 def resolve_run(store: Store, selector: dict, name: str = "selector") -> Run:
     """The one run a selector names. ``UsageError`` if it names none or several (with the candidates)."""
-    sel = check_selector(selector, name)
+    return _pick(store, selector, name, _candidates(store), None)
+
+
+def resolve_pair(store: Store, a: dict | Run, b: dict | Run) -> tuple[Run, Run]:
+    """Runs A and B of a comparison (``Run`` objects pass through), as ``resolve_run`` names them, from one read
+    of the runs and one of the aliases (each query is a catalog round trip on a DuckLake store)."""
+    if isinstance(a, Run) and isinstance(b, Run):
+        return a, b
+    cands = _candidates(store)
+    table = aliases.alias_table(store)
+    return tuple(r if isinstance(r, Run) else _pick(store, r, name, cands, table) for r, name in ((a, "A"), (b, "B")))
+
+
+def _candidates(store: Store) -> list[tuple]:
     with store.read() as cur:
-        cands = cur.execute("SELECT DISTINCT harness, bench, judge, model FROM item_scores WHERE score IS NOT NULL "
-                            "ORDER BY ALL").fetchall()
+        return cur.execute("SELECT DISTINCT harness, bench, judge, model FROM item_scores WHERE score IS NOT NULL "
+                           "ORDER BY ALL").fetchall()
+
+
+def _pick(store: Store, selector: dict, name: str, cands: list[tuple], table) -> Run:
+    sel = check_selector(selector, name)
     if "model" in sel:
-        same = set(aliases.names_for(store, sel["model"], known=sorted({c[3] for c in cands})))
+        same = set(aliases.names_for(store, sel["model"], known=sorted({c[3] for c in cands}), table=table))
     for key, i in (("harness", 0), ("bench", 1), ("judge", 2)):
         if key in sel:
             cands = [c for c in cands if c[i] == sel[key] or c[i].casefold() == sel[key].casefold()]
