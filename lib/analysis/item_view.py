@@ -165,13 +165,21 @@ def next_disagreement(store: Store, bench: str, question_id: str, turn: int, mod
 
 def answers_of(store: Store, bench: str, question_id: str, turn: int, sample: int,
                models: list[str]) -> dict[str, str]:
-    """model -> answer text of this item for each of ``models`` that has one (as ``answer`` finds it)."""
-    out = {}
-    for model in models:
-        found = answer(store, ItemKey(bench, question_id, turn, model, sample))
-        if found:
-            out[model] = found["text"]
-    return out
+    """model -> answer text of this item for each of ``models`` that has one (as ``answer`` finds it: the newest
+    file's answer whose model, model_id or file name has the model's key). One query for all the models: on a
+    DuckLake store each query pays catalog look-ups and a Parquet read."""
+    models = list(dict.fromkeys(models))
+    if not models:
+        return {}
+    with store.read() as cur:
+        rows = dict(cur.execute(
+            f"""WITH wanted AS (SELECT m, {model_key_sql('m')} AS k FROM unnest(?::VARCHAR[]) t(m))
+                SELECT w.m, arg_max(coalesce(a.text, ''), a.source_id) FROM answers a
+                JOIN wanted w ON w.k IN ({model_key_sql('a.model')}, {model_key_sql("coalesce(a.model_id, '')")},
+                                         {model_key_sql("coalesce(a.file_model, '')")})
+                WHERE a.bench = ? AND a.question_id = ? AND a.turn = ? AND a.sample = ?
+                GROUP BY w.m""", [models, bench, question_id, turn, sample]).fetchall())
+    return {m: rows[m] for m in models if m in rows}
 
 
 def link_params(bench: str, question_id: str, turn: int, model: str, judges: list[str] | None = None,
