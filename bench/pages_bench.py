@@ -53,7 +53,7 @@ def build(path: Path, rows: int, judges: int, models: int | None = None, judge_n
             FROM range(1, 81) t(q)""")
         cur.execute("""
             INSERT INTO answers SELECT 1, 'fastchat', 'bench_x', 'model-' || m, 'model-' || m, NULL, CAST(q AS VARCHAR),
-                   0, turn, repeat('答えの文章です。' || md5(m::VARCHAR || q || turn), 2 + (hash(m, q, turn) % 30)::INT), NULL, NULL, NULL
+                   0, turn, repeat('答えの文章です。' || md5(m::VARCHAR || q || turn), 2 + (hash(m, q, turn) % 30)::INT), NULL, NULL, NULL, NULL
             FROM range(?) a(m), range(1, 81) b(q), range(1, 3) c(turn)""", [models])
         cur.execute(f"""
             INSERT INTO single_judgments
@@ -61,7 +61,7 @@ def build(path: Path, rows: int, judges: int, models: int | None = None, judge_n
                    'model-' || m, CAST(q AS VARCHAR), turn, 0, s, CASE WHEN s = -1 THEN NULL ELSE s END,
                    CASE WHEN s = -1 THEN 'not_parsed' ELSE 'ok' END,
                    repeat('評価の理由を述べます。' || md5(j::VARCHAR || m || q || turn), 12) || ' Rating: [[' || s || ']]',
-                   '[Instruction] Please act as an impartial judge. ' || repeat(md5(m::VARCHAR || q || turn), 40), NULL
+                   '[Instruction] Please act as an impartial judge. ' || repeat(md5(m::VARCHAR || q || turn), 40), NULL, NULL, NULL
             FROM (SELECT j, m, q, turn,
                          CASE WHEN hash(j, m, q, turn) % 100 = 0 THEN -1
                               ELSE 1 + ((hash(m, q) % 7) + (hash(j, m, q, turn) % 4))::INT END AS s
@@ -72,13 +72,13 @@ def build(path: Path, rows: int, judges: int, models: int | None = None, judge_n
                        WHERE bench = 'bench_x'""")
         cur.execute("""
             INSERT INTO answers SELECT 1, 'swallow', 'bench_y', 'hosted_vllm/model-7', NULL, NULL, CAST(q AS VARCHAR),
-                   s, turn, '答え' || md5(q::VARCHAR || turn || s), 0.7, 'あなたは誠実で優秀な日本人のアシスタントです。', 8192
+                   s, turn, '答え' || md5(q::VARCHAR || turn || s), 0.7, 'あなたは誠実で優秀な日本人のアシスタントです。', 8192, NULL
             FROM range(1, 81) b(q), range(1, 3) c(turn), range(0, 5) d(s)""")
         cur.execute("""
             INSERT INTO single_judgments
             SELECT 1, 'swallow', 'bench_y', 'gpt-4o-2024-08-06', 'swallow-single-v1', 'hosted_vllm/model-7',
                    CAST(q AS VARCHAR), turn, s, r, r, 'ok', 'Rating: [[' || r || ']]',
-                   '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "x"}]', NULL
+                   '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "x"}]', NULL, NULL, NULL
             FROM (SELECT q, turn, s, 1 + (hash(q, turn, s) % 10)::INT AS r
                   FROM range(1, 81) b(q), range(1, 3) c(turn), range(0, 5) d(s))""")
         t1 = time.perf_counter()

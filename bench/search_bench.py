@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pages_bench import build  # noqa: E402
 
 from lib.analysis import search as S  # noqa: E402
-from lib.search_index import index_new_sources  # noqa: E402
+from lib.search_index import COLUMNS, index_new_sources  # noqa: E402
 from lib.store import Store  # noqa: E402
 
 QUERIES = {
@@ -93,14 +93,20 @@ def main() -> None:
     store = Store(path)
     with store.read() as cur:
         n = cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0]
-        per_field = dict(cur.execute("SELECT field, count(*) FROM search_text GROUP BY 1").fetchall())
-    print(f"{n:,} judgment rows; search_text records: {per_field}")
+        copies = {field: cur.execute(f"SELECT count({norm}) FROM {table}").fetchone()[0]
+                  for field, (table, _, norm) in COLUMNS.items()}
+        copies.update(cur.execute("SELECT field, count(*) FROM search_text GROUP BY 1").fetchall())
+    out["copies"] = copies
+    print(f"{n:,} judgment rows; texts with a lowered copy: {copies}")
     if not args.skip_rebuild:
         t0 = time.perf_counter()
         with store.write() as cur:
             cur.execute("DELETE FROM search_text")
             cur.execute("DELETE FROM search_sources")
-            index_new_sources(cur)
+            cur.execute("DELETE FROM search_prompt_sources")
+            for table, _, norm in COLUMNS.values():
+                cur.execute(f"UPDATE {table} SET {norm} = NULL WHERE {norm} IS NOT NULL")
+            index_new_sources(cur, prompts=True)
         out["index_rebuild_s"] = time.perf_counter() - t0
         print(f"search index rebuilt in one transaction: {out['index_rebuild_s']:.1f} s")
     out["queries"] = {}

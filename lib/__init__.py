@@ -23,7 +23,8 @@ reverse (the contracts in ``pyproject.toml``, checked by ``tests/test_layering.p
                  vs harness: ``aliases``, ``linking``, ``selectors``, ``runs``, ``harness_diff``; ``search``
                  (full-text search over the index ``search_index`` builds inside every import).
 - ``store``      the DuckDB file: schema, connections, the single writer, ``item_scores``.
-- ``search_index`` the NFKC- and case-folded text index, built in the import transaction.
+- ``search_index`` the search index: exact case patterns for NFKC-stable texts, a lowered NFKC copy of the
+                 others, built in the import transaction.
 - ``errors``     the titled errors a user reads (``JudgeLensError`` and its subclasses).
 - ``vocab``      the shared vocabulary: model-name key, question-id order, the ``<think>`` rule, reference
                  categories, FastChat's rating regexes.

@@ -1,56 +1,55 @@
-"""The search index: every searchable text once more, NFKC-normalised and lower-cased (``search_text``).
+"""The search index: what a case- and width-insensitive (lower(NFKC)) search needs besides the texts themselves.
 
-Why a copy: case-insensitive search with Unicode NFKC folding (full-width ``ｐｙｔｈｏｎ`` finds ``Python``,
-``１０`` finds ``10``) must not normalise a million texts per query. DuckDB's ``lower()`` alone is ~10x slower
-than ``contains()`` over the same column, and DuckDB has no NFKC at all. So the writer stores
-``lower(NFKC(text))`` once, with the keys and filter columns (harness, bench, item, judge, score, parse
-status) beside it, and a search is one ``contains()`` (or ``regexp_matches``) scan of one table.
+Matching is ``lower(NFKC(query)) in lower(NFKC(text))`` (``lower`` = pyarrow's ``utf8_lower``, one code point to
+one code point). Most texts are already NFKC-normalised ("stable": NFKC leaves them as they are), and for those
+the match can run on the ORIGINAL column: each character ``x`` of the normalised query becomes the set of the
+stable characters whose lower case is ``x`` (``[aA]``, ``[iIİ]``, ``[ßẞ]``; most characters only themselves),
+an exact RE2 pattern (``stable_pattern``); a query without such characters is a plain ``contains()``. Only the
+texts NFKC would change need a normalised copy. So the index is sparse:
 
-How it is built, inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``), by one
-``INSERT … SELECT`` per field through a vectorised Python function (``normalise``): pyarrow's ``utf8_lower`` for
-every text, and pyarrow's NFKC only for the texts that hold a character NFKC may change (one RE2 character class: full-width letters, half-width katakana,
-ligatures, circled numbers, NBSP, combining marks, ...). Queries are normalised by the same function.
-Measured on this machine, pyarrow's lower and RE2 were 2-3x faster than DuckDB's ``lower``/``regexp_matches``.
-Sources are indexed once (``search_sources``); removed sources' rows are dropped; re-judge sources (which grow
-while a batch runs) are re-indexed whole at each refresh.
+- ``answers.text_norm``, ``single_judgments.rationale_norm`` and ``single_judgments.prompt_norm``:
+  ``lower(NFKC(text))`` for a text that holds a character of ``copy_class()`` (full-width letters, half-width
+  katakana, ligatures, circled numbers, NBSP, combining marks, ...), NULL for every other text. A search reads
+  ``CASE WHEN x_norm IS NULL THEN <stable pattern on x> ELSE contains(x_norm, needle) END`` in one scan of the
+  original table, which also hands the original text to the snippet.
+- ``search_text``: every question turn and reference turn (small tables; a list column and a join would make
+  them awkward to scan) as a full copy: original and ``lower(NFKC)``, with keys and filter columns.
+- ``search_sources``: the sources whose questions, references, answers and rationales are indexed (at import);
+  ``search_prompt_sources``: those whose judge prompts are (at the first search of prompts after an import).
 
-A record is one question turn, one answer turn (per sample), one reference turn, one judgment's rationale
-or one judgment's rendered prompt. Pairwise judgments are not indexed.
+Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``): per new source, one
+``UPDATE … SET x_norm = normalise(x) WHERE regexp_matches(x, copy_class())`` per text column (DuckDB runs the RE2
+check in parallel; only the unstable texts go through Python), and the question/reference copy. Re-judge sources
+(which grow while a batch runs) are checked again at each refresh (only rows whose norm is still NULL).
+
+Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of
+them; every synthetic benchmark text) need none. Why not NFKC per query: DuckDB has none, and ``lower()`` alone
+is ~4x slower than the RE2 pattern over the same column.
 """
 from __future__ import annotations
 
-import os
+import re
 import unicodedata
 from functools import lru_cache
 
 FIELDS = ("question", "answer", "rationale", "prompt", "reference")
-_TABLES = {"question": "questions", "answer": "answers", "reference": "reference_answers",
-           "rationale": "single_judgments", "prompt": "single_judgments"}
+SEARCH_INDEX_VERSION = "2"  # meta 'search_index': 2 = sparse norm columns (1: search_text held every text)
 
-# One SELECT per field: the columns of search_text in order, ``text`` last (normalised on insert).
+# The fields searched in their own table: table, text column, norm column.
+COLUMNS = {"answer": ("answers", "text", "text_norm"),
+           "rationale": ("single_judgments", "rationale", "rationale_norm"),
+           "prompt": ("single_judgments", "judge_prompt", "prompt_norm")}
+
+# The fields copied into search_text: the columns of search_text in order, ``text`` last (``norm`` is added).
 _SELECTS = {
     "question": """
-        SELECT x.source_id, 'question' AS field, s.harness, x.bench, x.question_id, x.turn, NULL::VARCHAR AS model,
-               NULL::INTEGER AS sample, NULL::VARCHAR AS judge, NULL::DOUBLE AS score,
-               NULL::VARCHAR AS parse_status, x.text
-        FROM (SELECT rowid, source_id, bench, question_id, unnest(turns) AS text,
+        SELECT x.source_id, 'question' AS field, s.harness, x.bench, x.question_id, x.turn, NULL::VARCHAR AS judge,
+               x.text
+        FROM (SELECT source_id, bench, question_id, unnest(turns) AS text,
                      unnest(range(1, len(turns) + 1))::INTEGER AS turn FROM questions) x JOIN sources s USING (source_id)""",
-    "answer": """
-        SELECT x.source_id, 'answer', x.harness, x.bench, x.question_id, x.turn, x.model, x.sample, NULL::VARCHAR,
-               NULL::DOUBLE, NULL::VARCHAR, x.text AS text
-        FROM answers x""",
     "reference": """
-        SELECT x.source_id, 'reference', s.harness, x.bench, x.question_id, x.turn, NULL::VARCHAR, NULL::INTEGER,
-               x.judge, NULL::DOUBLE, NULL::VARCHAR, x.text AS text
+        SELECT x.source_id, 'reference', s.harness, x.bench, x.question_id, x.turn, x.judge, x.text AS text
         FROM reference_answers x JOIN sources s USING (source_id)""",
-    "rationale": """
-        SELECT x.source_id, 'rationale', x.harness, x.bench, x.question_id, x.turn, x.model, x.sample, x.judge,
-               x.score, x.parse_status, x.rationale AS text
-        FROM single_judgments x""",
-    "prompt": """
-        SELECT x.source_id, 'prompt', x.harness, x.bench, x.question_id, x.turn, x.model, x.sample, x.judge,
-               x.score, x.parse_status, x.judge_prompt AS text
-        FROM single_judgments x""",
 }
 
 
@@ -69,31 +68,152 @@ def _ranges(code_points: list[int]) -> str:
     return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in out)
 
 
+def _all_chars() -> list[str]:
+    # every decomposable or cased character is below U+30000
+    return [chr(c) for c in range(0x30000) if not 0xD800 <= c <= 0xDFFF]
+
+
+def _lower_all(chars: list[str]) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.utf8_lower(pa.array(chars, pa.string())).to_pylist()
+
+
 @lru_cache(maxsize=1)
-def unstable_class() -> str:
-    """An RE2 character class of every character that can make a text not NFKC-normalised: characters NFKC
-    changes, combining marks, and the second halves of canonical compositions (which compose with the
-    character before them, e.g. a Hangul vowel or a voiced-sound mark)."""
+def unstable_chars() -> frozenset[str]:
+    """Every character that can make a text not NFKC-normalised: characters NFKC changes, combining marks, and
+    the second halves of canonical compositions (which compose with the character before them, e.g. a Hangul
+    vowel or a voiced-sound mark)."""
     composes: set[int] = set()
-    flagged: list[int] = []
-    for c in range(0x30000):  # every decomposable character is below U+2FA1E (CJK compatibility supplement)
-        if 0xD800 <= c <= 0xDFFF:
-            continue
-        ch = chr(c)
+    flagged: set[str] = set()
+    for ch in _all_chars():
         decomposition = unicodedata.decomposition(ch)
         if decomposition and not decomposition.startswith("<"):
             parts = decomposition.split()
             if len(parts) == 2:
                 composes.add(int(parts[1], 16))
         if unicodedata.normalize("NFKC", ch) != ch or unicodedata.combining(ch):
-            flagged.append(c)
+            flagged.add(ch)
     composes |= set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))  # Hangul jamo that compose
-    return "[" + _ranges(sorted(set(flagged) | composes)) + "]"
+    return frozenset(flagged | {chr(c) for c in composes})
+
+
+def _simple_fold(ch: str) -> str:
+    folded = ch.casefold()
+    return folded if len(folded) == 1 else ch
+
+
+# Characters NFKC maps to one other character on their own, whatever stands around them (none of them, nor what
+# they map to, combines with a neighbour): full-width ASCII, the ideographic space, half-width katakana (not the
+# half-width voiced-sound marks, which compose with the kana before them), super- and subscript digits. A text
+# whose only NFKC-unstable characters are these needs no copy: a search pattern takes them as alternatives
+# (``[aAａＡ]``) and a regex reads the text through ``translate``. They are most of what NFKC changes in real
+# Japanese harness data (full-width punctuation in judge prompts, ² and ₂ in answers).
+LOCAL_RANGES = ((0xFF01, 0xFF5E), (0x3000, 0x3000), (0xFF61, 0xFF9D), (0x00B2, 0x00B3), (0x00B9, 0x00B9),
+                (0x2070, 0x2070), (0x2074, 0x2079), (0x2080, 0x2089))
+
+
+@lru_cache(maxsize=1)
+def _case_tables():
+    """(the characters whose texts get a copy, the local characters -> their lower(NFKC), and twice lower(NFKC)
+    character -> every uncopied character with that lower(NFKC), for those not only themselves: without and with
+    the local characters).
+
+    Copied: ``unstable_chars()`` except the local ones (``LOCAL_RANGES``), and the few stable characters whose
+    case-folding orbit differs from their lower case's (``İ``, ``ẞ``, Greek with iota subscript, ...), so that a
+    regex with ``(?i)`` means the same on the original as on the lowered copy."""
+    unstable = unstable_chars()
+    chars = _all_chars()
+    lows = _lower_all(chars)
+    local: dict[str, str] = {}
+    for a, b in LOCAL_RANGES:
+        for c in map(chr, range(a, b + 1)):
+            image = unicodedata.normalize("NFKC", c)
+            if len(image) == 1 and image not in unstable:
+                local[c] = _lower_all([image])[0]
+    copied = (set(unstable) - set(local)) | {
+        c for c, low in zip(chars, lows) if low != c and c not in unstable and _simple_fold(c) != _simple_fold(low)}
+    key = {c: local.get(c, low) for c, low in zip(chars, lows) if c not in copied}  # lower(NFKC(c))
+    tables = []
+    for with_local in (False, True):
+        pre: dict[str, set[str]] = {}
+        for c, k in key.items():
+            if k != c and (with_local or c not in local):
+                pre.setdefault(k, set()).add(c)
+        for k, found in pre.items():
+            if key.get(k) == k:
+                found.add(k)
+        tables.append({k: frozenset(v) for k, v in pre.items()})
+    return frozenset(copied), local, tables[0], tables[1]
+
+
+@lru_cache(maxsize=1)
+def copy_class() -> str:
+    """An RE2 character class of the characters whose texts get a normalised copy (see ``_case_tables``)."""
+    return "[" + _ranges(sorted(ord(c) for c in _case_tables()[0])) + "]"
+
+
+@lru_cache(maxsize=1)
+def marked_class() -> str:
+    """The characters that give a text a non-NULL norm: copied or local ones (every NFKC-unstable character)."""
+    copied, local = _case_tables()[:2]
+    return "[" + _ranges(sorted(ord(c) for c in copied | set(local))) + "]"
+
+
+@lru_cache(maxsize=1)
+def local_class() -> str:
+    """An RE2 character class of the local characters (``LOCAL_RANGES``) a text without a copy may hold."""
+    return "[" + _ranges(sorted(ord(c) for c in _case_tables()[1])) + "]"
+
+
+@lru_cache(maxsize=1)
+def local_translation() -> tuple[str, str]:
+    """(from, to) for DuckDB's ``translate``: each local character to its lower(NFKC)."""
+    local = _case_tables()[1]
+    return "".join(local), "".join(local.values())
+
+
+def unstable_class() -> str:
+    """The class of characters NFKC may change (a subset of ``copy_class``): the texts ``normalise`` runs NFKC on."""
+    return _unstable_class()
+
+
+@lru_cache(maxsize=1)
+def _unstable_class() -> str:
+    return "[" + _ranges(sorted(ord(c) for c in unstable_chars())) + "]"
+
+
+_CLASS_SPECIAL = re.compile(r"[\\\]\[^-]")
+
+
+def stable_match(needle: str, local: bool = False) -> tuple[str, str | None]:
+    """How to find a normalised needle in a text without a copy exactly as ``contains`` finds it in that text's
+    lower(NFKC): ``("regex", pattern)``, each character the set of characters whose lower(NFKC) it is (with the
+    local ones when ``local``: texts whose norm is ''); ``("contains", needle)`` when every such set is the
+    character alone; ``("never", None)`` when the needle holds a character no such text holds (a lone combining
+    mark, ...). Without local characters a pattern is a case-folded literal (``[Aa][Bb]12[Cc]``), which RE2 finds
+    as fast as ``contains``; alternatives of several bytes (``[AaＡａ]``) make it several times slower."""
+    copied, _, plain, with_local = _case_tables()
+    pre = with_local if local else plain
+    parts, cased = [], False
+    for ch in needle:
+        chars = pre.get(ch)
+        if chars is None:
+            if ch in copied:
+                return "never", None
+            parts.append(re.escape(ch))
+            continue
+        if not chars:
+            return "never", None
+        cased = True
+        parts.append("[" + "".join(_CLASS_SPECIAL.sub(lambda m: "\\" + m.group(0), c) for c in sorted(chars)) + "]")
+    return ("regex", "".join(parts)) if cased else ("contains", needle)
 
 
 def normalise(texts):
     """lower(NFKC(text)) of a pyarrow string array, computed by pyarrow (utf8proc) for index and query alike.
-    NFKC runs only on the texts the RE2 class says it may change: for every other text it is the identity."""
+    NFKC runs only on the texts that hold an unstable character: for every other text it is the identity."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -117,31 +237,49 @@ def normalise_query(text: str) -> str:
 UDF = "judgelens_search_norm"
 
 
-def build_at_import() -> bool:
-    """JUDGELENS_SEARCH_INDEX=search defers indexing new sources to the first search after them (imports stay as
-    fast as without search; that search pays). Default ``import``: every import indexes what it adds."""
-    return os.environ.get("JUDGELENS_SEARCH_INDEX", "import").strip().lower() != "search"
+def _has_table(cur, name: str) -> bool:
+    return bool(cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ? "
+                            "AND table_catalog = current_database()", [name]).fetchone())
 
 
-def index_new_sources(cur, *, at_import: bool = False) -> None:
-    """Bring search_text up to date with the sources table, inside the caller's transaction. ``at_import``: called
-    by a writer's refresh; then new sources are left for the first search when build_at_import() is off (removed
-    sources are always dropped)."""
-    if not cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'search_text'").fetchone():
+# What is indexed at import (tracked in search_sources) and what at the first search of judge prompts (tracked in
+# search_prompt_sources): prompts are the largest texts (a rendered prompt holds the question, the answer and the
+# reference again), and checking them at import cost a third of an import's time.
+_AT_IMPORT = ("answer", "rationale")
+_LAZY = ("prompt",)
+
+
+def index_new_sources(cur, *, prompts: bool = False) -> None:
+    """Bring the index up to date with the sources table, inside the caller's transaction: questions, references,
+    answers and rationales; judge prompts too when ``prompts`` (``lib.analysis.search`` asks before searching
+    them)."""
+    if not _has_table(cur, "search_text"):
         return
     cur.execute("DELETE FROM search_text WHERE source_id NOT IN (SELECT source_id FROM sources)")
-    cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM sources)"
-                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    for tracker in ("search_sources", "search_prompt_sources"):
+        cur.execute(f"DELETE FROM {tracker} WHERE source_id NOT IN (SELECT source_id FROM sources)"
+                    " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
     cur.execute("DELETE FROM search_text WHERE source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
-    if at_import and not build_at_import():
-        return
-    new = [r[0] for r in cur.execute(
-        "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources) "
-        "ORDER BY source_id").fetchall()]
-    if not new:
-        return
-    # A vectorised (Arrow) Python function inside one INSERT … SELECT per field: DuckDB streams the texts through
-    # it a vector at a time, so the table is scanned once and no field is held in Python whole.
+    parts = [("search_sources", _AT_IMPORT, True)] + ([("search_prompt_sources", _LAZY, False)] if prompts else [])
+    for tracker, fields, copies in parts:
+        new = [r[0] for r in cur.execute(
+            f"SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM {tracker}) "
+            "ORDER BY source_id").fetchall()]
+        if new:
+            _index(cur, new, fields, copies)
+            cur.execute(f"INSERT INTO {tracker} SELECT unnest($new)", {"new": new})
+
+
+def unindexed(cur, *, prompts: bool = False) -> int:
+    """How many sources still wait for the index (for judge prompts: ``prompts``)."""
+    tracker = "search_prompt_sources" if prompts else "search_sources"
+    return cur.execute(f"SELECT count(*) FROM sources WHERE source_id NOT IN (SELECT source_id FROM {tracker})"
+                       ).fetchone()[0]
+
+
+def _index(cur, new: list[int], fields: tuple[str, ...], copies: bool) -> None:
+    # A vectorised (Arrow) Python function inside the UPDATE / INSERT … SELECT: DuckDB streams the texts through
+    # it a vector at a time, so no table is held in Python whole.
     import duckdb
 
     try:
@@ -150,11 +288,17 @@ def index_new_sources(cur, *, at_import: bool = False) -> None:
         pass
     cur.create_function(UDF, normalise, ["VARCHAR"], "VARCHAR", type="arrow", side_effects=False)
     try:
-        for field in FIELDS:
+        for field in fields:
+            table, column, norm = COLUMNS[field]
+            # only rows still without a norm: a re-judge source's earlier rows already have theirs
+            cur.execute(f"UPDATE {table} SET {norm} = CASE WHEN regexp_matches({column}, $copy) THEN {UDF}({column}) "
+                        f"ELSE '' END WHERE list_contains($new, source_id) AND {norm} IS NULL "
+                        f"AND regexp_matches({column}, $marked)",
+                        {"new": new, "copy": copy_class(), "marked": marked_class()})
+        for select in _SELECTS.values() if copies else ():
             cur.execute(f"""
                 INSERT INTO search_text
-                SELECT * EXCLUDE (text), {UDF}(text)
-                FROM ({_SELECTS[field]}) WHERE text IS NOT NULL AND list_contains($new, source_id)""", {"new": new})
+                SELECT *, {UDF}(text) FROM ({select}) WHERE text IS NOT NULL AND list_contains($new, source_id)""",
+                        {"new": new})
     finally:
         cur.remove_function(UDF)
-    cur.execute("INSERT INTO search_sources SELECT unnest($new)", {"new": new})

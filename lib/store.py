@@ -111,7 +111,8 @@ CREATE TABLE IF NOT EXISTS answers (
     text        VARCHAR,
     temperature DOUBLE,
     system_prompt VARCHAR,
-    max_chars   INTEGER                        -- Swallow: the truncation limit the harness applied
+    max_chars   INTEGER,                       -- Swallow: the truncation limit the harness applied
+    text_norm   VARCHAR                        -- search index: lower(NFKC(text)) when NFKC changes text, else NULL
 );
 CREATE TABLE IF NOT EXISTS single_judgments (
     source_id    INTEGER NOT NULL,
@@ -128,7 +129,9 @@ CREATE TABLE IF NOT EXISTS single_judgments (
     parse_status VARCHAR NOT NULL,             -- ok | not_parsed | api_error | out_of_range
     rationale    VARCHAR,                      -- the judge's full output
     judge_prompt VARCHAR,                      -- the rendered prompt the judge saw (Swallow: JSON messages)
-    tstamp       DOUBLE
+    tstamp       DOUBLE,
+    rationale_norm VARCHAR,                    -- search index (lib.search_index): lower(NFKC(rationale)) when NFKC
+    prompt_norm    VARCHAR                     -- changes it, else NULL; the same for judge_prompt
 );
 CREATE TABLE IF NOT EXISTS pair_judgments (
     source_id      INTEGER NOT NULL,
@@ -294,21 +297,20 @@ CREATE TABLE IF NOT EXISTS model_aliases (
     method     VARCHAR NOT NULL,               -- auto | manual | removed (the user undid it: auto leaves it alone)
     created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
 );
--- Search (lib.search_index, lib.analysis.search): every question turn, answer turn, reference turn, rationale
--- and rendered judge prompt once more as lower(NFKC(text)), with its keys and filter columns, so a
--- case- and width-insensitive search is one contains() scan. Kept current by refresh_item_scores().
+-- Search (lib.search_index, lib.analysis.search). Answers, rationales and prompts are searched in their own
+-- tables (the *_norm columns above hold lower(NFKC(text)) of the texts NFKC changes). Question and reference
+-- turns (small tables) are copied here whole, original and lower(NFKC), with their keys and filter columns.
+-- Kept current by refresh_item_scores().
 CREATE TABLE IF NOT EXISTS search_text (
     source_id    INTEGER NOT NULL,
-    field        VARCHAR NOT NULL,             -- question | answer | reference | rationale | prompt
+    field        VARCHAR NOT NULL,             -- question | reference
     harness      VARCHAR, bench VARCHAR, question_id VARCHAR, turn INTEGER,
-    model        VARCHAR,                      -- NULL for question and reference
-    sample       INTEGER,
-    judge        VARCHAR,                      -- rationale/prompt: the judge; reference: the judge that looks it up
-    score        DOUBLE,                       -- rationale/prompt: the judgment's 1-10 score
-    parse_status VARCHAR,
+    judge        VARCHAR,                      -- reference: the judge that looks it up
+    text         VARCHAR NOT NULL,             -- the original turn
     norm         VARCHAR NOT NULL              -- lower(NFKC(text))
 );
-CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources already in search_text
+CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources indexed at import
+CREATE TABLE IF NOT EXISTS search_prompt_sources (source_id INTEGER NOT NULL);  -- sources whose prompts are indexed
 
 -- The analyst's verdicts (recorded by lib.judging.human, read from files by lib.ingest.formats.human; the rules:
 -- check_verdict, current_verdicts_sql, refresh_human_scores below). Each edit adds a row (history); an author's
@@ -387,7 +389,7 @@ def _refresh_extras(cur, benches) -> None:
     from lib.search_index import index_new_sources
 
     refresh_human_scores(cur, benches)
-    index_new_sources(cur, at_import=True)
+    index_new_sources(cur)
 
 
 
@@ -717,6 +719,8 @@ class Store:
             self._con.execute(SCHEMA)
             for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
                 self._con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+            if upgrade_search_index(self._con):
+                self._con.execute(SCHEMA)  # views over altered tables (answers_view) bound again
             if kind and kind[0] == "VIEW":
                 refresh_item_scores(self._con)
             self._con.execute(
@@ -777,8 +781,11 @@ class Store:
                 missing = [a for a in ADDED_COLUMNS if a[:2] not in columns]
                 for table, column, sql_type in missing:  # lakes made before the column existed
                     cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
-                return  # DDL only when something is missing: every DDL is a commit other processes conflict with
+                if search_index_current(cur):
+                    return  # DDL only when something is missing: every DDL is a commit other processes conflict with
             cur.execute(lake_schema())
+            if upgrade_search_index(cur):
+                cur.execute(lake_schema())
             for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0")):
                 if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():
                     cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
@@ -1023,13 +1030,16 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
             theirs = {r[0] for r in cur.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? "
                 "AND table_type = 'BASE TABLE'", [alias]).fetchall()}
-        tables = sorted((ours & theirs) - {"meta"})
+        tables = sorted((ours & theirs) - {"meta", "search_text", "search_sources", "search_prompt_sources"})
 
         def copy(cur) -> dict[str, int]:
             counts = {}
             for table in tables:
                 counts[table] = cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {alias}.main.{table}"
                                             ).fetchone()[0]
+            from lib.search_index import index_new_sources
+
+            index_new_sources(cur, prompts=True)  # anew: a store made with the first index has no norm columns
             for key, value in cur.execute(f"SELECT key, value FROM {alias}.main.meta").fetchall():
                 if key not in ("schema_version", "write_clock") and not key.startswith("last_id:"):
                     target.set_meta(cur, key, value)
@@ -1044,6 +1054,40 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         return target.transaction(copy)
     finally:
         target._con.execute(f"DETACH {alias}")
+
+
+def search_index_current(cur) -> bool:
+    from lib.search_index import SEARCH_INDEX_VERSION
+
+    row = cur.execute("SELECT value FROM meta WHERE key = 'search_index'").fetchone()
+    return bool(row) and row[0] == SEARCH_INDEX_VERSION
+
+
+def upgrade_search_index(cur) -> bool:
+    """Stores made with the first search index (``search_text`` held a lowered copy of every text): add the sparse
+    norm columns, drop the old copy and forget which sources were indexed, so the next write or search
+    (``lib.analysis.search.ensure_index``) indexes them again. Returns whether a table changed."""
+    from lib.search_index import COLUMNS, SEARCH_INDEX_VERSION
+
+    if search_index_current(cur):
+        return False
+    have = {(t, c) for t, c in cur.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_catalog = current_database()").fetchall()}
+    changed = False
+    for table, _, norm in COLUMNS.values():
+        if (table, norm) not in have:
+            cur.execute(f"ALTER TABLE {table} ADD COLUMN {norm} VARCHAR")
+            changed = True
+    if ("search_text", "text") not in have:
+        cur.execute("DROP TABLE IF EXISTS search_text")
+        cur.execute(re.search(r"CREATE TABLE IF NOT EXISTS search_text \(.*?\n\);", SCHEMA, re.S).group(0))
+        cur.execute("DELETE FROM search_sources")
+        cur.execute("DELETE FROM search_prompt_sources")
+        changed = True
+    cur.execute("DELETE FROM meta WHERE key = 'search_index'")
+    cur.execute("INSERT INTO meta VALUES ('search_index', ?)", [SEARCH_INDEX_VERSION])
+    return changed
 
 
 def _schema_tables() -> set[str]:

@@ -5,9 +5,11 @@ Matching: case-insensitive substring by default, after Unicode NFKC normalisatio
 ``regex=True`` the pattern is an RE2 regular expression matched case-insensitively against the normalised
 text (the pattern itself is NFKC-normalised, not lower-cased, so ``\\D`` keeps its meaning).
 
-It scans ``search_text`` (see ``lib.search_index``): one row per record (one question turn, one answer turn,
-one reference turn, one judgment's rationale, one judgment's rendered prompt). ``count`` counts records, not
-occurrences.
+A record is one question turn, one answer turn, one reference turn, one judgment's rationale or one judgment's
+rendered prompt; ``count`` counts records, not occurrences. Answers, rationales and prompts are scanned in their own
+tables: a text NFKC leaves alone (most) is matched on the original by an exact pattern, a text NFKC changes on its
+lowered copy (``lib.search_index``), and the original text is then at hand for the snippet. Question and reference
+turns are scanned in ``search_text``.
 
 Filters combine with AND. Filters about a judgment (judge, score range, parse status) apply to a rationale or
 prompt record directly; an answer, question or reference record matches them when some judgment of its item
@@ -15,28 +17,29 @@ prompt record directly; an answer, question or reference record matches them whe
 (``item_scores``) span at least that much; ``flags`` keeps items that a stored-data flag (``lib.analysis.flags``)
 found.
 
-Results come in stored order (import order), so pages are stable: page n of a search is rows
-[n * size, (n + 1) * size) of the same order.
+Results come by field (``FIELDS`` order), then in stored order (import order), so pages are stable: page n of a
+search is rows [n * size, (n + 1) * size) of the same order.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from lib.errors import UsageError
-from lib.search_index import FIELDS, index_new_sources, normalise_query
+from lib.search_index import FIELDS, index_new_sources, local_translation, normalise_query, stable_match, unindexed
 from lib.store import Store
 
 RESULT_COLUMNS = ["field", "bench", "question_id", "turn", "model", "judge", "sample", "score", "snippet",
                   "harness", "parse_status"]
 JUDGMENT_FIELDS = ("rationale", "prompt")
+MODEL_FIELDS = ("answer", "rationale", "prompt")
 PARSE_STATUSES = ("ok", "not_parsed", "api_error", "out_of_range")
 SNIPPET_CHARS = 60
 HIT_OPEN, HIT_CLOSE = "«", "»"
-POINT_LOOKUPS = 200  # up to this many texts are fetched by rowid ranges (~8 ms per range at 1M rows)
 
 
 @dataclass(frozen=True)
@@ -73,26 +76,80 @@ class SearchQuery:
         return replace(self, fields=fields, judges=tuple(self.judges), flags=tuple(self.flags))
 
 
-def ensure_index(store: Store) -> None:
-    """Index sources a writer left unindexed (stores made before search existed). Cheap when up to date."""
+def ensure_index(store: Store, *, prompts: bool = False) -> None:
+    """Index what is not indexed yet: judge prompts (``prompts``: indexed at the first search of them after an
+    import), stores made before search or before its current index. Cheap when up to date."""
     with store.read() as cur:
-        stale = cur.execute("SELECT count(*) FROM sources WHERE source_id NOT IN "
-                            "(SELECT source_id FROM search_sources)").fetchone()[0]
+        stale = unindexed(cur) or (prompts and unindexed(cur, prompts=True))
     if stale:
-        store.transaction(index_new_sources)
+        store.transaction(lambda cur: index_new_sources(cur, prompts=prompts))
 
 
-def _where(cur, q: SearchQuery) -> tuple[str, dict]:
+# Per field: the rows a search reads (alias s), with the columns of a result and the original text.
+_FROM = {
+    "question": """(SELECT source_id, field, harness, bench, question_id, turn, NULL::VARCHAR AS model,
+                           NULL::INTEGER AS sample, NULL::VARCHAR AS judge, NULL::DOUBLE AS score,
+                           NULL::VARCHAR AS parse_status, text, norm
+                    FROM search_text WHERE field = 'question')""",
+    "reference": """(SELECT source_id, field, harness, bench, question_id, turn, NULL::VARCHAR AS model,
+                            NULL::INTEGER AS sample, judge, NULL::DOUBLE AS score, NULL::VARCHAR AS parse_status,
+                            text, norm
+                     FROM search_text WHERE field = 'reference')""",
+    "answer": """(SELECT source_id, 'answer' AS field, harness, bench, question_id, turn, model, sample,
+                         NULL::VARCHAR AS judge, NULL::DOUBLE AS score, NULL::VARCHAR AS parse_status, text,
+                         text_norm AS norm
+                  FROM answers WHERE text IS NOT NULL)""",
+    "rationale": """(SELECT source_id, 'rationale' AS field, harness, bench, question_id, turn, model, sample, judge,
+                            score, parse_status, rationale AS text, rationale_norm AS norm
+                     FROM single_judgments WHERE rationale IS NOT NULL)""",
+    "prompt": """(SELECT source_id, 'prompt' AS field, harness, bench, question_id, turn, model, sample, judge,
+                         score, parse_status, judge_prompt AS text, prompt_norm AS norm
+                  FROM single_judgments WHERE judge_prompt IS NOT NULL)""",
+}
+COPIED_FIELDS = ("question", "reference")  # whole in search_text; the others have a norm only where NFKC changes them
+
+
+def _text_condition(q: SearchQuery, field: str, params: dict) -> str | None:
+    """The match: on the lowered copy where there is one, else on the original (``lib.search_index``): norm NULL
+    (NFKC leaves the text alone) by a case-folded literal, norm '' (NFKC changes only local characters such as
+    full-width ASCII) by a pattern with their alternatives."""
+    if not q.text:
+        return None
+    if q.regex:
+        params["pattern"] = "(?i)" + unicodedata.normalize("NFKC", q.text)
+        on_norm = "regexp_matches(s.norm, $pattern)"
+        if field in COPIED_FIELDS:
+            return on_norm
+        params["local_from"], params["local_to"] = local_translation()
+        on_text = "regexp_matches(s.text, $pattern)"
+        on_local = "regexp_matches(translate(s.text, $local_from, $local_to), $pattern)"
+    else:
+        params["needle"] = normalise_query(q.text)
+        on_norm = "contains(s.norm, $needle)"
+        if field in COPIED_FIELDS:
+            return on_norm
+        on_text, on_local = (_stable_condition(params, name, *stable_match(params["needle"], local=local))
+                             for name, local in (("stable", False), ("stable_local", True)))
+    return f"CASE WHEN s.norm IS NULL THEN {on_text} WHEN s.norm = '' THEN {on_local} ELSE {on_norm} END"
+
+
+def _stable_condition(params: dict, name: str, kind: str, pattern: str | None) -> str:
+    if kind == "contains":
+        return "contains(s.text, $needle)"
+    if kind == "regex":
+        params[name] = pattern
+        return f"regexp_matches(s.text, ${name})"
+    return "false"
+
+
+def _where(q: SearchQuery, field: str) -> tuple[str | None, dict]:
+    """The WHERE of one field's rows, or None when the filters exclude the whole field."""
     conditions, params = [], {}
-    # constants, not a list parameter: DuckDB prunes row groups of other fields by their min/max only then
-    conditions.append("s.field IN (" + ", ".join(f"'{f}'" for f in q.fields) + ")")
-    if q.text:
-        if q.regex:
-            conditions.append("regexp_matches(s.norm, $pattern)")
-            params["pattern"] = "(?i)" + unicodedata.normalize("NFKC", q.text)
-        else:
-            conditions.append("contains(s.norm, $needle)")
-            params["needle"] = normalise_query(q.text)
+    per_item = field not in JUDGMENT_FIELDS  # judgment filters reach it through the judgments of its item
+    with_model = field in MODEL_FIELDS
+    if q.model is not None and not with_model:
+        return None, {}  # question and reference turns belong to no model
+    text = _text_condition(q, field, params)
     for column in ("bench", "harness", "model"):
         value = getattr(q, column)
         if value is not None:
@@ -105,7 +162,7 @@ def _where(cur, q: SearchQuery) -> tuple[str, dict]:
         conditions.append("(s.bench, s.question_id) IN (SELECT (bench, question_id) FROM current_questions "
                           "WHERE category = $category)")
         params["category"] = q.category
-    judgment = []  # conditions on a judgment row j
+    judgment = []  # conditions on a judgment row
     if q.judges:
         judgment.append("list_contains($judges, {a}.judge)")
         params["judges"] = list(q.judges)
@@ -118,28 +175,32 @@ def _where(cur, q: SearchQuery) -> tuple[str, dict]:
     if q.parse_status is not None:
         judgment.append("{a}.parse_status = $parse_status")
         params["parse_status"] = q.parse_status
-    if judgment:
-        direct = " AND ".join(c.format(a="s") for c in judgment)
+    if judgment and not per_item:
+        conditions.extend(c.format(a="s") for c in judgment)
+    elif judgment:
         via = " AND ".join(c.format(a="j") for c in judgment)
-        conditions.append(f"""CASE WHEN s.field IN ('rationale', 'prompt') THEN ({direct})
-            ELSE (s.bench, s.question_id, s.turn, coalesce(s.model, '')) IN (
-                SELECT (j.bench, j.question_id, j.turn, CASE WHEN s.field = 'answer' THEN j.model ELSE '' END)
-                FROM single_judgments j WHERE {via}) END""")
+        keys = ("bench", "question_id", "turn") + (("model",) if with_model else ())
+        conditions.append(f"({', '.join('s.' + k for k in keys)}) IN (SELECT ({', '.join('j.' + k for k in keys)}) "
+                          f"FROM single_judgments j WHERE {via})")
     if q.disagree_min is not None:
         conditions.append(_item_semijoin(
             "SELECT bench, question_id, turn, model FROM item_scores WHERE score IS NOT NULL "
-            "GROUP BY ALL HAVING count(DISTINCT judge) >= 2 AND max(score) - min(score) >= $disagree_min"))
+            "GROUP BY ALL HAVING count(DISTINCT judge) >= 2 AND max(score) - min(score) >= $disagree_min", with_model))
         params["disagree_min"] = float(q.disagree_min)
-    return " AND ".join(conditions), params
+    if q.flags:
+        conditions.append(_item_semijoin("SELECT bench, question_id, turn, model FROM _flagged_items", with_model))
+    if text is not None:
+        conditions.append(text)  # last: DuckDB tests the cheap filters first
+    return " AND ".join(conditions) or "true", params
 
 
-def _item_semijoin(items_sql: str) -> str:
+def _item_semijoin(items_sql: str, with_model: bool) -> str:
     """Records whose item is in items_sql (bench, question_id, turn, model); question and reference records
     by bench, question and turn (they belong to every model's item)."""
-    return f"""CASE WHEN s.model IS NULL THEN (s.bench, s.question_id, s.turn) IN (
-                   SELECT (bench, question_id, turn) FROM ({items_sql}))
-               ELSE (s.bench, s.question_id, s.turn, s.model) IN (
-                   SELECT (bench, question_id, turn, model) FROM ({items_sql})) END"""
+    if with_model:
+        return f"""(s.bench, s.question_id, s.turn, s.model) IN (
+                   SELECT (bench, question_id, turn, model) FROM ({items_sql}))"""
+    return f"""(s.bench, s.question_id, s.turn) IN (SELECT (bench, question_id, turn) FROM ({items_sql}))"""
 
 
 def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
@@ -156,20 +217,17 @@ def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
     return out
 
 
-def _run(store: Store, q: SearchQuery, select: str, tail: str = "", extra_params: dict | None = None):
-    q = q.checked()
-    ensure_index(store)
+@contextmanager
+def _reading(store: Store, q: SearchQuery):
+    """A read cursor for q's queries (with the flagged items registered when q filters by flags); an RE2 error
+    becomes a UsageError."""
+    ensure_index(store, prompts="prompt" in q.fields)
     flagged = _flag_items(store, q) if q.flags else None
     with store.read() as cur:
-        where, params = _where(cur, q)
         if flagged is not None:
             cur.register("_flagged_items", flagged)
-            where += " AND " + _item_semijoin("SELECT bench, question_id, turn, model FROM _flagged_items")
-        params.update(extra_params or {})
         try:
-            res = cur.execute(f"SELECT {select} FROM search_text s WHERE {where} {tail}", params)
-            columns = [d[0] for d in res.description]
-            return pd.DataFrame(res.fetchall(), columns=columns)
+            yield cur
         except Exception as exc:  # an RE2 pattern Python's re accepted
             import duckdb
 
@@ -181,164 +239,84 @@ def _run(store: Store, q: SearchQuery, select: str, tail: str = "", extra_params
                 cur.unregister("_flagged_items")
 
 
+def count_by_field(store: Store, q: SearchQuery) -> dict[str, int]:
+    """Matching records per field (fields without any left out)."""
+    q = q.checked()
+    parts, params = [], {}
+    for field in q.fields:
+        where, p = _where(q, field)
+        if where is not None:
+            parts.append(f"SELECT '{field}' AS field, count(*) AS n FROM {_FROM[field]} s WHERE {where}")
+            params.update(p)
+    if not parts:
+        return {}
+    with _reading(store, q) as cur:
+        rows = cur.execute(" UNION ALL ".join(parts), params).fetchall()
+    return {f: int(n) for f, n in rows if n}
+
+
 def count(store: Store, q: SearchQuery) -> int:
     """How many records match (one per question turn, answer turn, reference turn, rationale, prompt)."""
-    return int(_run(store, q, "count(*) AS n").iloc[0, 0])
+    return sum(count_by_field(store, q).values())
 
 
-def count_by_field(store: Store, q: SearchQuery) -> dict[str, int]:
-    df = _run(store, q, "s.field, count(*) AS n", "GROUP BY s.field")
-    return {f: int(n) for f, n in zip(df["field"], df["n"])}
+_PAGE_COLUMNS = ("s.source_id, s.field, s.harness, s.bench, s.question_id, s.turn, s.model, s.sample, s.judge, "
+                 "s.score, s.parse_status, s.text")
 
 
 def search(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 0) -> pd.DataFrame:
-    """One page of matching records in stored order, each with a snippet around its first hit (the hit
-    between « and »; newlines shown as ⏎). Columns: RESULT_COLUMNS."""
+    """One page of matching records, each with a snippet around its first hit (the hit between « and »;
+    newlines shown as ⏎). Columns: RESULT_COLUMNS.
+
+    Order: by field (FIELDS order), then as stored in the field's table (import order), so page n of a search is
+    rows [n * size, (n + 1) * size) of the same order. A field is counted only when a page starts beyond it."""
     q = q.checked()
-    page = _run(store, q, "s.source_id, s.field, s.harness, s.bench, s.question_id, s.turn, s.model, s.sample, "
-                          "s.judge, s.score, s.parse_status, s.norm",
-                "LIMIT $limit OFFSET $offset", {"limit": int(limit), "offset": int(offset)})
-    if page.empty:
+    limit, offset = int(limit), int(offset)
+    frames, want = [], limit
+    with _reading(store, q) as cur:
+        for field in [f for f in FIELDS if f in q.fields]:
+            if want <= 0:
+                break
+            where, params = _where(q, field)
+            if where is None:
+                continue
+            sql = f"FROM {_FROM[field]} s WHERE {where}"
+            res = cur.execute(f"SELECT {_PAGE_COLUMNS} {sql} LIMIT {want} OFFSET {offset}", params)
+            rows = res.fetchall()
+            if not rows and offset:
+                offset = max(0, offset - cur.execute(f"SELECT count(*) {sql}", params).fetchone()[0])
+                continue
+            offset = 0
+            want -= len(rows)
+            frames.append(pd.DataFrame(rows, columns=[d[0] for d in res.description]))
+    if not frames:
         return pd.DataFrame(columns=RESULT_COLUMNS)
-    originals = _originals(store, page)
-    needle = _needle(store, q)
-    snippets = []
-    for row in page.itertuples(index=False):
-        candidates = originals.get(_key(row.source_id, row.field, row.bench, row.question_id, row.turn,
-                                        row.model, row.sample, row.judge), [])
-        text = _pick(candidates, row.norm)
-        snippets.append(snippet(text, needle, regex=q.regex))
-    page["snippet"] = snippets
+    page = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    needle = _needle(q)
+    page["snippet"] = [snippet(text, needle, regex=q.regex) for text in page["text"]]
     page.loc[~page["field"].isin(JUDGMENT_FIELDS), "judge"] = None
     return page[RESULT_COLUMNS].reset_index(drop=True)
 
 
-def _needle(store: Store, q: SearchQuery) -> str:
+def _needle(q: SearchQuery) -> str:
     if not q.text or q.regex:
         return q.text
     return normalise_query(q.text)
 
 
-def _key(source_id, fld, bench, question_id, turn, model, sample, judge) -> tuple:
-    def plain(v):
-        return None if v is None or (isinstance(v, float) and v != v) else v
-    sample = plain(sample)
-    return (int(source_id), fld, bench, question_id, int(turn), plain(model),
-            None if sample is None else int(sample), plain(judge))
+def _lower(text: str) -> str:
+    """The index's lower case (pyarrow's: one code point to one, İ -> i), not Python's (İ -> i + ◌̇)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-
-_ORIGINAL_SQL = {
-    "question": """SELECT x.source_id, 'question' AS field, x.bench, x.question_id, t.turn, NULL AS model,
-                          NULL AS sample, NULL AS judge, t.text
-                   FROM questions x, LATERAL (SELECT unnest(x.turns) AS text, unnest(range(1, len(x.turns) + 1)) AS turn) t""",
-    "answer": """SELECT source_id, 'answer', bench, question_id, turn, model, sample, NULL, text FROM answers""",
-    "reference": """SELECT source_id, 'reference', bench, question_id, turn, NULL, NULL, judge, text
-                    FROM reference_answers""",
-    "rationale": """SELECT source_id, 'rationale', bench, question_id, turn, model, sample, judge, rationale
-                    FROM single_judgments""",
-    "prompt": """SELECT source_id, 'prompt', bench, question_id, turn, model, sample, judge, judge_prompt
-                 FROM single_judgments""",
-}
-
-
-_LOOKUP = {  # table, key columns (beyond source_id, question_id, turn), text column
-    "answer": ("answers", ("model", "sample"), "text"),
-    "rationale": ("single_judgments", ("model", "sample", "judge"), "rationale"),
-    "prompt": ("single_judgments", ("model", "sample", "judge"), "judge_prompt"),
-}
-
-
-def _in_list(column: str, values, params: dict) -> str:
-    names = []
-    for v in sorted(set(values)):
-        names.append(f"$p{len(params)}")
-        params[names[-1][1:]] = v
-    return f"{column} IN ({', '.join(names)})"
-
-
-def _rowid_ranges(rowids: list[int], gap: int = 256) -> list[tuple[int, int]]:
-    """Sorted rowids as few BETWEEN ranges as possible without reading more than ``gap`` unwanted rows in a row:
-    a page of neighbours is one range lookup, a page of scattered hits one lookup each."""
-    ranges: list[list[int]] = []
-    for r in rowids:
-        if ranges and r - ranges[-1][1] <= gap:
-            ranges[-1][1] = r
-        else:
-            ranges.append([r, r])
-    return [(a, b) for a, b in ranges]
-
-
-def _originals(store: Store, page: pd.DataFrame) -> dict[tuple, list[str]]:
-    """The original texts of a page's records, by record key.
-
-    Answers and judgments (the big tables) in two steps in one snapshot: the page's keys as constant IN lists over
-    the key columns only (cheap), then the matching rows' text by ``rowid BETWEEN a AND b`` ranges (neighbours
-    share one), the row lookup DuckDB answers without a scan (an IN list of rowids or a join scans the text
-    column: seconds at 1M rows).
-    Questions and references (small tables): one query."""
-    out: dict[tuple, list[str]] = {}
-    with store.read() as cur:
-        for fld, rows in page.groupby("field"):
-            keys = {_key(*k) for k in rows[["source_id", "field", "bench", "question_id", "turn", "model", "sample",
-                                            "judge"]].itertuples(index=False, name=None)}
-            if fld not in _LOOKUP:
-                params: dict = {}
-                where = " AND ".join(_in_list(f"o.{c}", [(int(v) if c != "question_id" else v) for v in rows[c]],
-                                              params) for c in ("source_id", "question_id", "turn"))
-                for *key, text in cur.execute(f"SELECT o.* FROM ({_ORIGINAL_SQL[fld]}) o WHERE {where}",
-                                              params).fetchall():
-                    out.setdefault(_key(*key), []).append(text or "")
-                continue
-            table, extra, text_column = _LOOKUP[fld]
-            params = {}
-            conditions = [_in_list("source_id", [int(v) for v in rows["source_id"]], params),
-                          _in_list("question_id", rows["question_id"], params),
-                          _in_list("turn", [int(v) for v in rows["turn"]], params),
-                          _in_list("model", rows["model"], params)]
-            if "judge" in extra:
-                conditions.append(_in_list("judge", rows["judge"], params))
-            judge = "judge" if "judge" in extra else "NULL"
-            found = cur.execute(
-                f"SELECT rowid, source_id, '{fld}', bench, question_id, turn, model, sample, {judge} FROM {table} "
-                f"WHERE {' AND '.join(conditions)}", params).fetchall()
-            wanted = [(rid, _key(*key)) for rid, *key in found if _key(*key) in keys]
-            if not wanted:
-                continue
-            if len(wanted) <= POINT_LOOKUPS:
-                ranges = _rowid_ranges(sorted(int(r) for r, _ in wanted))
-                texts = cur.execute(" UNION ALL ".join(
-                    f"SELECT rowid AS rid, {text_column} FROM {table} WHERE rowid BETWEEN {a} AND {b}"
-                    for a, b in ranges)).fetchall()
-            else:  # many rows (an export): one scan beats thousands of lookups
-                cur.register("_wanted_rowids", pd.DataFrame({"rid": [int(r) for r, _ in wanted]}))
-                try:
-                    texts = cur.execute(f"SELECT rowid, {text_column} FROM {table} "
-                                        "WHERE rowid IN (SELECT rid FROM _wanted_rowids)").fetchall()
-                finally:
-                    cur.unregister("_wanted_rowids")
-            by_rid = dict(texts)
-            for rid, key in wanted:
-                out.setdefault(key, []).append(by_rid.get(rid) or "")
-    return out
-
-
-def _pick(candidates: list[str], norm: str) -> str:
-    """The original whose normal form is the stored one (several when an item was judged twice in one file)."""
-    if len(candidates) == 1:
-        return candidates[0]
-    for text in candidates:
-        if unicodedata.normalize("NFKC", text).lower() == norm:
-            return text
-    return candidates[0] if candidates else norm
+    return pc.utf8_lower(pa.scalar(text, pa.string())).as_py()
 
 
 def _char_map(text: str) -> tuple[str, list[tuple[int, int]]]:
     """The text normalised piece by piece (a character with the combining marks after it), and for each
     normalised character the (start, end) of the original piece it came from."""
     if unicodedata.is_normalized("NFKC", text):
-        lowered = text.lower()
-        if len(lowered) == len(text):  # the usual case: positions are the original's
-            return lowered, _Identity(len(text))
+        return _lower(text), _Identity(len(text))  # one code point to one: positions are the original's
     pieces: list[list[int]] = []
     for i, ch in enumerate(text):
         first = unicodedata.normalize("NFKC", ch)[:1]
@@ -348,7 +326,7 @@ def _char_map(text: str) -> tuple[str, list[tuple[int, int]]]:
             pieces.append([i, i + 1])
     parts, spans = [], []
     for a, b in pieces:
-        n = unicodedata.normalize("NFKC", text[a:b]).lower()
+        n = _lower(unicodedata.normalize("NFKC", text[a:b]))
         parts.append(n)
         spans.extend([(a, b)] * len(n))
     return "".join(parts), spans
