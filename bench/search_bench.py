@@ -4,7 +4,7 @@ Not a test. Builds (or reuses, --db) the page benchmark's synthetic store (bench
 5 judges x 1,250 models x 80 questions x 2 turns, rationale ~0.8 KB of Japanese + hex, judge prompt ~1.3 KB),
 whose build now includes the search index (``refresh_item_scores`` -> ``lib.search_index``). Then it times:
 
-- the index build alone (search_text emptied and rebuilt in one write transaction),
+- the index build alone (emptied and rebuilt in one write transaction, judge prompts included),
 - per query: the first page of 50 hits (``lib.analysis.search.search``: scan + snippets from the original
   text) and the total count (``count``), next to the plain baseline on single_judgments.rationale:
   ``contains(rationale, q) LIMIT 50``, ``count(*) WHERE contains(rationale, q)`` (case-sensitive, no NFKC) and
@@ -18,18 +18,27 @@ Goals from issue 12 at 1M rows: first page < 0.5 s, total count < 2 s.
 
 Times are medians of --repeat runs after one warm-up run.
 
-Measured 2026-11-22 on the 2-core machine under heavy shared load (load average 13-16), 1M judgment rows
-(search_text: 1M rationales, 1M prompts, 200k answers): building the store took 219 s of which refresh with the
-search index 143 s; an index rebuild alone 57 s. Per query, ours vs the plain scan in the same run:
+Measured 2026-11-23 ~01:00-01:30 UTC on the 2-core machine, NOT quiet: the shared benchmark lock was stuck, so
+these ran unlocked while other sessions ran browser tests (load average 6-16). Only the ratios within a row mean
+anything; before = the first index (a lowered copy of every text in search_text), after = the sparse index,
+alternated on two stores with the same 1M judgment rows (every synthetic text is NFKC-stable: no copies):
 
-| query | first page of 50 | total count | plain contains() LIMIT 50 | plain contains() count | contains(lower()) |
-|---|---|---|---|---|---|
-| rare hex substring (29 hits) | 1.83 s | 1.83 s | 3.54 s | 1.26 s | 4.03 s |
-| Japanese, every row | 0.05 s | 2.50 s | 0.003 s | 0.91 s | 4.50 s |
-| full-width 'ＲＡＴＩＮＧ: [[1]]' (34k hits) | 0.02 s | 0.51 s | 0.001 s | 0.57 s | 4.93 s |
+| | build (refresh incl. index) | store file |
+|---|---|---|
+| before | 146 s (70 s) | 3.1 GB |
+| after (prompts still checked at import) | 78 s (25 s) | 1.5 GB |
+
+| query (rationales) | before: page / count | after: page / count | plain contains() LIMIT 50 / count |
+|---|---|---|---|
+| rare hex substring (29 hits) | 1.67 / 1.37 s | 1.60 / 1.77 s | 1.07-1.19 / 0.90-1.38 s |
+| Japanese, every row | 0.051 / 1.06 s | 0.014 / 0.60 s | 0.005-0.009 / 0.92-1.07 s |
+| full-width 'ＲＡＴＩＮＧ: [[1]]' (34k hits) | 0.032 / 1.16 s | 0.033 / 1.35 s | 0.007 / 0.65-1.00 s |
 
 A first page needs a scan until 50 hits are found: for a rare substring that is the whole column, like the plain
-scan. Case-folding at query time (the lower() column) would cost 4-5 s.
+scan; the sparse index scans the original column with a case-folded literal ([Aa][Bb]12[Cc]), which RE2 finds
+about as fast as contains(), and needs no second lookup for the snippet's original text. Case-folding at query
+time (lower()) costs 3-5x the plain scan. The lead's quiet figures for the first index (2026-11-23 00:00):
+page 0.485 s (0.1 s of it the originals' lookup), count 0.390 s, plain contains() LIMIT 50 0.368 s.
 """
 from __future__ import annotations
 

@@ -221,7 +221,7 @@ def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
 def _reading(store: Store, q: SearchQuery):
     """A read cursor for q's queries (with the flagged items registered when q filters by flags); an RE2 error
     becomes a UsageError."""
-    ensure_index(store, prompts="prompt" in q.fields)
+    ensure_index(store, prompts="prompt" in q.fields and bool(q.text))  # no text: nothing to match
     flagged = _flag_items(store, q) if q.flags else None
     with store.read() as cur:
         if flagged is not None:
