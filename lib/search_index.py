@@ -2,29 +2,39 @@
 
 Matching is ``lower(NFKC(query)) in lower(NFKC(text))`` (``lower`` = pyarrow's ``utf8_lower``, one code point to
 one code point). Most texts are already NFKC-normalised ("stable": NFKC leaves them as they are), and for those
-the match can run on the ORIGINAL column: each character ``x`` of the normalised query becomes the set of the
-stable characters whose lower case is ``x`` (``[aA]``, ``[iIİ]``, ``[ßẞ]``; most characters only themselves),
-an exact RE2 pattern (``stable_pattern``); a query without such characters is a plain ``contains()``. Only the
-texts NFKC would change need a normalised copy. So the index is sparse:
+the match runs on the ORIGINAL column: each character ``x`` of the normalised query becomes the set of the
+characters without a copy whose lower case is ``x`` (``[Aa]``, ``[Ξξ]``; most characters only
+themselves), an exact RE2 pattern (``stable_match``) that RE2 finds as fast as ``contains()``; a query without
+such characters is a plain ``contains()``. So the index is sparse, one ``norm`` per text in
+``answers.text_norm``, ``single_judgments.rationale_norm`` and ``single_judgments.prompt_norm``:
 
-- ``answers.text_norm``, ``single_judgments.rationale_norm`` and ``single_judgments.prompt_norm``:
-  ``lower(NFKC(text))`` for a text that holds a character of ``copy_class()`` (full-width letters, half-width
-  katakana, ligatures, circled numbers, NBSP, combining marks, ...), NULL for every other text. A search reads
-  ``CASE WHEN x_norm IS NULL THEN <stable pattern on x> ELSE contains(x_norm, needle) END`` in one scan of the
-  original table, which also hands the original text to the snippet.
-- ``search_text``: every question turn and reference turn (small tables; a list column and a join would make
-  them awkward to scan) as a full copy: original and ``lower(NFKC)``, with keys and filter columns.
-- ``search_sources``: the sources whose questions, references, answers and rationales are indexed (at import);
-  ``search_prompt_sources``: those whose judge prompts are (at the first search of prompts after an import).
+- NULL: the text is stable (matched by the pattern above);
+- ``''``: NFKC changes only local characters (``LOCAL_RANGES``: full-width ASCII, the ideographic space,
+  half-width katakana, super/subscript digits; most of what NFKC changes in real Japanese harness data): matched
+  on the original by a pattern with their alternatives (``[AaＡａ]``, several times slower per text, so only
+  these texts get it), and a regex through ``translate``;
+- else ``lower(NFKC(text))``: the text holds a character of ``copy_class()`` (ligatures, circled numbers,
+  half-width voiced-sound marks, combining marks, ..., and the few stable characters whose case folding differs
+  from their lower case, e.g. ``İ``), matched by ``contains`` on this copy.
 
-Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``): per new source, one
-``UPDATE … SET x_norm = normalise(x) WHERE regexp_matches(x, copy_class())`` per text column (DuckDB runs the RE2
-check in parallel; only the unstable texts go through Python), and the question/reference copy. Re-judge sources
-(which grow while a batch runs) are checked again at each refresh (only rows whose norm is still NULL).
+A search reads ``CASE WHEN norm IS NULL THEN … WHEN norm = '' THEN … ELSE contains(norm, needle) END`` in one scan
+of the original table, which also hands the original text to the snippet. Question and reference turns (small
+tables; a list column and a join would make them awkward to scan) are copied whole into ``search_text``, original
+and ``lower(NFKC)``, with keys and filter columns. ``search_sources``: the sources whose questions, references,
+answers and rationales are indexed (at import); ``search_prompt_sources``: those whose judge prompts are (at the
+first search of prompts after an import: the largest texts, a rendered prompt repeats question, answer and
+reference).
 
-Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of
-them; every synthetic benchmark text) need none. Why not NFKC per query: DuckDB has none, and ``lower()`` alone
-is ~4x slower than the RE2 pattern over the same column.
+Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``): per new source and
+text column one ``UPDATE … SET norm = CASE WHEN <copy class> THEN normalise(text) ELSE '' END WHERE
+regexp_matches(text, marked_class())`` (only the unstable texts go through Python), and the question/reference
+copy. Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still
+NULL). The cost left at import is DuckDB's RE2 scan of every answer and rationale for the marked class, several
+times slower than a ``contains()`` of the same column.
+
+Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
+synthetic benchmark text) need none. Why not NFKC per query: DuckDB has none, and ``lower()`` alone is 3-5x
+slower than the pattern over the same column.
 """
 from __future__ import annotations
 
