@@ -106,7 +106,8 @@ SINGLE_BRACKET_RE = re.compile(SINGLE_BRACKET)
 FASTCHAT_CHAIN_KINDS = frozenset({"fastchat_single", "ja_rating"})
 
 
-def _find(pattern: re.Pattern, text: str, take: str) -> re.Match | None:
+def find_match(pattern: re.Pattern, text: str, take: str) -> re.Match | None:
+    """The first (``take='first'``) or last (``'last'``) match of ``pattern`` in ``text``; None when none."""
     if take == "first":
         return pattern.search(text)
     found = None
@@ -120,7 +121,7 @@ def fastchat_rating(text: str | None, take: str = "first") -> tuple[str, re.Matc
     ``double_bracket`` or ``single_bracket_fallback``, None when neither pattern matches. ``take='last'`` takes
     the last match of the first pattern that matches (FastChat takes the first)."""
     for method, pattern in (("double_bracket", DOUBLE_BRACKET_RE), ("single_bracket_fallback", SINGLE_BRACKET_RE)):
-        m = _find(pattern, text or "", take)
+        m = find_match(pattern, text or "", take)
         if m:
             return method, m
     return None

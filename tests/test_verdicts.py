@@ -359,7 +359,8 @@ def test_cli_verdict_keeps_and_clears_fields(sample_store, capsys):
         assert item_score(s, "human:ana", "3", 1, M8B) is None
 
 
-def test_a_store_made_before_clears_gets_the_column(tmp_path):
+def _store_made_before_clears(tmp_path):
+    """A store holding ana's score 7 whose human_verdicts table has no cleared column (as stores made before it)."""
     import duckdb
 
     path = tmp_path / "old.duckdb"
@@ -368,6 +369,11 @@ def test_a_store_made_before_clears_gets_the_column(tmp_path):
     con = duckdb.connect(str(path))
     con.execute("ALTER TABLE human_verdicts DROP COLUMN cleared")
     con.close()
+    return path
+
+
+def test_a_store_made_before_clears_gets_the_column(tmp_path):
+    path = _store_made_before_clears(tmp_path)
     with Store(path) as s:
         human.record(s, author="ana", bench=BENCH, question_id="1", turn=1, model=M8B, clear=["score"])
         assert current(s, author="ana") is not None and current(s, author="ana")["score"] is None
@@ -376,14 +382,7 @@ def test_a_store_made_before_clears_gets_the_column(tmp_path):
 def test_an_older_store_opened_read_only_reads_its_verdicts(tmp_path, capsys):
     """The CLI's reading commands open read-only: a store made before the cleared column gets it on that open
     too (through a short read-write connection), so `verdicts list` reads it instead of failing on the column."""
-    import duckdb
-
-    path = tmp_path / "old.duckdb"
-    with Store(path) as s:
-        human.record(s, author="ana", bench=BENCH, question_id="1", turn=1, model=M8B, score=7)
-    con = duckdb.connect(str(path))
-    con.execute("ALTER TABLE human_verdicts DROP COLUMN cleared")
-    con.close()
+    path = _store_made_before_clears(tmp_path)
     with Store(path, read_only=True) as s:
         assert current(s, author="ana")["score"] == 7
     assert cli_main(["verdicts", "list", "--db", str(path), "--format", "json"]) == 0

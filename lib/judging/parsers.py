@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from lib.errors import ParserSpecError, RegexTimeout
 from lib.judging.sandbox import run_regex
-from lib.vocab import FASTCHAT_CHAIN_KINDS, RATING_NUMBER, fastchat_rating
+from lib.vocab import FASTCHAT_CHAIN_KINDS, RATING_NUMBER, fastchat_rating, find_match
 
 SINGLE_KINDS = ("fastchat_single", "rating_double_bracket", "score_double_bracket", "score_colon", "ja_rating")
 PAIR_KINDS = ("pairwise_abc", "pairwise_five", "fastchat_two_score")
@@ -157,15 +157,6 @@ def _scored(value: float | None, label: str, method: str, scale, note: str | Non
     return ParseResult("ok", method, score=value, value=value, label=label, note=note, scale=(lo, hi))
 
 
-def _search(pattern: re.Pattern, text: str, take: str):
-    if take == "first":
-        return pattern.search(text)
-    found = None
-    for found in pattern.finditer(text):
-        pass
-    return found
-
-
 def _fastchat_chain(text: str, take: str, scale) -> ParseResult:
     """The last step of the kinds in FASTCHAT_CHAIN_KINDS: FastChat's [[N]], else [N] (lib.vocab.fastchat_rating)."""
     found = fastchat_rating(text, take)
@@ -186,13 +177,13 @@ def parse(text: str | None, spec: dict) -> ParseResult:
         return _fastchat_chain(text, take, scale)
 
     if kind in ("rating_double_bracket", "score_double_bracket", "score_colon"):
-        m = _search(_PATTERNS[kind], text, take)
+        m = find_match(_PATTERNS[kind], text, take)
         if m:
             return _scored(_number(m.group(1)), m.group(0), kind, scale)
         return ParseResult("not_parsed", "none", scale=scale)
 
     if kind == "ja_rating":
-        m = _search(_PATTERNS["ja_label_double_bracket"], text, take)
+        m = find_match(_PATTERNS["ja_label_double_bracket"], text, take)
         if m:
             return _scored(_number(m.group(1)), m.group(0), "ja_label_double_bracket", scale)
         return _fastchat_chain(text, take, scale)
@@ -224,7 +215,7 @@ def parse(text: str | None, spec: dict) -> ParseResult:
 
     if kind == "fastchat_two_score":
         for method in ("two_score", "two_score_fallback"):
-            m = _search(_PATTERNS[method], text, take)
+            m = find_match(_PATTERNS[method], text, take)
             if m:
                 a, b = _number(m.group(1)), _number(m.group(2))
                 lo, hi = scale
