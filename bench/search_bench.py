@@ -39,6 +39,16 @@ scan; the sparse index scans the original column with a case-folded literal ([Aa
 about as fast as contains(), and needs no second lookup for the snippet's original text. Case-folding at query
 time (lower()) costs 3-5x the plain scan. The lead's quiet figures for the first index (2026-11-23 00:00):
 page 0.485 s (0.1 s of it the originals' lookup), count 0.390 s, plain contains() LIMIT 50 0.368 s.
+
+Quiet figures of the sparse index (2026-11-23 ~01:56 UTC, load ~1, under the benchmark lock, the 1M store
+bench/browser_bench.py builds; `--db bench/out/browser_wide_1000000.duckdb --repeat 3`): index rebuild 4.0 s
+(answers and rationales; prompts at their first search);
+
+| query (rationales) | first page | count | plain contains() LIMIT 50 / count | contains(lower()) count |
+|---|---|---|---|---|
+| rare hex substring (29 hits) | 0.412 s | 0.391 s | 0.344 / 0.342 s | 1.489 s |
+| Japanese, every row | 0.007 s | 0.273 s | 0.001 / 0.264 s | 1.396 s |
+| full-width 'ＲＡＴＩＮＧ: [[1]]' (34k hits) | 0.007 s | 0.402 s | 0.001 / 0.267 s | 1.412 s |
 """
 from __future__ import annotations
 
