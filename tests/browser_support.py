@@ -298,3 +298,24 @@ def open_judge_endpoint(page, timeout: float = TIMEOUT_MS) -> None:
     summary = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(
         has_text="Judge endpoint").locator("summary")
     click_and_wait(summary, timeout=timeout)
+
+
+def type_and_commit(page, field, text: str, key: str = "Enter") -> None:
+    """Type into a text field and commit it (Enter, or Tab for a text area): one rerun, waited for. Filling
+    the next field while this one's rerun is still running would race with it."""
+    fresh(field).fill(text)
+    wait_for_rerun(page, lambda: page.keyboard.press(key))
+
+
+def set_judge_endpoint(page, base_url: str, api_key: str, model: str | None = None) -> None:
+    """Open the sidebar's judge endpoint form, fill the base URL, the model (when given) and the key, and wait
+    until the form says the key is found."""
+    from playwright.sync_api import expect
+
+    open_judge_endpoint(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), base_url)
+    if model is not None:
+        type_and_commit(page, sidebar.get_by_label("Model", exact=True), model)
+    type_and_commit(page, sidebar.get_by_label("API key (kept in this browser session only)"), api_key)
+    expect(page.get_by_text("Key: found")).to_be_visible()

@@ -8,7 +8,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, open_judge_endpoint, wait_for_rerun
+from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, set_judge_endpoint, type_and_commit
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-harness-123456789"
@@ -30,11 +30,6 @@ def cell(page, pattern: str | re.Pattern):
     return fresh(page.get_by_test_id("stDataFrame")).locator("table td").filter(has_text=text).first
 
 
-def _type_and_commit(page, field, text: str) -> None:
-    fresh(field).fill(text)
-    wait_for_rerun(page, lambda: page.keyboard.press("Enter"))
-
-
 def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_server):
     page.set_viewport_size({"width": 1440, "height": 2400})
     open_app(page, f"{app_url}/compare?view=harness&model=shisa-ai%2Fshisa-v2-llama3.1-8b", timeout=FIRST_START_MS)
@@ -44,13 +39,8 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
         expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
     expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()
 
-    open_judge_endpoint(page)
-    sidebar = page.get_by_test_id("stSidebar")
-    _type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), judge_server.url)
-    _type_and_commit(page, sidebar.get_by_label("Model", exact=True), "judge-x")
-    _type_and_commit(page, sidebar.get_by_label("API key (kept in this browser session only)"), KEY)
-    expect(page.get_by_text("Key: found")).to_be_visible()
-    _type_and_commit(page, page.get_by_label("Items", exact=True), "4")
+    set_judge_endpoint(page, judge_server.url, KEY, model="judge-x")
+    type_and_commit(page, page.get_by_label("Items", exact=True), "4")
     click_and_wait(page.get_by_role("button", name="Estimate the calls"))
     expect(page.get_by_text("24 to send")).to_be_visible()            # 6 steps x 4 items; nothing sent yet
     assert judge_server.chat_requests() == []

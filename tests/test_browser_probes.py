@@ -7,7 +7,7 @@ from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 from test_probes import confused_judge
 
-from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, open_judge_endpoint, wait_for_rerun
+from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, set_judge_endpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 SUITE_MS = 180_000  # the whole suite: dozens of judge calls, on a loaded machine
@@ -18,12 +18,7 @@ def test_probe_suite_from_the_page_and_its_report(page, app_url, tmp_path):
         server.responder = confused_judge
         page.set_viewport_size({"width": 1440, "height": 1600})
         open_app(page, f"{app_url}/probes", timeout=FIRST_START_MS)
-        open_judge_endpoint(page)
-        fresh(page.get_by_label("Base URL", exact=True)).fill(server.url)
-        wait_for_rerun(page, lambda: page.keyboard.press("Enter"))
-        fresh(page.get_by_label("API key (kept in this browser session only)")).fill("sk-probe-browser-0000000")
-        wait_for_rerun(page, lambda: page.keyboard.press("Enter"))
-        expect(page.get_by_text("Key: found")).to_be_visible()
+        set_judge_endpoint(page, server.url, "sk-probe-browser-0000000")
         click_and_wait(page.get_by_role("button", name="Run the probe suite", exact=True), timeout=SUITE_MS)
         expect(page.get_by_text("scores an EMPTY answer 5/5", exact=False).first).to_be_visible()
         expect(page.get_by_text("the order of the sections is the cause", exact=False).first).to_be_attached()

@@ -7,8 +7,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, open_judge_endpoint, wait_for_app,
-                             wait_for_rerun)
+from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, set_judge_endpoint, type_and_commit,
+                             wait_for_app)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-workbench-123456789"
@@ -25,13 +25,6 @@ def judge_server():
 BATCH_MS = 180_000  # a small batch of judge calls on a loaded machine
 
 
-def _type_and_commit(page, field, text: str, key: str = "Enter") -> None:
-    """Type into a text field and commit it (Enter, or Tab for a text area): one rerun, waited for. Filling
-    the next field while this one's rerun is still running would race with it."""
-    fresh(field).fill(text)
-    wait_for_rerun(page, lambda: page.keyboard.press(key))
-
-
 def test_workbench_round_trip(page, app_url, judge_server):
     page.set_viewport_size({"width": 1440, "height": 1600})
     open_app(page, f"{app_url}/item_view?bench=ja_mt_bench&q=31&turn=1&model=shisa-ai%2Fshisa-v2-llama3.1-8b",
@@ -41,14 +34,9 @@ def test_workbench_round_trip(page, app_url, judge_server):
     wait_for_app(page)
     assert "q=31" in page.url
 
-    open_judge_endpoint(page)
-    sidebar = page.get_by_test_id("stSidebar")
-    _type_and_commit(page, sidebar.get_by_label("Base URL", exact=True), judge_server.url)
-    _type_and_commit(page, sidebar.get_by_label("Model", exact=True), "judge-x")
-    _type_and_commit(page, sidebar.get_by_label("API key (kept in this browser session only)"), KEY)
-    expect(page.get_by_text("Key: found")).to_be_visible()
+    set_judge_endpoint(page, judge_server.url, KEY, model="judge-x")
     editor = fresh(page.get_by_label("Message 2 (user)"))
-    _type_and_commit(page, editor, editor.input_value() + "\nBe strict.", key="Tab")
+    type_and_commit(page, editor, editor.input_value() + "\nBe strict.", key="Tab")
 
     click_and_wait(page.get_by_role("button", name="Re-judge", exact=True))
     expect(page.get_by_text("Strict look: the area is wrong.").first).to_be_visible()
@@ -58,8 +46,8 @@ def test_workbench_round_trip(page, app_url, judge_server):
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     assert "Be strict." in sent.body["messages"][-1]["content"]
 
-    _type_and_commit(page, page.get_by_label("At most (items)"), "4")
-    _type_and_commit(page, page.get_by_label("Label (the new judge's name)"), "strict-browser")
+    type_and_commit(page, page.get_by_label("At most (items)"), "4")
+    type_and_commit(page, page.get_by_label("Label (the new judge's name)"), "strict-browser")
     # The batch runs in a thread; a fragment polls it every second until it is stored, then reruns the page.
     fresh(page.get_by_role("button", name="Estimate and run")).click()
     expect(page.get_by_text("Stored as judge strict-browser.")).to_be_visible(timeout=BATCH_MS)

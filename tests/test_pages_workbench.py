@@ -67,14 +67,19 @@ def test_an_edited_template_is_saved_as_a_new_version(app):
     assert app.selectbox(key="wb_template").value == "my-math@v1"
 
 
-def test_a_batch_becomes_a_new_judge(app, server):
-    app.number_input(key="wb_b_limit").set_value(5)
-    app.text_input(key="wb_b_label").set_value("strict-judge").run()
+def _run_batch(app, limit: int, label: str) -> None:
+    """Start a batch of ``limit`` items as judge ``label`` from the page and rerun once it is done."""
+    app.number_input(key="wb_b_limit").set_value(limit)
+    app.text_input(key="wb_b_label").set_value(label).run()
     button(app, "Estimate and run").click().run()
     deadline = time.time() + 60
     while not app.session_state["wb_job"]["done"] and time.time() < deadline:
         time.sleep(0.1)
     app.run()
+
+
+def test_a_batch_becomes_a_new_judge(app, server):
+    _run_batch(app, 5, "strict-judge")
     assert not app.exception
     assert app.session_state["wb_job"]["summary"].written == 5
     assert any("Stored as judge strict-judge" in s.value for s in app.success)
@@ -113,13 +118,7 @@ def test_the_batch_cost_keeps_its_dollar_signs(app, server):
     """Two bare "$" in Markdown make the text between them LaTeX: the cost line escapes both."""
     app.number_input(key="ep_price_in").set_value(0.005)
     app.number_input(key="ep_price_out").set_value(0.015)
-    app.number_input(key="wb_b_limit").set_value(2)
-    app.text_input(key="wb_b_label").set_value("priced-judge").run()
-    button(app, "Estimate and run").click().run()
-    deadline = time.time() + 60
-    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
-        time.sleep(0.1)
-    app.run()
+    _run_batch(app, 2, "priced-judge")
     cost = [c.value for c in app.caption if "estimated cost" in c.value]
     assert len(cost) == 1 and cost[0].count("~\\$") == 2, cost
 
