@@ -122,10 +122,9 @@ def main() -> None:
         with store.write() as cur:
             cur.execute("DELETE FROM search_text")
             cur.execute("DELETE FROM search_sources")
-            cur.execute("DELETE FROM search_prompt_sources")
             for table, _, norm in COLUMNS.values():
                 cur.execute(f"UPDATE {table} SET {norm} = NULL WHERE {norm} IS NOT NULL")
-            index_new_sources(cur, prompts=True)
+            index_new_sources(cur)
         out["index_rebuild_s"] = time.perf_counter() - t0
         print(f"search index rebuilt in one transaction: {out['index_rebuild_s']:.1f} s")
     out["queries"] = {}

@@ -20,17 +20,16 @@ such characters is a plain ``contains()``. So the index is sparse, one ``norm`` 
 A search reads ``CASE WHEN norm IS NULL THEN … WHEN norm = '' THEN … ELSE contains(norm, needle) END`` in one scan
 of the original table, which also hands the original text to the snippet. Question and reference turns (small
 tables; a list column and a join would make them awkward to scan) are copied whole into ``search_text``, original
-and ``lower(NFKC)``, with keys and filter columns. ``search_sources``: the sources whose questions, references,
-answers and rationales are indexed (at import); ``search_prompt_sources``: those whose judge prompts are (at the
-first search of prompts after an import: the largest texts, a rendered prompt repeats question, answer and
-reference).
+and ``lower(NFKC)``, with keys and filter columns. ``search_sources``: the sources whose texts are indexed, all
+five fields.
 
-Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``): per new source and
-text column one ``UPDATE … SET norm = CASE WHEN <copy class> THEN normalise(text) ELSE '' END WHERE
-regexp_matches(text, marked_class())`` (only the unstable texts go through Python), and the question/reference
-copy. Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still
-NULL). The cost left at import is DuckDB's RE2 scan of every answer and rationale for the marked class, several
-times slower than a ``contains()`` of the same column.
+Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``), in two steps per text
+column: mark (``norm = ''`` where the text holds a character of ``marked_class()``: one RE2 scan of every text) and
+copy (``normalise`` of the few marked texts holding a character of ``copy_class()``). The importer's fast path
+(FastChat judgment files, the largest) marks rationales and prompts in the INSERT that parses them
+(``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading: half the cost of a separate
+UPDATE. The classes come generated (``lib/search_classes.py``): building them takes longer than marking 100k texts.
+Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still NULL).
 
 Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
 synthetic benchmark text) need none. Why not NFKC per query: DuckDB has none, and ``lower()`` alone is 3-5x
@@ -40,10 +39,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from contextlib import contextmanager
 from functools import lru_cache
 
 FIELDS = ("question", "answer", "rationale", "prompt", "reference")
-SEARCH_INDEX_VERSION = "2"  # meta 'search_index': 2 = sparse norm columns (1: search_text held every text)
+SEARCH_INDEX_VERSION = "3"  # meta 'search_index': 3 = prompts at import too (2: at their first search; 1: search_text held every text)
 
 # The fields searched in their own table: table, text column, norm column.
 COLUMNS = {"answer": ("answers", "text", "text_norm"),
@@ -158,17 +158,42 @@ def _case_tables():
     return frozenset(copied), local, tables[0], tables[1]
 
 
+def built_classes() -> dict[str, str]:
+    """The three classes an import needs, computed from the rules above (``lib/search_classes.py`` holds them as
+    generated for the pinned Unicode data; ``scripts/gen_search_classes.py`` writes that file from this)."""
+    copied, local = _case_tables()[:2]
+    return {"COPY": "[" + _ranges(sorted(ord(c) for c in copied)) + "]",
+            "MARKED": "[" + _ranges(sorted(ord(c) for c in copied | set(local))) + "]",
+            "UNSTABLE": "[" + _ranges(sorted(ord(c) for c in unstable_chars())) + "]"}
+
+
 @lru_cache(maxsize=1)
+def _classes() -> dict[str, str]:
+    # Building the tables takes ~0.35 s and ~120 MB (every character through pyarrow), a seventh of an import of
+    # 100k judgments: an import reads the generated classes instead, when they were made from the same Unicode
+    # data (Python's for NFKC, pyarrow's utf8proc for lower case) as this process has.
+    import importlib.metadata
+
+    from lib import search_classes as generated
+
+    try:
+        same = (generated.UNIDATA_VERSION == unicodedata.unidata_version
+                and generated.PYARROW_VERSION == importlib.metadata.version("pyarrow"))
+    except importlib.metadata.PackageNotFoundError:
+        same = False
+    if same:
+        return {"COPY": generated.COPY, "MARKED": generated.MARKED, "UNSTABLE": generated.UNSTABLE}
+    return built_classes()
+
+
 def copy_class() -> str:
     """An RE2 character class of the characters whose texts get a normalised copy (see ``_case_tables``)."""
-    return "[" + _ranges(sorted(ord(c) for c in _case_tables()[0])) + "]"
+    return _classes()["COPY"]
 
 
-@lru_cache(maxsize=1)
 def marked_class() -> str:
     """The characters that give a text a non-NULL norm: copied or local ones (every NFKC-unstable character)."""
-    copied, local = _case_tables()[:2]
-    return "[" + _ranges(sorted(ord(c) for c in copied | set(local))) + "]"
+    return _classes()["MARKED"]
 
 
 @lru_cache(maxsize=1)
@@ -185,13 +210,8 @@ def local_translation() -> tuple[str, str]:
 
 
 def unstable_class() -> str:
-    """The class of characters NFKC may change (a subset of ``copy_class``): the texts ``normalise`` runs NFKC on."""
-    return _unstable_class()
-
-
-@lru_cache(maxsize=1)
-def _unstable_class() -> str:
-    return "[" + _ranges(sorted(ord(c) for c in unstable_chars())) + "]"
+    """The class of characters NFKC may change (a subset of ``marked_class``): the texts ``normalise`` runs NFKC on."""
+    return _classes()["UNSTABLE"]
 
 
 _CLASS_SPECIAL = re.compile(r"[\\\]\[^-]")
@@ -252,63 +272,79 @@ def _has_table(cur, name: str) -> bool:
                             "AND table_catalog = current_database()", [name]).fetchone())
 
 
-# What is indexed at import (tracked in search_sources) and what at the first search of judge prompts (tracked in
-# search_prompt_sources): prompts are the largest texts (a rendered prompt holds the question, the answer and the
-# reference again), and checking them at import cost a third of an import's time.
-_AT_IMPORT = ("answer", "rationale")
-_LAZY = ("prompt",)
+def mark_expression(column: str) -> str:
+    """A text's norm before any copy: ``''`` when it holds a marked character, else NULL (stable); the pattern is
+    the parameter ``$marked`` (``marked_class()``). An INSERT that reads the texts anyway computes it in the same
+    pass, in parallel with the parsing (the importer's fast path), and tells ``index_new_sources`` so (``marked``)."""
+    return f"CASE WHEN regexp_matches({column}, $marked) THEN '' END"
 
 
-def index_new_sources(cur, *, prompts: bool = False) -> None:
+def index_new_sources(cur, *, marked=()) -> None:
     """Bring the index up to date with the sources table, inside the caller's transaction: questions, references,
-    answers and rationales; judge prompts too when ``prompts`` (``lib.analysis.search`` asks before searching
-    them)."""
+    answers, rationales and judge prompts of every source not in ``search_sources`` yet. ``marked``: sources whose
+    texts got their ``mark_expression`` when inserted (only their copies are left to make)."""
     if not _has_table(cur, "search_text"):
         return
     cur.execute("DELETE FROM search_text WHERE source_id NOT IN (SELECT source_id FROM sources)")
-    for tracker in ("search_sources", "search_prompt_sources"):
-        cur.execute(f"DELETE FROM {tracker} WHERE source_id NOT IN (SELECT source_id FROM sources)"
-                    " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
-    cur.execute("DELETE FROM search_text WHERE source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
-    parts = [("search_sources", _AT_IMPORT, True)] + ([("search_prompt_sources", _LAZY, False)] if prompts else [])
-    for tracker, fields, copies in parts:
-        new = [r[0] for r in cur.execute(
-            f"SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM {tracker}) "
-            "ORDER BY source_id").fetchall()]
-        if new:
-            _index(cur, new, fields, copies)
-            cur.execute(f"INSERT INTO {tracker} SELECT unnest($new)", {"new": new})
+    cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM sources)"
+                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    new = [r[0] for r in cur.execute(
+        "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources) "
+        "ORDER BY source_id").fetchall()]
+    if new:
+        done = set(marked)
+        _index(cur, new, [s for s in new if s not in done])
+        cur.execute("INSERT INTO search_sources SELECT unnest($new)", {"new": new})
 
 
-def unindexed(cur, *, prompts: bool = False) -> int:
-    """How many sources still wait for the index (for judge prompts: ``prompts``)."""
-    tracker = "search_prompt_sources" if prompts else "search_sources"
-    return cur.execute(f"SELECT count(*) FROM sources WHERE source_id NOT IN (SELECT source_id FROM {tracker})"
+def unindexed(cur) -> int:
+    """How many sources still wait for the index (stores made before search, or before its current version)."""
+    return cur.execute("SELECT count(*) FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources)"
                        ).fetchone()[0]
 
 
-def _index(cur, new: list[int], fields: tuple[str, ...], copies: bool) -> None:
-    # A vectorised (Arrow) Python function inside the UPDATE / INSERT … SELECT: DuckDB streams the texts through
-    # it a vector at a time, so no table is held in Python whole.
+def _index(cur, new: list[int], to_mark: list[int]) -> None:
+    # Two steps per text column: mark (a scan of every text of the sources in ``to_mark``: DuckDB's RE2 over the
+    # marked class, the cost an import pays), then copy (only the few marked texts holding a character of the copy
+    # class go through ``normalise``). Both touch only rows whose norm says they are not done yet, so running them
+    # again (a re-judge source growing while its batch runs) changes nothing already indexed.
+    with _normaliser(cur) as udf:
+        for table, column, norm in COLUMNS.values():
+            if to_mark:
+                cur.execute(f"UPDATE {table} SET {norm} = '' WHERE list_contains($new, source_id) AND {norm} IS NULL "
+                            f"AND regexp_matches({column}, $marked)", {"new": to_mark, "marked": marked_class()})
+            copy = f"list_contains($new, source_id) AND {norm} = '' AND regexp_matches({column}, $copy)"
+            params = {"new": new, "copy": copy_class()}
+            if cur.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {copy})", params).fetchone()[0]:
+                cur.execute(f"UPDATE {table} SET {norm} = {udf()}({column}) WHERE {copy}", params)
+        cur.execute("DELETE FROM search_text WHERE list_contains($new, source_id)", {"new": new})
+        for select in _SELECTS.values():
+            rows = f"FROM ({select}) WHERE text IS NOT NULL AND list_contains($new, source_id)"
+            if cur.execute(f"SELECT EXISTS (SELECT 1 {rows})", {"new": new}).fetchone()[0]:
+                cur.execute(f"INSERT INTO search_text SELECT *, {udf()}(text) {rows}", {"new": new})
+
+
+@contextmanager
+def _normaliser(cur):
+    """``udf()``: the name of ``normalise`` as a DuckDB function, registered at its first use (registering an Arrow
+    function imports pyarrow: an import of judgments whose texts need no copy does without) and removed after.
+    DuckDB streams the texts through it a vector at a time, so no table is held in Python whole."""
     import duckdb
 
+    registered = []
+
+    def udf() -> str:
+        if not registered:
+            try:
+                cur.remove_function(UDF)
+            except (duckdb.InvalidInputException, duckdb.CatalogException):
+                pass
+            cur.create_function(UDF, normalise, ["VARCHAR"], "VARCHAR", type="arrow", side_effects=False)
+            registered.append(UDF)
+        return UDF
+
     try:
-        cur.remove_function(UDF)
-    except (duckdb.InvalidInputException, duckdb.CatalogException):
-        pass
-    cur.create_function(UDF, normalise, ["VARCHAR"], "VARCHAR", type="arrow", side_effects=False)
-    try:
-        for field in fields:
-            table, column, norm = COLUMNS[field]
-            # only rows still without a norm: a re-judge source's earlier rows already have theirs
-            cur.execute(f"UPDATE {table} SET {norm} = CASE WHEN regexp_matches({column}, $copy) THEN {UDF}({column}) "
-                        f"ELSE '' END WHERE list_contains($new, source_id) AND {norm} IS NULL "
-                        f"AND regexp_matches({column}, $marked)",
-                        {"new": new, "copy": copy_class(), "marked": marked_class()})
-        for select in _SELECTS.values() if copies else ():
-            cur.execute(f"""
-                INSERT INTO search_text
-                SELECT *, {UDF}(text) FROM ({select}) WHERE text IS NOT NULL AND list_contains($new, source_id)""",
-                        {"new": new})
+        yield udf
     finally:
-        cur.remove_function(UDF)
+        if registered:
+            cur.remove_function(UDF)

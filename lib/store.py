@@ -309,8 +309,7 @@ CREATE TABLE IF NOT EXISTS search_text (
     text         VARCHAR NOT NULL,             -- the original turn
     norm         VARCHAR NOT NULL              -- lower(NFKC(text))
 );
-CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources indexed at import
-CREATE TABLE IF NOT EXISTS search_prompt_sources (source_id INTEGER NOT NULL);  -- sources whose prompts are indexed
+CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources indexed (at import)
 
 -- The analyst's verdicts (recorded by lib.judging.human, read from files by lib.ingest.formats.human; the rules:
 -- check_verdict, current_verdicts_sql, refresh_human_scores below). Each edit adds a row (history); an author's
@@ -365,31 +364,32 @@ ORDER BY j.bench, j.judge, j.model
 """
 
 
-def refresh_item_scores(cur, benches=None) -> None:
+def refresh_item_scores(cur, benches=None, *, marked=()) -> None:
     """Recompute item_scores for these benches (None: all), inside the caller's transaction.
 
-    Call after any write to single_judgments or questions (ingest, remove, re-judge).
+    Call after any write to single_judgments or questions (ingest, remove, re-judge). ``marked``: new sources
+    whose texts were marked for the search index as they were inserted (``lib.search_index.mark_expression``).
     """
     if benches is None:
         cur.execute("DELETE FROM item_scores")
         cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where=""))
-        _refresh_extras(cur, None)
+        _refresh_extras(cur, None, marked)
         return
     benches = sorted({b for b in benches if b is not None})
     if benches:
         cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)", {"b": benches})
         cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where="WHERE list_contains($b, j.bench)"),
                     {"b": benches})
-    _refresh_extras(cur, benches)
+    _refresh_extras(cur, benches, marked)
 
 
-def _refresh_extras(cur, benches) -> None:
+def _refresh_extras(cur, benches, marked=()) -> None:
     """What else follows the data, in the same transaction: the analyst's latest scores as judges human:<author>
     in item_scores (refresh_human_scores, below), and the search index (lib.search_index)."""
     from lib.search_index import index_new_sources
 
     refresh_human_scores(cur, benches)
-    index_new_sources(cur)
+    index_new_sources(cur, marked=marked)
 
 
 
@@ -1039,7 +1039,7 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
                                             ).fetchone()[0]
             from lib.search_index import index_new_sources
 
-            index_new_sources(cur, prompts=True)  # anew: a store made with the first index has no norm columns
+            index_new_sources(cur)  # anew: a store made with the first index has no norm columns
             for key, value in cur.execute(f"SELECT key, value FROM {alias}.main.meta").fetchall():
                 if key not in ("schema_version", "write_clock") and not key.startswith("last_id:"):
                     target.set_meta(cur, key, value)
@@ -1083,7 +1083,10 @@ def upgrade_search_index(cur) -> bool:
         cur.execute("DROP TABLE IF EXISTS search_text")
         cur.execute(re.search(r"CREATE TABLE IF NOT EXISTS search_text \(.*?\n\);", SCHEMA, re.S).group(0))
         cur.execute("DELETE FROM search_sources")
-        cur.execute("DELETE FROM search_prompt_sources")
+        changed = True
+    if ("search_prompt_sources", "source_id") in have:  # index 2 indexed judge prompts at their first search
+        cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM search_prompt_sources)")
+        cur.execute("DROP TABLE search_prompt_sources")
         changed = True
     cur.execute("DELETE FROM meta WHERE key = 'search_index'")
     cur.execute("INSERT INTO meta VALUES ('search_index', ?)", [SEARCH_INDEX_VERSION])

@@ -165,6 +165,39 @@ def test_fallback_keeps_same_bytes_verdicts_right(store, fast_spy, tmp_path):
     assert rows_of(store, "SELECT count(*) FROM single_judgments") == [(321,)]
 
 
+def test_a_new_file_is_hashed_while_it_is_inserted(store, monkeypatch, tmp_path):
+    """A file whose size no stored source has is inserted while its hash runs in the background; the source row
+    gets the same sha256 as hashing first would, and a second import of it (same size now) hashes first and finds
+    it unchanged without inserting anything."""
+    path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+    inserted = []
+    real = lib.ingest.importer._insert_fast
+    monkeypatch.setattr(lib.ingest.importer, "_insert_fast",
+                        lambda cur, item, sid: inserted.append(item.hashing is not None) or real(cur, item, sid))
+    report = ingest(store, [path])
+    assert inserted == [True]
+    assert rows_of(store, "SELECT sha256, bytes FROM sources") == [lib.ingest.importer.sha256_of(path)]
+    again = ingest(store, [path])
+    assert inserted == [True] and [f.status for f in again.files] == ["unchanged"]
+    assert again.files[0].existing_source == report.imported[0].source_id
+
+
+def test_a_file_another_session_imported_meanwhile_is_undone(store, monkeypatch, tmp_path):
+    """The hash of a file inserted before its hash was known matches a source written meanwhile (another session
+    of the app committed the same bytes after this import read the sources table): its rows are taken out again
+    and the file is reported unchanged."""
+    path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+    first = ingest(store, [path]).imported[0]
+    before = rows_of(store, "SELECT count(*) FROM single_judgments")
+    real = lib.ingest.importer._hash_later
+    monkeypatch.setattr(lib.ingest.importer, "_hash_later",  # as if the sources table had been read before
+                        lambda items, known_sizes, hasher: real(items, set(), hasher))
+    report = ingest(store, [path])
+    assert [(f.status, f.existing_source) for f in report.files] == [("unchanged", first.source_id)]
+    assert rows_of(store, "SELECT count(*) FROM single_judgments") == before
+    assert rows_of(store, "SELECT count(*) FROM sources") == [(1,)]
+
+
 def test_loose_judgment_file_is_sniffed(store, tmp_path):
     path = write_jsonl(tmp_path / "somewhere" / "judgments.jsonl", [judgment(qid=1), judgment(qid=2)])
     report = ingest(store, [path])

@@ -271,13 +271,11 @@ def mixed(store, tmp_path):
 
 
 def test_only_texts_nfkc_changes_get_a_copy(mixed):
-    with mixed.read() as cur:  # judge prompts wait for the first search of prompts
-        assert cur.execute("SELECT count(prompt_norm) FROM single_judgments").fetchone()[0] == 0
-        assert cur.execute("SELECT count(*) FROM search_prompt_sources").fetchone()[0] == 0
-    assert S.count(mixed, S.SearchQuery("zzz", fields=("rationale",))) == 0
+    # everything, judge prompts included, is indexed by the import itself: the judgments through the fast path
+    # (marked in the INSERT), answers through the UPDATE
     with mixed.read() as cur:
-        assert cur.execute("SELECT count(*) FROM search_prompt_sources").fetchone()[0] == 0
-    assert S.count(mixed, S.SearchQuery("zzz", fields=("prompt",))) == 0
+        assert cur.execute("SELECT count(*) FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources)"
+                           ).fetchone()[0] == 0
     with mixed.read() as cur:
         answers = dict(cur.execute("SELECT text, text_norm FROM answers WHERE turn = 1").fetchall())
         judged = cur.execute("SELECT rationale, rationale_norm, judge_prompt, prompt_norm FROM single_judgments"
@@ -478,3 +476,74 @@ def test_a_store_with_the_first_index_is_upgraded(tmp_path):
             assert cur.execute("SELECT count(*) FROM answers_view").fetchone()[0] > 0
     expected = plain_count("python", root=SAMPLE / "stefanstud-fastchat")
     assert {f: got.get(f, 0) for f in S.FIELDS} == expected and sum(expected.values()) > 0
+
+
+def test_the_generated_classes_are_the_rules_output():
+    """lib/search_classes.py (what an import reads instead of building the tables) is what the rules give for this
+    environment's Unicode data; run scripts/gen_search_classes.py when this fails."""
+    import importlib.metadata
+
+    from lib import search_classes
+    from lib.search_index import built_classes
+
+    assert (search_classes.UNIDATA_VERSION, search_classes.PYARROW_VERSION) == (
+        unicodedata.unidata_version, importlib.metadata.version("pyarrow"))
+    assert {k: getattr(search_classes, k) for k in ("COPY", "MARKED", "UNSTABLE")} == built_classes()
+
+
+def test_other_unicode_data_builds_the_classes(monkeypatch):
+    from lib import search_classes, search_index
+
+    search_index._classes.cache_clear()
+    monkeypatch.setattr(search_classes, "MARKED", "[x]")  # what a file generated elsewhere may hold
+    try:
+        assert search_index.marked_class() == "[x]"  # same versions: the file is read
+        search_index._classes.cache_clear()
+        monkeypatch.setattr(search_classes, "UNIDATA_VERSION", "0.0.0")
+        assert search_index.marked_class() == search_index.built_classes()["MARKED"] != "[x]"
+    finally:
+        search_index._classes.cache_clear()
+
+
+def test_the_fast_path_marks_texts_as_the_update_does(tmp_path):
+    """A judgment file read by DuckDB (marks computed in the INSERT) and the same file with a BOM (read line by
+    line, marked by the index's UPDATE) end with the same norms, copies included."""
+    from lib.store import Store
+
+    rows = [judgment(i, "m1", "gpt-4", t + f" Rating: [[{i}]]", i, prompt="[指示] " + t)
+            for i, (t, _) in enumerate(MIXED, 1)]
+    norms = {}
+    for name, bom in (("plain", b""), ("bom", b"\xef\xbb\xbf")):
+        path = tmp_path / name / "b" / "model_judgment" / "gpt-4_single.jsonl"
+        write_jsonl(path, rows)
+        path.write_bytes(bom + path.read_bytes())
+        with Store(tmp_path / f"{name}.duckdb") as s:
+            result = ingest(s, [path])
+            assert [f.fast for f in result.imported] == [not bom]
+            with s.read() as cur:
+                norms[name] = cur.execute("SELECT question_id, rationale_norm, prompt_norm FROM single_judgments "
+                                          "ORDER BY question_id").fetchall()
+    assert norms["plain"] == norms["bom"]
+    assert {n for _, r, p in norms["plain"] for n in (r, p)} >= {None, ""}  # stable, local-only and copied texts
+    assert any(r not in (None, "") for _, r, _ in norms["plain"])
+
+
+def test_a_store_whose_prompts_waited_for_a_search_is_upgraded(tmp_path):
+    """Index 2 indexed judge prompts at the first search of them (tracked in search_prompt_sources): opening such a
+    store indexes the prompts it had not, and a search finds what the JSONL files hold."""
+    from lib.store import Store
+
+    path = tmp_path / "old.duckdb"
+    with Store(path) as s:
+        ingest(s, [SAMPLE / "stefanstud-fastchat"])
+        with s.write() as cur:  # back to index 2 before any search of prompts
+            cur.execute("UPDATE single_judgments SET prompt_norm = NULL")
+            cur.execute("CREATE TABLE search_prompt_sources (source_id INTEGER NOT NULL)")
+            cur.execute("UPDATE meta SET value = '2' WHERE key = 'search_index'")
+    with Store(path) as s:
+        got = S.count_by_field(s, S.SearchQuery("ＲＡＴＩＮＧ", fields=("prompt",)))
+        with s.read() as cur:
+            assert cur.execute("SELECT count(*) FROM information_schema.tables "
+                               "WHERE table_name = 'search_prompt_sources'").fetchone()[0] == 0
+            assert cur.execute("SELECT count(prompt_norm) FROM single_judgments").fetchone()[0] > 0
+    assert got.get("prompt", 0) == plain_count("ＲＡＴＩＮＧ", root=SAMPLE / "stefanstud-fastchat")["prompt"] > 0

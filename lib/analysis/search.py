@@ -76,13 +76,13 @@ class SearchQuery:
         return replace(self, fields=fields, judges=tuple(self.judges), flags=tuple(self.flags))
 
 
-def ensure_index(store: Store, *, prompts: bool = False) -> None:
-    """Index what is not indexed yet: judge prompts (``prompts``: indexed at the first search of them after an
-    import), stores made before search or before its current index. Cheap when up to date."""
+def ensure_index(store: Store) -> None:
+    """Index what is not indexed yet (stores made before search or before its current index; an import indexes
+    what it brings). Cheap when up to date."""
     with store.read() as cur:
-        stale = unindexed(cur) or (prompts and unindexed(cur, prompts=True))
+        stale = unindexed(cur)
     if stale:
-        store.transaction(lambda cur: index_new_sources(cur, prompts=prompts))
+        store.transaction(index_new_sources)
 
 
 # Per field: the rows a search reads (alias s), with the columns of a result and the original text.
@@ -221,7 +221,7 @@ def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
 def _reading(store: Store, q: SearchQuery):
     """A read cursor for q's queries (with the flagged items registered when q filters by flags); an RE2 error
     becomes a UsageError."""
-    ensure_index(store, prompts="prompt" in q.fields and bool(q.text))  # no text: nothing to match
+    ensure_index(store)
     flagged = _flag_items(store, q) if q.flags else None
     with store.read() as cur:
         if flagged is not None:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Callable, Iterable, Iterator
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
 from lib.ingest.formats import fastchat, human, swallow
 from lib.ingest.formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
+from lib import search_index
 from lib.store import HUMAN_HARNESS, Store, insert_verdicts, refresh_human_scores, refresh_item_scores
 
 Progress = Callable[[float, str], None]
@@ -73,6 +75,13 @@ class ImportFile:
     warnings: list[str] = field(default_factory=list)
     tables: dict[str, ParsedFile] = field(default_factory=dict)
     fast: bool = False
+    hashing: Future | None = field(default=None, repr=False)  # sha256_of running while the file is inserted
+
+    def await_hash(self) -> None:
+        """Wait for the hash started in the background (see ``_hash_later``), if any."""
+        if self.hashing is not None:
+            self.sha256, self.size = self.hashing.result()
+            self.hashing = None
 
     def line(self) -> str:
         bench = f" [{self.bench}]" if self.bench else ""
@@ -368,10 +377,13 @@ def _pattern_free_name(path: Path) -> Iterator[str | None]:
 
 
 def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
+    """Insert the file's judgments in one statement that DuckDB parses in parallel; the same pass marks rationales
+    and prompts for the search index (``search_index.mark_expression``: half the cost of marking them after)."""
     names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
     select = fastchat.single_judgments_select(MAX_LINE_BYTES + 1024)
-    sql = (f"INSERT INTO single_judgments (source_id, {names}) "
-           f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')} "
+    sql = (f"INSERT INTO single_judgments (source_id, {names}, rationale_norm, prompt_norm) "
+           f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
+           f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')} "
            f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
     import duckdb
 
@@ -380,8 +392,8 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
             raise _FastPathRefused(item, "no pattern-free name for DuckDB")
         try:
             # INSERT returns the number of rows it wrote
-            return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench",
-                                     "path": name}).fetchone()[0]
+            return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": name,
+                                     "marked": search_index.marked_class()}).fetchone()[0]
         except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
             raise _FastPathRefused(item, str(exc)) from exc
 
@@ -421,21 +433,28 @@ def _reset(items: list[ImportFile], known: dict) -> None:
 def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) -> None:
     for n, item in enumerate(todo):
         progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
+        inserted = None  # (source_id, rows) of a file inserted while its hash was computed (_hash_later)
+        if item.hashing is not None:
+            source_id = store.next_id(cur, "sources")
+            inserted = source_id, _insert_fast(cur, item, source_id)
+            item.await_hash()
         existing = cur.execute(  # checked again under the write lock: another session may have won
             "SELECT source_id FROM sources WHERE sha256 = ? AND bench IS NOT DISTINCT FROM ? AND kind = ?",
             [item.sha256, item.bench, item.kind]).fetchone()
         if existing:
+            if inserted:  # another process imported the same file meanwhile
+                cur.execute("DELETE FROM single_judgments WHERE source_id = ?", [inserted[0]])
             item.status, item.existing_source = "unchanged", existing[0]
             continue
         skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
-        source_id = store.next_id(cur, "sources")
+        source_id = inserted[0] if inserted else store.next_id(cur, "sources")
         cur.execute(
             "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
             "rows_skipped, warnings, skipped_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
             [source_id, item.sha256, str(item.path), item.path.name, item.harness, item.kind, item.bench,
              item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None])
         if item.fast:
-            rows = _insert_fast(cur, item, source_id)
+            rows = inserted[1] if inserted else _insert_fast(cur, item, source_id)
             if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
                 item.warnings.append(BLANK_NOTE)
         else:
@@ -450,7 +469,8 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
         item.rows, item.source_id, item.status = rows, source_id, "imported"
     # Judgments and questions feed the per-item table (questions give judged items their category).
     refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
-                              and i.kind in ("single_judgments", "pair_judgments", "swallow_details", "questions")])
+                              and i.kind in ("single_judgments", "pair_judgments", "swallow_details", "questions")],
+                        marked=[i.source_id for i in todo if i.status == "imported" and i.fast])
 
 
 def _judgment_notes(cur, source_id: int) -> list[str]:
@@ -491,10 +511,39 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         return IngestReport(human_items)
     with store.read() as cur:
         known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
+        known_sizes = {b for (b,) in cur.execute("SELECT DISTINCT bytes FROM sources").fetchall()}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelens-hash") as hasher:
+        return _ingest_items(store, items, human_items, known, _hash_later(items, known_sizes, hasher),
+                             skip_bad_lines, progress)
+
+
+def _hash_later(items: list[ImportFile], known_sizes: set[int], hasher: ThreadPoolExecutor) -> Callable:
+    """``hash(item)``: set item.sha256 and size now, or, for a file the fast path will read whose size no stored
+    source and no other file of this import has (so its hash cannot match one: it will be imported), start the
+    hash in ``hasher`` and let DuckDB insert the file meanwhile (``_write_items`` waits for it before recording
+    the source). hashlib and DuckDB both release the GIL: the hash (a tenth of an import) costs no wall time."""
+    sizes: dict[int, int] = {}
+    for item in items:
+        item.size = item.path.stat().st_size
+        sizes[item.size] = sizes.get(item.size, 0) + 1
+
+    def hash(item: ImportFile) -> None:
+        if item.size not in known_sizes and sizes[item.size] == 1 and _use_fast_path(item):
+            item.hashing = hasher.submit(sha256_of, item.path)
+        else:
+            item.sha256, item.size = sha256_of(item.path)
+    return hash
+
+
+def _ingest_items(store: Store, items: list[ImportFile], human_items: list[ImportFile], known: dict,
+                  hash: Callable, skip_bad_lines: bool, progress: Progress) -> IngestReport:
     problems: list[LineProblem] = []
     for n, item in enumerate(items):
         progress(0.5 * n / len(items), f"reading {item.display}")
-        item.sha256, item.size = sha256_of(item.path)
+        hash(item)
+        if item.hashing is not None:  # see _hash_later: a new file the fast path reads
+            item.fast = True
+            continue
         try:
             if item.harness == "swallow" and item.kind == "swallow_results":
                 _read(item, items, store)  # sets the bench from the file's task names
@@ -529,6 +578,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         except _FastPathRefused as refused:
             item = refused.item  # the transaction rolled back: read this file line by line and try again
             item.fast = False
+            item.await_hash()
             _reset(items, known)
             _read(item, items, store)
             file_problems = _problems(item)
@@ -538,6 +588,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
                 for other in items:  # list the bad lines of every file, not only of the first one refused
                     if other.fast and other.status == "pending":
                         other.fast = False
+                        other.await_hash()
                         _read(other, items, store)
                         file_problems += _problems(other)
                 raise IngestError(file_problems)
