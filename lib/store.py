@@ -1066,7 +1066,8 @@ def search_index_current(cur) -> bool:
 def upgrade_search_index(cur) -> bool:
     """Stores made with the first search index (``search_text`` held a lowered copy of every text): add the sparse
     norm columns, drop the old copy and forget which sources were indexed, so the next write or search
-    (``lib.analysis.search.ensure_index``) indexes them again. Returns whether a table changed."""
+    (``lib.analysis.search.ensure_index``) indexes them again; stores of index 2 (judge prompts indexed at their
+    first search): forget the sources whose prompts were not. Returns whether a table changed."""
     from lib.search_index import COLUMNS, SEARCH_INDEX_VERSION
 
     if search_index_current(cur):
