@@ -442,7 +442,7 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
             "SELECT source_id FROM sources WHERE sha256 = ? AND bench IS NOT DISTINCT FROM ? AND kind = ?",
             [item.sha256, item.bench, item.kind]).fetchone()
         if existing:
-            if inserted:  # another process imported the same file meanwhile
+            if inserted:  # another session or process imported the same bytes meanwhile
                 cur.execute("DELETE FROM single_judgments WHERE source_id = ?", [inserted[0]])
             item.status, item.existing_source = "unchanged", existing[0]
             continue
@@ -518,29 +518,30 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
 
 
 def _hash_later(items: list[ImportFile], known_sizes: set[int], hasher: ThreadPoolExecutor) -> Callable:
-    """``hash(item)``: set item.sha256 and size now, or, for a file the fast path will read whose size no stored
-    source and no other file of this import has (so its hash cannot match one: it will be imported), start the
-    hash in ``hasher`` and let DuckDB insert the file meanwhile (``_write_items`` waits for it before recording
-    the source). hashlib and DuckDB both release the GIL: the hash (a tenth of an import) costs no wall time."""
+    """``hash_file(item)``: set item.sha256 and size now, or, for a file the fast path will read whose size no
+    stored source and no other file of this import has (so its hash cannot match one: it will be imported), start
+    the hash in ``hasher`` and let DuckDB insert the file meanwhile (``_write_items`` waits for it before recording
+    the source). hashlib and DuckDB both release the GIL, so the hash (a tenth of an import of 100k judgments)
+    runs beside DuckDB's threads instead of before them."""
     sizes: dict[int, int] = {}
     for item in items:
         item.size = item.path.stat().st_size
         sizes[item.size] = sizes.get(item.size, 0) + 1
 
-    def hash(item: ImportFile) -> None:
+    def hash_file(item: ImportFile) -> None:
         if item.size not in known_sizes and sizes[item.size] == 1 and _use_fast_path(item):
             item.hashing = hasher.submit(sha256_of, item.path)
         else:
             item.sha256, item.size = sha256_of(item.path)
-    return hash
+    return hash_file
 
 
 def _ingest_items(store: Store, items: list[ImportFile], human_items: list[ImportFile], known: dict,
-                  hash: Callable, skip_bad_lines: bool, progress: Progress) -> IngestReport:
+                  hash_file: Callable, skip_bad_lines: bool, progress: Progress) -> IngestReport:
     problems: list[LineProblem] = []
     for n, item in enumerate(items):
         progress(0.5 * n / len(items), f"reading {item.display}")
-        hash(item)
+        hash_file(item)
         if item.hashing is not None:  # see _hash_later: a new file the fast path reads
             item.fast = True
             continue
