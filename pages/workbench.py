@@ -22,6 +22,9 @@ from lib.render.textdiff import char_diff, diff_html, diff_stats
 from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid,
                            publish_to_url, seed_from_url, show_error, show_text)
 
+BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
+              "wb_b_label_auto")
+
 store = get_store()
 st.title("Workbench")
 version = data_version(store)
@@ -86,23 +89,28 @@ with right:
     st.selectbox("Start from template", names, key="wb_template",
                  help="Built-ins are converted from the harnesses' own prompt files; your edits are saved as "
                       "new versions of a name.")
-    with st.expander("Add templates from an imported judge_prompts.jsonl"):
-        prompt_files = T.stored_prompt_sources(store)
-        if prompt_files.empty:
-            st.caption("Import a fork's judge_prompts.jsonl on the Import page; its prompts can then be added here.")
-        else:
-            src = st.selectbox("File", prompt_files["source_id"].tolist(), key="wb_prompt_src",
-                               format_func=lambda i: "{} ({} prompts)".format(
-                                   *prompt_files.set_index("source_id").loc[i, ["path", "prompts"]]))
-            prefix = st.text_input("Name prefix", f"src{src}-", key="wb_prompt_prefix")
-            if st.button("Add as templates", key="wb_prompt_add"):
-                added = T.save_stored_prompts(store, int(src), prefix)
-                st.success(f"Added {len(added)} template(s): " + ", ".join(md_escape(t.label) for t in added))
+    # Lazy expanders (drawn only while open): a new tab of the Workbench does not pay for their widgets and table.
+    with st.expander("Add templates from an imported judge_prompts.jsonl", key="wb_prompts_open",
+                     on_change="rerun") as prompts_box:
+        if prompts_box.open:
+            prompt_files = T.stored_prompt_sources(store)
+            if prompt_files.empty:
+                st.caption("Import a fork's judge_prompts.jsonl on the Import page; its prompts can then be added "
+                           "here.")
+            else:
+                src = st.selectbox("File", prompt_files["source_id"].tolist(), key="wb_prompt_src",
+                                   format_func=lambda i: "{} ({} prompts)".format(
+                                       *prompt_files.set_index("source_id").loc[i, ["path", "prompts"]]))
+                prefix = st.text_input("Name prefix", f"src{src}-", key="wb_prompt_prefix")
+                if st.button("Add as templates", key="wb_prompt_add"):
+                    added = T.save_stored_prompts(store, int(src), prefix)
+                    st.success(f"Added {len(added)} template(s): " + ", ".join(md_escape(t.label) for t in added))
     base = T.get_template(store, st.session_state["wb_template"])
     if base.provenance:
         st.caption("Provenance: " + md_escape(base.provenance)[:300])
-    with st.expander("Variables a template can use"):
-        st.dataframe([{"variable": k, "meaning": v} for k, v in CONTEXT_VARIABLES.items()], hide_index=True)
+    with st.expander("Variables a template can use", key="wb_vars_open", on_change="rerun") as vars_box:
+        if vars_box.open:
+            st.dataframe([{"variable": k, "meaning": v} for k, v in CONTEXT_VARIABLES.items()], hide_index=True)
 
 with left:
     st.subheader("Template")
@@ -207,64 +215,78 @@ if result and result[0] == item:
         st.html(diff_html(ops))
 
 # --- batch --------------------------------------------------------------------------------------------------
-st.subheader("Re-judge a batch")
-st.caption("The new verdicts become a new judge (the label below) that every page compares like any other. "
-           "One template judges every chosen item: FastChat itself uses its *-math-* templates (with the "
-           "reference) for math, reasoning and coding and single-v1 for the rest, so filter by category to match.")
-f1, f2, f3, f4 = st.columns(4)
-cats = ["(all)", *sorted(qs["category"].dropna().unique())]
-cat = f1.selectbox("Category", cats, key="wb_b_cat")
-turn = f2.selectbox("Turn", ["(all)", 1, 2], key="wb_b_turn")
-bmodel = f3.selectbox("Answers of", ["(all)", *models], key="wb_b_model")
-order = f4.selectbox("Which items", ["judged by the stored judge", "largest disagreements first", "every answer"],
-                     key="wb_b_order")
-g1, g2, g3 = st.columns(3)
-limit = g1.number_input("At most (items)", 1, 100_000, 20, key="wb_b_limit")
-concurrency = g2.number_input("Concurrency", 1, 64, 8, key="wb_b_conc")
-# The label follows the endpoint and template (MODEL+TEMPLATE@vN) until the user types their own: a widget
-# keeps its first value otherwise, and verdicts would be stored under a model that did not make them.
-auto_label = J.default_label(config, template) if config else ""
-if st.session_state.get("wb_b_label") in (None, "", st.session_state.get("wb_b_label_auto")):
-    st.session_state["wb_b_label"] = auto_label
-st.session_state["wb_b_label_auto"] = auto_label
-label = g3.text_input("Label (the new judge's name)", key="wb_b_label")
-filters = dict(bench=bench, category=None if cat == "(all)" else cat, turn=None if turn == "(all)" else int(turn),
-               model=None if bmodel == "(all)" else bmodel, limit=int(limit))
-if order == "judged by the stored judge" and judges:
-    filters["judged_by"] = st.session_state.get("wb_judge")
-elif order == "largest disagreements first":
-    bench_judges = sorted(cached_query(queries.judges_by_harness, data_version(store)).query("bench == @bench")["judge"].unique())
-    if len(bench_judges) > 1:
-        filters["disagreement_judges"] = bench_judges
-    else:
-        st.caption("This bench has one judge: items are taken in question order instead.")
+def batch_form() -> None:
+    """The batch's filters, label and "Estimate and run" (inside the lazy expander below)."""
+    st.caption("The new verdicts become a new judge (the label below) that every page compares like any other. "
+               "One template judges every chosen item: FastChat itself uses its *-math-* templates (with the "
+               "reference) for math, reasoning and coding and single-v1 for the rest, so filter by category to match.")
+    f1, f2, f3, f4 = st.columns(4)
+    cats = ["(all)", *sorted(qs["category"].dropna().unique())]
+    cat = f1.selectbox("Category", cats, key="wb_b_cat")
+    turn = f2.selectbox("Turn", ["(all)", 1, 2], key="wb_b_turn")
+    bmodel = f3.selectbox("Answers of", ["(all)", *models], key="wb_b_model")
+    order = f4.selectbox("Which items", ["judged by the stored judge", "largest disagreements first", "every answer"],
+                         key="wb_b_order")
+    g1, g2, g3 = st.columns(3)
+    limit = g1.number_input("At most (items)", 1, 100_000, 20, key="wb_b_limit")
+    concurrency = g2.number_input("Concurrency", 1, 64, 8, key="wb_b_conc")
+    # The label follows the endpoint and template (MODEL+TEMPLATE@vN) until the user types their own: a widget
+    # keeps its first value otherwise, and verdicts would be stored under a model that did not make them.
+    auto_label = J.default_label(config, template) if config else ""
+    if st.session_state.get("wb_b_label") in (None, "", st.session_state.get("wb_b_label_auto")):
+        st.session_state["wb_b_label"] = auto_label
+    st.session_state["wb_b_label_auto"] = auto_label
+    label = g3.text_input("Label (the new judge's name)", key="wb_b_label")
+    filters = dict(bench=bench, category=None if cat == "(all)" else cat, turn=None if turn == "(all)" else int(turn),
+                   model=None if bmodel == "(all)" else bmodel, limit=int(limit))
+    if order == "judged by the stored judge" and judges:
+        filters["judged_by"] = st.session_state.get("wb_judge")
+    elif order == "largest disagreements first":
+        loaded = cached_query(queries.judges_by_harness, data_version(store))
+        bench_judges = sorted(loaded.query("bench == @bench")["judge"].unique())
+        if len(bench_judges) > 1:
+            filters["disagreement_judges"] = bench_judges
+        else:
+            st.caption("This bench has one judge: items are taken in question order instead.")
+
+    if st.button("Estimate and run", icon=":material/play_arrow:",
+                 disabled=running or messages is None or config is None):
+        items = select_items(store, **filters)
+        try:
+            batch = J.RejudgeBatch(store, template, config, items, label or None,
+                                   judge_hint=st.session_state.get("wb_judge"))
+            estimate = batch.prepare()
+        except (JudgeLensError, ValueError) as exc:
+            st.error(str(exc))
+        else:
+            job = {"done": False, "progress": (0, estimate.to_send, None), "summary": None, "error": None,
+                   "cancel": threading.Event(), "estimate": estimate, "label": batch.label, "started": time.time()}
+
+            def work(job=job, batch=batch):
+                try:
+                    job["summary"] = batch.run(api_key=api_key, concurrency=int(concurrency), cancel=job["cancel"],
+                                               progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
+                except BaseException as exc:  # shown on the page; the batch keeps what it wrote
+                    job["error"] = str(exc)
+                finally:
+                    job["done"] = True
+
+            threading.Thread(target=work, daemon=True, name="judgelens-batch").start()
+            st.session_state["wb_job"] = job
+            st.rerun()
+
 
 job = st.session_state.get("wb_job")
 running = bool(job and not job["done"])
-if st.button("Estimate and run", icon=":material/play_arrow:", disabled=running or messages is None or config is None):
-    items = select_items(store, **filters)
-    try:
-        batch = J.RejudgeBatch(store, template, config, items, label or None,
-                               judge_hint=st.session_state.get("wb_judge"))
-        estimate = batch.prepare()
-    except (JudgeLensError, ValueError) as exc:
-        st.error(str(exc))
-    else:
-        job = {"done": False, "progress": (0, estimate.to_send, None), "summary": None, "error": None,
-               "cancel": threading.Event(), "estimate": estimate, "label": batch.label, "started": time.time()}
-
-        def work(job=job, batch=batch):
-            try:
-                job["summary"] = batch.run(api_key=api_key, concurrency=int(concurrency), cancel=job["cancel"],
-                                           progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
-            except BaseException as exc:  # shown on the page; the batch keeps what it wrote
-                job["error"] = str(exc)
-            finally:
-                job["done"] = True
-
-        threading.Thread(target=work, daemon=True, name="judgelens-batch").start()
-        st.session_state["wb_job"] = job
-        st.rerun()
+# A lazy expander: its ten controls are drawn (and its queries run) only while it is open, so a new tab of the
+# Workbench draws the single-item re-judge alone. Its fields keep what was typed while it is closed.
+for key in BATCH_KEYS:
+    if key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+batch_box = st.expander("Re-judge a batch", key="wb_batch_open", on_change="rerun", icon=":material/playlist_play:")
+with batch_box:
+    if batch_box.open:
+        batch_form()
 
 
 @st.fragment(run_every=1.0 if running else None)

@@ -7,8 +7,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, set_judge_endpoint, type_and_commit,
-                             wait_for_app)
+from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, open_expander, set_judge_endpoint,
+                             type_and_commit, wait_for_app)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-workbench-123456789"
@@ -46,6 +46,7 @@ def test_workbench_round_trip(page, app_url, judge_server):
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     assert "Be strict." in sent.body["messages"][-1]["content"]
 
+    open_expander(page, "Re-judge a batch")
     type_and_commit(page, page.get_by_label("At most (items)"), "4")
     type_and_commit(page, page.get_by_label("Label (the new judge's name)"), "strict-browser")
     # The batch runs in a thread; a fragment polls it every second until it is stored, then reruns the page.

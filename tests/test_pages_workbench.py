@@ -67,8 +67,16 @@ def test_an_edited_template_is_saved_as_a_new_version(app):
     assert app.selectbox(key="wb_template").value == "my-math@v1"
 
 
+def _open_batch(app) -> None:
+    """Open "Re-judge a batch" (a lazy expander: closed, its controls are not drawn)."""
+    assert "wb_b_limit" not in {n.key for n in app.number_input}
+    app.session_state["wb_batch_open"] = True
+    app.run()
+
+
 def _run_batch(app, limit: int, label: str) -> None:
     """Start a batch of ``limit`` items as judge ``label`` from the page and rerun once it is done."""
+    _open_batch(app)
     app.number_input(key="wb_b_limit").set_value(limit)
     app.text_input(key="wb_b_label").set_value(label).run()
     button(app, "Estimate and run").click().run()
@@ -95,6 +103,7 @@ def test_without_a_key_the_user_is_told_where_to_put_one(app):
 
 
 def test_the_batch_label_follows_the_sidebar_model_until_the_user_names_it(app, server):
+    _open_batch(app)
     template = app.selectbox(key="wb_template").value.split("@")[0]
     assert app.text_input(key="wb_b_label").value == f"judge-x+{template}"   # not the first default gpt-4o-mini
     app.text_input(key="ep_model").set_value("judge-y").run()
@@ -111,6 +120,10 @@ def test_the_batch_label_follows_the_sidebar_model_until_the_user_names_it(app, 
     assert f"judge-y+{template}" in set(queries.scores(store, ["judge"])["judge"])
     app.text_input(key="wb_b_label").set_value("my-judge").run()            # a name the user typed stays
     app.text_input(key="ep_model").set_value("judge-z").run()
+    assert app.text_input(key="wb_b_label").value == "my-judge"
+    app.session_state["wb_batch_open"] = False  # closed and opened again: the typed name is kept
+    app.run()
+    _open_batch(app)
     assert app.text_input(key="wb_b_label").value == "my-judge"
 
 
