@@ -23,9 +23,12 @@ if not benches:
     st.stop()
 
 # --- state: seeded once from the URL, then owned by the widgets ------------------------------------
+new_link = st.session_state.get("_iv_seeded") != dict(st.query_params)
 seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model": "iv_model",
                      "sample": "iv_sample", "cols": "iv_cols", "a": "iv_a", "b": "iv_b"},
               ints=("turn", "sample"), lists=("cols",))
+if new_link and ("a" in st.query_params or "b" in st.query_params):
+    st.session_state["iv_diff_open"] = True  # a link that names a diff opens it (see the diff below)
 
 
 keep_valid("iv_bench", benches)
@@ -162,42 +165,50 @@ for start in range(0, len(chosen), 3):
                                f"{overlap.answer_share:.0%} of its text): did the judge grade the reference?")
                     with st.expander("Show the copied spans (orange: reference, green: answer)"):
                         st.html(highlight_html(v.rationale, overlap.ref_spans, overlap.answer_spans))
-            with st.expander("Rendered judge prompt"):
-                show_text(v.judge_prompt or "(not recorded)", height=420)
+            # lazy: drawn only while open (it stays open for this column while you step through items)
+            with st.expander("Rendered judge prompt", key=f"iv_prompt_open_{cid}", on_change="rerun") as prompt_box:
+                if prompt_box.open:
+                    show_text(v.judge_prompt or "(not recorded)", height=420)
 
-# --- diff -----------------------------------------------------------------------------------------------
-st.subheader("Character diff")
-texts: dict[str, tuple[str, str]] = {}
-for v in verdicts.itertuples():
-    texts[f"rationale:{v.column_id}"] = (f"Rationale · {v.column_id}", v.rationale or "")
-    texts[f"prompt:{v.column_id}"] = (f"Judge prompt · {v.column_id}", v.judge_prompt or "")
-# Answers: this model's, and those of the models picked here (not all of them: a bench may have 1,250).
-others = [m for m in models if m != key.model]
-for cid in (st.session_state.get("iv_a"), st.session_state.get("iv_b")):  # deep links name an answer to diff
-    if cid and cid.startswith("answer:") and cid[7:] in others:
-        st.session_state["iv_diff_models"] = list(dict.fromkeys([*st.session_state.get("iv_diff_models", []), cid[7:]]))
-if "iv_diff_models" in st.session_state:
-    st.session_state["iv_diff_models"] = [m for m in st.session_state["iv_diff_models"] if m in others]
-picked = st.multiselect(f"Also offer answers of other models ({len(others):,} on this bench; type to search)",
-                        others, key="iv_diff_models", placeholder="Pick models")
-for m, text in iv.answers_of(store, key.bench, key.question_id, key.turn, key.sample, [key.model, *picked]).items():
-    texts[f"answer:{m}"] = (f"Answer · {m}", text)
-ids = list(texts)
-rationales = [i for i in ids if i.startswith("rationale:")]
-keep_valid("iv_a", ids, rationales[0])
-keep_valid("iv_b", ids, rationales[1] if len(rationales) > 1 else ids[-1])
-d1, d2 = st.columns(2)
-d1.selectbox("Left (struck through where it differs)", ids, key="iv_a", format_func=lambda i: texts[i][0])
-d2.selectbox("Right (highlighted where it differs)", ids, key="iv_b", format_func=lambda i: texts[i][0])
-ops = char_diff(texts[st.session_state["iv_a"]][1], texts[st.session_state["iv_b"]][1])
-stats = diff_stats(ops)
-st.caption(f"{stats['similarity']:.0%} similar · {stats['deleted']:,} characters only left · "
-           f"{stats['inserted']:,} only right")
-st.html(diff_html(ops))
+# --- diff (a lazy expander: drawn, and computed, only while open; a deep link naming a diff opens it) ---------
+diff_box = st.expander("Character diff (rationales, judge prompts, answers)", key="iv_diff_open", on_change="rerun",
+                       icon=":material/difference:")
+if diff_box.open:
+    with diff_box:
+        texts: dict[str, tuple[str, str]] = {}
+        for v in verdicts.itertuples():
+            texts[f"rationale:{v.column_id}"] = (f"Rationale · {v.column_id}", v.rationale or "")
+            texts[f"prompt:{v.column_id}"] = (f"Judge prompt · {v.column_id}", v.judge_prompt or "")
+        # Answers: this model's, and those of the models picked here (not all of them: a bench may have 1,250).
+        others = [m for m in models if m != key.model]
+        for cid in (st.session_state.get("iv_a"), st.session_state.get("iv_b")):  # deep links name an answer
+            if cid and cid.startswith("answer:") and cid[7:] in others:
+                st.session_state["iv_diff_models"] = list(dict.fromkeys(
+                    [*st.session_state.get("iv_diff_models", []), cid[7:]]))
+        if "iv_diff_models" in st.session_state:
+            st.session_state["iv_diff_models"] = [m for m in st.session_state["iv_diff_models"] if m in others]
+        picked = st.multiselect(f"Also offer answers of other models ({len(others):,} on this bench; type to search)",
+                                others, key="iv_diff_models", placeholder="Pick models")
+        for m, text in iv.answers_of(store, key.bench, key.question_id, key.turn, key.sample,
+                                     [key.model, *picked]).items():
+            texts[f"answer:{m}"] = (f"Answer · {m}", text)
+        ids = list(texts)
+        rationales = [i for i in ids if i.startswith("rationale:")]
+        keep_valid("iv_a", ids, rationales[0])
+        keep_valid("iv_b", ids, rationales[1] if len(rationales) > 1 else ids[-1])
+        d1, d2 = st.columns(2)
+        d1.selectbox("Left (struck through where it differs)", ids, key="iv_a", format_func=lambda i: texts[i][0])
+        d2.selectbox("Right (highlighted where it differs)", ids, key="iv_b", format_func=lambda i: texts[i][0])
+        ops = char_diff(texts[st.session_state["iv_a"]][1], texts[st.session_state["iv_b"]][1])
+        stats = diff_stats(ops)
+        st.caption(f"{stats['similarity']:.0%} similar · {stats['deleted']:,} characters only left · "
+                   f"{stats['inserted']:,} only right")
+        st.html(diff_html(ops))
 
 # --- deep link --------------------------------------------------------------------------------------------
-params = {"bench": bench, "q": key.question_id, "turn": str(key.turn), "model": key.model,
-          "cols": ",".join(chosen), "a": st.session_state["iv_a"], "b": st.session_state["iv_b"]}
+params = {"bench": bench, "q": key.question_id, "turn": str(key.turn), "model": key.model, "cols": ",".join(chosen)}
+if diff_box.open:
+    params.update(a=st.session_state["iv_a"], b=st.session_state["iv_b"])
 if len(sample_options) > 1:
     params["sample"] = str(key.sample)
 publish_to_url("iv", params)

@@ -16,6 +16,7 @@ Reusable by any browser test (the fixtures in ``conftest.py`` wrap them):
   server and the page is idle (the same condition as ``wait_for_rerun``).
 - ``wait_for_app(page)``: wait until the app is idle: script state ``notRunning``, websocket connected,
   no stale element (``data-stale="true"``) and no lazy component still showing its skeleton.
+- ``open_expander(page, label)``: open a lazy expander (a rerun) and wait until its content is drawn.
 - ``wait_for_rerun(page, action)``: do ``action`` (a click, Enter, ...) and wait until the script run it
   triggered has STARTED and then finished (on the server) and the page is idle again. Waiting only for ``notRunning``
   right after an action is the classic race: the rerun request is still in flight, the old page reads as
@@ -293,11 +294,17 @@ def click_and_wait(locator, timeout: float = TIMEOUT_MS) -> None:
     wait_for_rerun(locator.page, lambda: target.click(timeout=timeout), timeout=timeout)
 
 
+def open_expander(page, label: str, where: str = "stMain", timeout: float = TIMEOUT_MS) -> None:
+    """Open the (first) lazy expander whose title holds ``label``: its content is drawn only once it is open, in
+    the rerun the click starts, which this waits for."""
+    summary = fresh(page.get_by_test_id(where).get_by_test_id("stExpander").locator("summary").filter(
+        has_text=label)).first
+    wait_for_rerun(page, lambda: summary.click(timeout=timeout), timeout=timeout)
+
+
 def open_judge_endpoint(page, timeout: float = TIMEOUT_MS) -> None:
     """Open the sidebar's "Judge endpoint" form (a lazy expander: its fields exist only once it is open)."""
-    summary = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(
-        has_text="Judge endpoint").locator("summary")
-    click_and_wait(summary, timeout=timeout)
+    open_expander(page, "Judge endpoint", "stSidebar", timeout)
 
 
 def type_and_commit(page, field, text: str, key: str = "Enter") -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from browser_support import FIRST_START_MS, TIMEOUT_MS, fresh, new_page, open_app, runs_started, wait_for_app, wait_for_rerun
+from browser_support import (FIRST_START_MS, TIMEOUT_MS, fresh, new_page, open_app, open_expander, runs_started,
+                             wait_for_app, wait_for_rerun)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 
@@ -37,15 +38,17 @@ def test_overview_to_worst_disagreement_to_link_and_report(page, chromium, app_u
     page.wait_for_url("**/agreement**")
     expect(page.get_by_role("heading", name="Judge agreement")).to_be_visible()
 
-    page.get_by_role("tab", name="Largest disagreements").click()  # tabs switch without a rerun
-    grid = fresh(page.get_by_test_id("stDataFrame")).filter(visible=True).first  # the other tabs' are hidden
+    wait_for_rerun(page, page.get_by_role("tab", name="Largest disagreements").click)  # lazy tabs: a rerun
+    grid = fresh(page.get_by_test_id("stDataFrame")).filter(visible=True).first
     _select_first_row(page, grid)
     page.wait_for_url("**/item_view?**", timeout=TIMEOUT_MS)
     wait_for_app(page)
-    url = page.url
-    assert "bench=ja_mt_bench" in url and "q=" in url
-    expect(page.get_by_text("Character diff")).to_be_visible()
+    assert "bench=ja_mt_bench" in page.url and "q=" in page.url
     expect(fresh(page.get_by_test_id("stMetric"))).to_have_count(3)            # three judges side by side
+    expect(page.locator(".jl-diff")).to_have_count(0)                          # the diff waits until opened
+    open_expander(page, "Character diff")
+    url = page.url
+    assert "a=rationale" in url and "b=rationale" in url                       # the link names the diff
     diff = fresh(page.locator(".jl-diff"))
     expect(diff.locator("span").first).to_be_attached()                        # differences are marked
 

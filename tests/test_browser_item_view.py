@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from browser_support import fresh, new_page, open_app, wait_for_app, wait_for_rerun
+from browser_support import fresh, new_page, open_app, open_expander, wait_for_app, wait_for_rerun
 from conftest import SAMPLE
 from fake_openai import FakeOpenAI
 from lib.ingest.importer import ingest
@@ -185,13 +185,19 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(page, app_url, canary
     requested = []
     page.on("request", lambda r: requested.append(r.url))
     open_app(page, _item_url(app_url, bench="evil_bench", q="1", turn="1", model="evil"))
-    expect(page.get_by_text("Character diff")).to_be_visible()
+    open_expander(page, "Character diff")  # the diff (st.html) draws the hostile rationales too
+    expect(fresh(page.locator(".jl-diff"))).to_be_visible()
+    prompts = fresh(page.get_by_test_id("stExpander").locator("summary").filter(has_text="Rendered judge prompt"))
+    for i in range(prompts.count()):  # lazy: each column's prompt is drawn once its expander is open
+        wait_for_rerun(page, prompts.nth(i).click)
+    expect(fresh(page.get_by_test_id("stText")).filter(has_text="prompt-script").first).to_be_attached()
     expect(fresh(page.get_by_test_id("stText")).filter(has_text="answer-script").first).to_be_visible()
     wait_for_app(page)  # every element drawn: an <img> would have issued its request by now
 
     body = fresh(page.get_by_test_id("stMain")).inner_text().replace("\u2060", "")  # md_escape's word joiner
     assert "<script>window.__xss='answer-script'</script>" in body       # the answer, literally
     assert "<script>window.__xss='rationale-script'</script>" in body    # a rationale, literally
+    assert "<script>window.__xss='prompt-script'</script>" in body       # the judge prompt, literally
     assert f"![judge]({canary}/judge-name.png)" in body                  # the judge's name, literally
     assert page.evaluate("() => window.__xss === undefined")
     assert page.locator(f'img[src^="{canary}"]').count() == 0

@@ -1,6 +1,8 @@
 """The review pages under AppTest, on the bundled sample: agreement, item view, distributions, compare."""
 from __future__ import annotations
 
+import os
+
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -21,32 +23,51 @@ def frames(at):
     return [d.value for d in at.dataframe]
 
 
+def agreement_tab(at, label: str):
+    """Open one of the agreement page's tabs: they are lazy, only the open one is drawn."""
+    at.session_state["agr_tab"] = label
+    return at.run()
+
+
 def test_agreement_page_shows_every_judge_pair_and_the_worst_items(app):
     app.switch_page("pages/agreement.py").run()
     assert not app.exception
     table = next(f for f in frames(app) if "judge_a" in f.columns)
     assert len(table) == 3 and set(table["n"]) == {320}
-    worst = next(f for f in frames(app) if "spread" in f.columns)
-    assert worst["spread"].is_monotonic_decreasing
-    top = worst.iloc[0]
-    assert top["open"].startswith(f"item_view?bench=ja_mt_bench&q={top['question_id']}&turn={top['turn']}")
+    assert len(frames(app)) == 1  # the other tabs wait until opened
     assert len(app.get("plotly_chart")) == 1  # the heatmap; the per-pair scatter waits until its expander opens
     app.session_state["agr_scatter_open"] = True
     app.run()
     assert not app.exception and len(app.get("plotly_chart")) == 2
+    agreement_tab(app, "Largest disagreements")
+    assert not app.exception
+    worst = next(f for f in frames(app) if "spread" in f.columns)
+    assert worst["spread"].is_monotonic_decreasing
+    top = worst.iloc[0]
+    assert top["open"].startswith(f"item_view?bench=ja_mt_bench&q={top['question_id']}&turn={top['turn']}")
+    assert not any("judge_a" in f.columns for f in frames(app))  # the agreement tab is not drawn meanwhile
 
 
 def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
     app.switch_page("pages/agreement.py").run()
     app.selectbox(key="agr_bench").set_value("mt_bench").run()
     assert not app.exception
+    assert any(t.value.startswith("Agreement needs two or more judges") for t in app.info)  # one judge here
+    agreement_tab(app, "Pairwise verdicts")
     rates = next(f for f in frames(app) if "win_rate_adjusted" in f.columns)
     dpo = rates[rates["model"] == "phi-3-dpo"].iloc[0]
     assert (dpo["win"], dpo["loss"], dpo["tie"]) == (20, 18, 35)
-    assert any(t.value.startswith("Agreement needs two or more judges") for t in app.info)  # one judge here
     app.radio(key="agr_policy").set_value("strict").run()
     strict = next(f for f in frames(app) if "win_rate_adjusted" in f.columns)
     assert strict[strict["model"] == "phi-3-dpo"].iloc[0]["tie"] < 35
+    agreement_tab(app, "Parse failures")
+    assert not app.exception
+    failures = next(f for f in frames(app) if "not_parsed_rate" in f.columns)
+    with Store(os.environ["JUDGELENS_DB"]) as s:
+        expected = agreement.parse_failures(s, bench="mt_bench")
+    expected = expected[expected["judge"].isin(app.multiselect(key="agr_judges").value)]
+    assert len(failures) == len(expected) > 0                              # the chosen judges' rows, as the lib counts
+    assert failures["not_parsed_rate"].tolist() == pytest.approx(expected["not_parsed_rate"].tolist())
 
 
 def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement(app, _sample_db):
@@ -65,6 +86,20 @@ def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement
     expected = keys[keys.index(("31", 2, MODEL_8B)) + 1]  # the next one down the ranking from where we were
     where = (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value, app.selectbox(key="iv_model").value)
     assert where == expected
+
+
+def test_item_view_diff_waits_until_opened_and_then_joins_the_link(app):
+    app.query_params.update({"bench": "ja_mt_bench", "q": "31", "turn": "2", "model": MODEL_8B})
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception
+    assert {"iv_a", "iv_b"}.isdisjoint(s.key for s in app.selectbox)   # closed: the diff is neither drawn nor sent
+    assert not app.get("html") and "a" not in app.query_params
+    app.session_state["iv_diff_open"] = True                             # the user opens it
+    app.run()
+    left, right = app.selectbox(key="iv_a").value, app.selectbox(key="iv_b").value
+    assert left.startswith("rationale:") and right.startswith("rationale:") and left != right
+    assert len(app.get("html")) == 1 and any("similar" in c.value for c in app.caption)
+    assert (app.query_params["a"], app.query_params["b"]) == (left, right)  # the address bar names the diff
 
 
 def test_item_view_biggest_disagreement_on_a_one_judge_bench_says_why_not(app, _sample_db):
@@ -174,6 +209,7 @@ def test_agreement_page_pairwise_baseline_matches_the_cli(app, capsys):
 
     app.switch_page("pages/agreement.py").run()
     app.selectbox(key="agr_bench").set_value("mt_bench").run()
+    agreement_tab(app, "Pairwise verdicts")
     app.selectbox(key="agr_baseline").set_value("phi-3").run()
     assert not app.exception
     page = next(f for f in frames(app) if "win_rate_adjusted" in f.columns)
