@@ -200,9 +200,9 @@ def scenarios(info: dict) -> list[Scenario]:
         Scenario("agreement", "Judge agreement", charts=True, steps=[
             Step("filter to one model", lambda p: selectbox(p, "Model", other_model)),
             Step("heatmap of pearson", lambda p: segmented(p, "Heatmap of", "pearson")),
-            Step("tab: largest disagreements", lambda p: tab(p, "Largest disagreements"), rerun=False),
-            Step("tab: pairwise verdicts", lambda p: tab(p, "Pairwise verdicts"), rerun=False),
-            Step("tab: parse failures", lambda p: tab(p, "Parse failures"), rerun=False),
+            Step("tab: largest disagreements", lambda p: tab(p, "Largest disagreements")),  # lazy tabs: a rerun
+            Step("tab: pairwise verdicts", lambda p: tab(p, "Pairwise verdicts")),  # lazy tabs: a rerun
+            Step("tab: parse failures", lambda p: tab(p, "Parse failures")),  # lazy tabs: a rerun
             Step("open the report", lambda p: button(p, "Report (self-contained HTML)"), download=True),
         ]),
         Scenario("item_view", "Item view", [

@@ -42,10 +42,9 @@ if len(judges) >= 2:
         help="These judges and filters: headline tables, charts and the largest disagreements with their "
              "rationales, in one file that opens offline (safe to email).")
 
-tab_agree, tab_worst, tab_pairs, tab_fail = st.tabs(
-    ["Agreement", "Largest disagreements", "Pairwise verdicts", "Parse failures"])
 
-with tab_agree:
+def agreement_tab() -> None:
+    """The agreement table, its heatmap and (opened) the per-pair scatter."""
     if len(judges) < 2:
         st.info("Agreement needs two or more judges that scored the same items. Import another judge's "
                 "judgments, or re-judge on the Workbench.")
@@ -65,7 +64,8 @@ with tab_agree:
                                         cached_query(agreement.pair_counts, version, judges=judges, **filters)),
                            f"agreement_scatter_{bench}")
 
-with tab_worst:
+def disagreements_tab() -> None:
+    """The items the judges disagree on most; a row opens it in the item view."""
     if len(judges) < 2:
         st.info("Pick two or more judges.")
     else:
@@ -88,7 +88,8 @@ with tab_worst:
                 st.switch_page("pages/item_view.py", query_params=item_view.link_params(
                     r["bench"], r["question_id"], r["turn"], r["model"], judges))
 
-with tab_pairs:
+def pairwise_tab() -> None:
+    """Pairwise verdicts: win rates as show_result.py counts them, position consistency."""
     policy = st.radio("Counting rule", list(agreement.PAIR_POLICIES), horizontal=True, key="agr_policy",
                       format_func=agreement.PAIR_POLICY_LABELS.get)
     rates_all = cached_query(agreement.pair_win_rates, version, bench=bench, policy=policy)
@@ -112,7 +113,8 @@ with tab_pairs:
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("consistency", "first_position_bias")})
 
-with tab_fail:
+def failures_tab() -> None:
+    """Parse failures per judge, under each harness's rule."""
     st.caption(agreement.RULES_NOTE)
     scan = st.toggle("Also find ratings read from a single bracket, e.g. a \"[1]\" list marker (reads every "
                      "rationale: about a second per million judgments)", value=True, key="agr_scan")
@@ -120,3 +122,13 @@ with tab_fail:
     show_table(failures[failures["judge"].isin(judges)], f"parse_failures_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("not_parsed_rate", "mean_fastchat_rule", "mean_swallow_rule", "mean_judgelens")})
+
+
+# Lazy tabs: only the open tab's content runs and is sent, so a new browser tab draws the agreement table alone
+# (not the 200 disagreements, the pairwise tables and the parse-failure scan behind the other three).
+tabs = st.tabs(["Agreement", "Largest disagreements", "Pairwise verdicts", "Parse failures"], key="agr_tab",
+               on_change="rerun")
+for tab, draw in zip(tabs, (agreement_tab, disagreements_tab, pairwise_tab, failures_tab)):
+    if tab.open:
+        with tab:
+            draw()

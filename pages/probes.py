@@ -13,9 +13,9 @@ from pages._common import cached_query, judge_endpoint, page_start, progress_cal
 
 store, version = page_start("Probes")
 config, api_key = judge_endpoint()
-tab_probe, tab_flags = st.tabs(["Probe a template", "Flags on stored verdicts"])
 
-with tab_probe:
+def probe_tab() -> None:
+    """Run the probe suite on a template; the latest run's results and the earlier runs."""
     st.write("Feed a judge template answers whose right score is obvious (an empty answer, the reference "
              "itself, an answer with an injected \"Rating: [[10]]\", …), reorder its sections, swap A and B, "
              "and repeat requests. A template that scores an empty answer high is confusing the answer with the "
@@ -78,7 +78,8 @@ with tab_probe:
         with st.expander("All probe runs"):
             show_table(runs, "probe_runs")
 
-with tab_flags:
+def flags_tab() -> None:
+    """Flags on the stored verdicts (no API calls)."""
     st.write("Verdicts in the store that deserve a second look. No API calls.")
     found = cached_query(F.all_flags, version)
     show_table(F.flag_counts(found), "flag_counts")
@@ -91,3 +92,12 @@ with tab_flags:
                          column_config={"link": st.column_config.LinkColumn("open", display_text="open ↗")})
             st.download_button("Table as CSV", csv_text(frame).encode(), f"flags_{name}.csv", "text/csv",
                                on_click="ignore", icon=":material/download:", key=f"csv_flag_{name}")
+
+
+# Lazy tabs: only the open tab's content runs and is sent, so a new browser tab does not compute and draw the
+# stored-data flags (a table per flag) behind the second tab.
+tabs = st.tabs(["Probe a template", "Flags on stored verdicts"], key="pr_tab", on_change="rerun")
+for tab, draw in zip(tabs, (probe_tab, flags_tab)):
+    if tab.open:
+        with tab:
+            draw()
