@@ -49,10 +49,16 @@ if hist.empty:
 show_chart(cached_chart(charts.histogram, hist, color, None if facet in ("(none)", color) else facet),
            f"histogram_{bench}")
 st.caption(distributions.HISTOGRAM_RULE)
-summary = cached_query(distributions.score_summary, version, by=by, unit=unit, filters=filters)
-show_chart(cached_chart(charts.box_from_summary, summary, by[-1], color if len(by) > 1 else None), f"box_{bench}")
-show_table(summary, f"score_summary_{bench}",
-           column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
+# A lazy expander (drawn, and queried, only while open): a new tab draws the histogram first, not a second
+# chart and a table below it.
+with st.expander("Quartiles: box plot and table (mean, std, q1, median, q3 per group)", key="dist_box_open",
+                 on_change="rerun", icon=":material/candlestick_chart:") as box_box:
+    if box_box.open:
+        summary = cached_query(distributions.score_summary, version, by=by, unit=unit, filters=filters)
+        show_chart(cached_chart(charts.box_from_summary, summary, by[-1], color if len(by) > 1 else None),
+                   f"box_{bench}")
+        show_table(summary, f"score_summary_{bench}", column_config={
+            k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
 
 st.subheader("Overall, as the JA harness reports it")
 overall = cached_query(distributions.ja_overall, version, bench=bench, filters={"judge": judges, "model": models})

@@ -72,22 +72,30 @@ if models:
 else:
     st.info("Pick the models to chart above.")
 
+# Lazy expanders (drawn, and queried, only while open): a new tab draws the leaderboard and its chart first.
 st.subheader("Harness × model")
-matrix = cached_query(runs.harness_matrix_wide, version + linking.links_version(store))
-st.caption("Overall mean per model (one row per model: its names in the harnesses are joined by aliases) and run "
-           "(harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the harness's own "
-           "number, '(harness)'. To see why two harnesses disagree on a model, open Compare → one model under two "
-           "harnesses.")
-st.dataframe(paged(matrix, "overview_matrix", "models"), hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in matrix.columns if c != "model"})
+with st.expander("One row per model, one column per run (harness · bench · judge)", key="overview_matrix_open",
+                 on_change="rerun", icon=":material/table_view:") as matrix_box:
+    if matrix_box.open:
+        matrix = cached_query(runs.harness_matrix_wide, version + linking.links_version(store))
+        st.caption("Overall mean per model (one row per model: its names in the harnesses are joined by aliases) "
+                   "and run (harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the "
+                   "harness's own number, '(harness)'. To see why two harnesses disagree on a model, open Compare → "
+                   "one model under two harnesses.")
+        st.dataframe(paged(matrix, "overview_matrix", "models"), hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in matrix.columns
+                                    if c != "model"})
 
 c1, c2, _ = st.columns([1, 1, 2])
 c1.page_link("pages/agreement.py", label="Where do the judges disagree?", icon=":material/groups:")
 c2.page_link("pages/compare.py", label="Which differences are real?", icon=":material/difference:")
 
 st.subheader("What is loaded")
-st.dataframe(paged(cached_query(queries.judges_by_harness, version), "overview_loaded", "rows"), hide_index=True,
-             width="stretch")
+with st.expander("One row per harness, bench, judge and model: counts and failures", key="overview_loaded_open",
+                 on_change="rerun", icon=":material/inventory_2:") as loaded_box:
+    if loaded_box.open:
+        st.dataframe(paged(cached_query(queries.judges_by_harness, version), "overview_loaded", "rows"),
+                     hide_index=True, width="stretch")
 dups = cached_query(queries.duplicate_items, version)
 if not dups.empty:
     st.warning(f"{int(dups['items'].sum())} item(s) are judged more than once by the same judge. All rows are "

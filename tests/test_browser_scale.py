@@ -54,7 +54,7 @@ def _text(page) -> str:
     ("", "Overview", ["Showing 12 of {models} models", "Showing 6 of {judges} judges",
                       "Leaderboard rows 1–50 of {rows:,}"]),  # every bench (see big_app)
     ("agreement", "Judge agreement", [f"Showing 6 of {JUDGES} judges"]),
-    ("item_view", "Item view", [f"({MODELS - 1} on this bench"]),
+    ("item_view?a=answer", "Item view", [f"({MODELS - 1} on this bench"]),  # a link naming a diff opens it
     ("search", "Search", []),
     ("review", "Review", []),
     ("distributions", "Distributions", [f"Showing 12 of {MODELS} models", f"Showing 6 of {JUDGES} judges"]),

@@ -129,6 +129,11 @@ def test_item_view_swallow_item_has_samples_and_a_truncation_note(app):
 def test_distributions_page(app):
     app.switch_page("pages/distributions.py").run()
     assert not app.exception
+    assert not any("median" in f.columns for f in frames(app))       # the quartiles wait until opened
+    charts_before = len(app.get("plotly_chart"))
+    app.session_state["dist_box_open"] = True
+    app.run()
+    assert not app.exception and len(app.get("plotly_chart")) == charts_before + 1  # the box plot
     summary = next(f for f in frames(app) if "median" in f.columns)
     assert set(summary["judge"]) == set(JUDGES)
     overall = next(f for f in frames(app) if "macro_xcm" in f.columns)
