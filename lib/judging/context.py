@@ -131,9 +131,11 @@ def reasoning_of(text: str | None) -> str:
 # Bulk loading
 
 class _Data:
-    """Questions, answers and references of the benches and models a set of items needs."""
+    """Questions, answers and references of the benches, models and questions a set of items needs. Filtering by
+    question too keeps one item cheap (the Workbench's preview): a model's answers to every question of a bench
+    were 0.3 s of key matching at 1M judgments."""
 
-    def __init__(self, store: Store, benches: set[str], models: set[str]):
+    def __init__(self, store: Store, benches: set[str], models: set[str], question_ids: set[str]):
         self.questions: dict[tuple[str, str], tuple[str | None, list[str]]] = {}
         self.answers: dict[tuple[str, str, str, int, int], str | None] = {}
         self.refs: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
@@ -141,28 +143,30 @@ class _Data:
             return
         bl = sorted(benches)
         keys = sorted({model_key(m) for m in models})
+        ql = sorted(question_ids)
         with store.read() as cur:
             for bench, qid, category, turns in cur.execute(
-                    "SELECT bench, question_id, category, turns FROM current_questions WHERE bench IN (SELECT unnest(?))",
-                    [bl]).fetchall():
+                    "SELECT bench, question_id, category, turns FROM current_questions "
+                    "WHERE bench IN (SELECT unnest(?)) AND question_id IN (SELECT unnest(?))", [bl, ql]).fetchall():
                 self.questions[(bench, qid)] = (category, list(turns))
             mk = MODEL_KEY_SQL
             rows = cur.execute(
                 f"""SELECT bench, {mk.format('model')}, {mk.format("coalesce(model_id, '')")},
                            {mk.format("coalesce(file_model, '')")}, question_id, sample, turn, text
                     FROM answers
-                    WHERE bench IN (SELECT unnest($b))
+                    WHERE bench IN (SELECT unnest($b)) AND question_id IN (SELECT unnest($q))
                       AND ({mk.format('model')} IN (SELECT unnest($k))
                            OR {mk.format("coalesce(model_id, '')")} IN (SELECT unnest($k))
                            OR {mk.format("coalesce(file_model, '')")} IN (SELECT unnest($k)))
-                    ORDER BY source_id""", {"b": bl, "k": keys}).fetchall()
+                    ORDER BY source_id""", {"b": bl, "k": keys, "q": ql}).fetchall()
             wanted = set(keys)
             for bench, k1, k2, k3, qid, sample, turn, text in rows:  # later sources win, as item_view.answer
                 for k in {k1, k2, k3} & wanted:
                     self.answers[(bench, k, qid, int(sample), int(turn))] = text
             for bench, judge, qid, turn, text in cur.execute(
                     """SELECT bench, judge, question_id, turn, text FROM reference_answers
-                       WHERE bench IN (SELECT unnest(?)) ORDER BY source_id""", [bl]).fetchall():
+                       WHERE bench IN (SELECT unnest(?)) AND question_id IN (SELECT unnest(?))
+                       ORDER BY source_id""", [bl, ql]).fetchall():
                 self.refs.setdefault((bench, qid), {}).setdefault(judge, {})[int(turn)] = text
 
     def answer_turns(self, bench: str, model: str, qid: str, sample: int, n_turns: int) -> dict[int, str] | None:
@@ -249,7 +253,7 @@ def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,
     models = set()
     for i in items:
         models |= {i.model_a, i.model_b} if isinstance(i, PairKey) else {i.model}
-    data = _Data(store, benches, models)
+    data = _Data(store, benches, models, {str(i.question_id) for i in items})
     linked = _linked_references(store, benches, reference_judge) if reference_judge and LINKED in reference_judge else None
     prefer = [reference_judge] if reference_judge else [judge_hint] if judge_hint else []
     out = []
