@@ -169,9 +169,9 @@ def built_classes() -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _classes() -> dict[str, str]:
-    # Building the tables takes ~0.35 s and ~120 MB (every character through pyarrow), a seventh of an import of
-    # 100k judgments: an import reads the generated classes instead, when they were made from the same Unicode
-    # data (Python's for NFKC, pyarrow's utf8proc for lower case) as this process has.
+    # Building the tables takes ~0.35 s (every character through pyarrow), a seventh of an import of 100k
+    # judgments, and they stay in memory: an import reads the generated classes instead, when they were made from
+    # the same Unicode data (Python's for NFKC, pyarrow's utf8proc for lower case) as this process has.
     import importlib.metadata
 
     from lib import search_classes as generated
@@ -326,9 +326,9 @@ def _index(cur, new: list[int], to_mark: list[int]) -> None:
 
 @contextmanager
 def _normaliser(cur):
-    """``udf()``: the name of ``normalise`` as a DuckDB function, registered at its first use (registering an Arrow
-    function imports pyarrow: an import of judgments whose texts need no copy does without) and removed after.
-    DuckDB streams the texts through it a vector at a time, so no table is held in Python whole."""
+    """``udf()``: the name of ``normalise`` as a DuckDB function, registered at its first use (most imports make
+    no copy) and removed after. DuckDB streams the texts through it a vector at a time, so no table is held in
+    Python whole."""
     import duckdb
 
     registered = []
