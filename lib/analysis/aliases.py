@@ -41,12 +41,10 @@ def stored_models(store: Store) -> list[str]:
     return sorted(r[0] for r in rows if r[0])
 
 
-def _table(store: Store) -> dict[str, tuple[str, str]]:
+def alias_table(store: Store) -> dict[str, tuple[str, str]]:
+    """name -> (canonical, method): the alias table in one read (``names_for(..., table=)`` takes it)."""
     with store.read() as cur:
         return {n: (c, m) for n, c, m in cur.execute("SELECT name, canonical, method FROM model_aliases").fetchall()}
-
-
-alias_table = _table  # name -> (canonical, method), for ``names_for(..., table=)``
 
 
 def auto_alias(store: Store, names: list[str] | None = None) -> int:
@@ -75,13 +73,13 @@ def auto_alias(store: Store, names: list[str] | None = None) -> int:
 
 def canonical(store: Store, name: str) -> str:
     """The canonical name of ``name`` (itself if it has no alias)."""
-    table = _table(store)
+    table = alias_table(store)
     return _resolve(table, name)
 
 
 def canonical_map(store: Store, names) -> dict[str, str]:
     """``canonical`` for many names with one read of the alias table."""
-    table = _table(store)
+    table = alias_table(store)
     return {n: _resolve(table, n) for n in names}
 
 
@@ -98,7 +96,7 @@ def names_for(store: Store, name: str, known: list[str] | None = None,
     """Every stored name that means the same model as ``name`` (through aliases), ``name`` included
     when it is stored. A name not stored is matched by its canonical or, failing that, by ``model_alias_key``.
     ``table`` (``alias_table``) saves reading the aliases again when several names are looked up."""
-    table = _table(store) if table is None else table
+    table = alias_table(store) if table is None else table
     known = stored_models(store) if known is None else known
     target = _resolve(table, name)
     same = [n for n in known if _resolve(table, n) == target]
@@ -114,7 +112,7 @@ def set_alias(store: Store, name: str, canonical_name: str) -> str:
     name, canonical_name = (name or "").strip(), (canonical_name or "").strip()
     if not name or not canonical_name:
         raise UsageError("aliases set needs a NAME and a CANONICAL name.")
-    table = _table(store)
+    table = alias_table(store)
     target = _resolve(table, canonical_name)
     if target == name and name != canonical_name:
         raise UsageError(f"{canonical_name!r} is already an alias of {name!r}; setting {name!r} -> "
@@ -131,7 +129,7 @@ def set_alias(store: Store, name: str, canonical_name: str) -> str:
 
 def remove_alias(store: Store, name: str) -> bool:
     """Undo the alias of ``name``: it stands for itself again, and auto-aliasing leaves it so."""
-    table = _table(store)
+    table = alias_table(store)
     if name not in table or table[name][1] == "removed":
         return False
     def write(cur) -> None:
@@ -144,7 +142,7 @@ def remove_alias(store: Store, name: str) -> bool:
 
 def suggestions(store: Store, names: list[str] | None = None) -> pd.DataFrame:
     """Looser matches to confirm with ``set_alias``: name, canonical, similarity (0-1), why."""
-    table = _table(store)
+    table = alias_table(store)
     names = stored_models(store) if names is None else names
     canon = sorted({_resolve(table, n) for n in names}, key=_plainness)
     removed = {n for n, (_, m) in table.items() if m == "removed"}
