@@ -187,13 +187,14 @@ def keep_picks(key: str, options: list, default: list) -> None:
     st.session_state[key] = list(default) if before is None or (before and not kept) else kept
 
 
-def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), lists: tuple[str, ...] = ()) -> None:
+def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), lists: tuple[str, ...] = ()) -> bool:
     """Copy query parameters into widget state (``param -> widget key``) once per distinct URL; after
     that the widgets own the state and ``publish_to_url`` writes it back, so the address bar is a deep link.
-    ``ints`` / ``lists`` name the params holding a whole number / a comma-separated list."""
+    ``ints`` / ``lists`` name the params holding a whole number / a comma-separated list. Returns whether this
+    run seeded (a URL the page had not seen: a deep link followed, or the page's first run)."""
     marker = f"_{page}_seeded"
     if st.session_state.get(marker) == dict(st.query_params):
-        return
+        return False
     for param, key in keys.items():
         if param not in st.query_params:
             continue
@@ -206,6 +207,7 @@ def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), l
             value = [v for v in value.split(",") if v]
         st.session_state[key] = value
     st.session_state[marker] = dict(st.query_params)
+    return True
 
 
 def publish_to_url(page: str, params: dict[str, str]) -> None:

@@ -23,10 +23,9 @@ if not benches:
     st.stop()
 
 # --- state: seeded once from the URL, then owned by the widgets ------------------------------------
-new_link = st.session_state.get("_iv_seeded") != dict(st.query_params)
-seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model": "iv_model",
-                     "sample": "iv_sample", "cols": "iv_cols", "a": "iv_a", "b": "iv_b"},
-              ints=("turn", "sample"), lists=("cols",))
+new_link = seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_turn", "model": "iv_model",
+                                "sample": "iv_sample", "cols": "iv_cols", "a": "iv_a", "b": "iv_b"},
+                         ints=("turn", "sample"), lists=("cols",))
 if new_link and ("a" in st.query_params or "b" in st.query_params):
     st.session_state["iv_diff_open"] = True  # a link that names a diff opens it (see the diff below)
 
