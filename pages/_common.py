@@ -178,6 +178,14 @@ def keep_valid(key: str, options: list, default=None) -> None:
         st.session_state[key] = default if default is not None else (options[0] if options else None)
 
 
+def keep_values(*keys: str) -> None:
+    """Keep these widgets' values while their widgets are not drawn (another page, a closed lazy expander or
+    tab): Streamlit drops a widget's state on the first run that does not draw it, unless the run writes it."""
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
 def keep_picks(key: str, options: list, default: list) -> None:
     """A multiselect's session value: ``default`` the first time, later only the picks still among ``options``
     (another bench may not have them). Set here, not with ``default=``, so the two never disagree."""
@@ -328,9 +336,7 @@ def judge_endpoint():
     """
     from lib.judging import client as J
 
-    for key in ENDPOINT_KEYS:  # keep the values when the user switches pages (widgets forget otherwise)
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+    keep_values(*ENDPOINT_KEYS)  # across pages, and while the form is closed
     box = st.sidebar.expander("Judge endpoint", icon=":material/cloud:", key="ep_open", on_change="rerun")
     if box.open:
         with box:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from lib.analysis import item_view
 from lib.judging import human
-from pages._common import cached_query, page_start, show_table
+from pages._common import cached_query, keep_values, page_start, show_table
 from pages._item_extras import author_sidebar
 
 store, version = page_start("Review")
@@ -24,7 +24,7 @@ with tab_queue:
         c1, c2 = st.columns([2, 1])
         bench = c1.selectbox("Bench", benches, key="rv_bench")
         st.session_state.setdefault("jl_queue_n", 20)
-        st.session_state["jl_queue_n"] = st.session_state["jl_queue_n"]
+        keep_values("jl_queue_n")
         n = c2.number_input("Queue length (largest disagreements)", 1, 1000, key="jl_queue_n")
         if not name:
             st.info("Set your name in the sidebar: the queue shows what you have decided.")

@@ -19,7 +19,7 @@ from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
-from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid,
+from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid, keep_values,
                            publish_to_url, seed_from_url, show_error, show_text)
 
 BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
@@ -280,9 +280,7 @@ job = st.session_state.get("wb_job")
 running = bool(job and not job["done"])
 # A lazy expander: its ten controls are drawn (and its queries run) only while it is open, so a new tab of the
 # Workbench draws the single-item re-judge alone. Its fields keep what was typed while it is closed.
-for key in BATCH_KEYS:
-    if key in st.session_state:
-        st.session_state[key] = st.session_state[key]
+keep_values(*BATCH_KEYS)
 batch_box = st.expander("Re-judge a batch", key="wb_batch_open", on_change="rerun", icon=":material/playlist_play:")
 with batch_box:
     if batch_box.open:
