@@ -2,7 +2,7 @@
 import streamlit as st
 
 from lib.render import charts
-from lib.analysis import linking, queries, runs
+from lib.analysis import aliases, linking, queries, runs
 from lib.render.safe_text import csv_text
 from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_subset,
                            show_chart)
@@ -59,7 +59,10 @@ st.download_button("Download leaderboard (CSV)", lambda: csv_text(shown).encode(
                    "judgelens_leaderboard.csv", "text/csv", icon=":material/download:", on_click="ignore")
 
 st.markdown("**Chart**")
-models = readable_subset(ranked, "overview_models", rank_note=f"by overall ({rank_by})")
+# One row per model: a model's names in the harnesses (joined by aliases, as in the matrix below) share a row.
+names = cached_query(aliases.canonical_map, version + linking.links_version(store), names=tuple(ranked))
+models = readable_subset(list(dict.fromkeys(names[m] for m in ranked)), "overview_models",
+                         rank_note=f"by overall ({rank_by})")
 chart_judges = judges
 if len(judges) > MAX_CHART_JUDGES:
     keep_picks("overview_chart_judges", judges, judges[:MAX_CHART_JUDGES])
@@ -67,8 +70,8 @@ if len(judges) > MAX_CHART_JUDGES:
     st.caption(f"Showing {len(chart_judges):,} of {len(judges):,} judges.")
 if models:
     show_chart(cached_chart(charts.leaderboard_bars,
-                             shown[shown["model"].isin(models) & shown["judge"].isin(chart_judges)]),
-               "leaderboard")
+                             shown[shown["model"].map(names).isin(models) & shown["judge"].isin(chart_judges)],
+                             names), "leaderboard")
 else:
     st.info("Pick the models to chart above.")
 

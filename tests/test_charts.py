@@ -75,3 +75,22 @@ def test_horizontal_bar_charts_show_every_row_first_on_top():
             assert list(axis.categoryarray) == [charts._literal(m) for m in models]
         shown = {y for trace in fig.data for y in trace.y}
         assert shown == set(axis.categoryarray)  # every bar sits on a listed row
+
+
+def test_leaderboard_rows_join_a_models_names_and_runs_stay_apart():
+    """``names`` (stored -> shown, the alias table) puts a model's two harness names on one row. A judge name seen
+    under both harnesses says which harness each bar is; two names of one model in the same run say their own."""
+    board = pd.DataFrame({"harness": ["fastchat", "swallow", "fastchat", "swallow", "fastchat"],
+                          "bench": "b", "judge": ["gpt-4o", "gpt-4o", "gpt-4o", "judge-s", "gpt-4o"],
+                          "model": ["org/m", "vllm/org/m", "other", "vllm/org/m", "org__m"],
+                          "t1": [7.0, 6.0, 5.0, 4.0, 3.0], "t2": [6.5, 5.5, 4.5, 3.5, 2.5]})
+    names = {"vllm/org/m": "org/m", "org__m": "org/m"}
+    fig = charts.leaderboard_bars(board, names)
+    bars = {(trace.name, y, x) for trace in fig.data for y, x in zip(trace.y, trace.x)
+            if trace.xaxis in ("x", None)}  # turn 1
+    assert bars == {("gpt-4o (fastchat) · org/m", "org/m", 7.0), ("gpt-4o (swallow)", "org/m", 6.0),
+                    ("gpt-4o (fastchat)", "other", 5.0), ("judge-s", "org/m", 4.0),
+                    ("gpt-4o (fastchat) · org__m", "org/m", 3.0)}
+    assert list(fig.layout.yaxis.categoryarray) == ["org/m", "other"]
+    plain = charts.leaderboard_bars(board)  # without names: one row per stored name, as before
+    assert list(plain.layout.yaxis.categoryarray) == ["org/m", "vllm/org/m", "other", "org__m"]

@@ -7,6 +7,7 @@ upload button calls) is tested directly, followed by an ingest of what it staged
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -151,6 +152,19 @@ def test_overview_bench_filter():
     no_exception(at)
     board = at.dataframe[0].value
     assert set(board["bench"]) == {"japanese_mt_bench"} and SWALLOW_8B in set(board["model"])
+
+
+def test_overview_chart_gives_a_model_one_row_across_harnesses():
+    """The sample has shisa-v2-llama3.3-70b under FastChat and as hosted_vllm/shisa-ai/... under Swallow. The
+    harness x model matrix joins the two names by alias; the chart does too: one row, both harnesses' judges."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    no_exception(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    rows = {y for trace in spec["data"] for y in trace["y"]}
+    assert MODEL_70B in rows and f"hosted_vllm/{MODEL_70B}" not in rows
+    assert SWALLOW_8B in rows  # a Swallow-only model keeps its own name
+    judges = {trace["name"] for trace in spec["data"] if MODEL_70B in trace["y"]}
+    assert {"gpt-4o", "gpt-4o-2024-08-06"} <= judges, judges
 
 
 def test_overview_of_an_emptied_store_points_to_import():

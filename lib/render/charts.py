@@ -72,17 +72,29 @@ def _rows_in_order(fig: go.Figure, rows: list) -> go.Figure:
     return fig
 
 
-def leaderboard_bars(board: pd.DataFrame) -> go.Figure:
-    """Mean score per model, one bar per judge, turn 1 and turn 2 side by side."""
-    long = board.melt(id_vars=["harness", "bench", "judge", "model"], value_vars=["t1", "t2"],
-                      var_name="turn", value_name="mean").dropna()
+def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -> go.Figure:
+    """Mean score per model, one bar per judge, turn 1 and turn 2 side by side. ``names``: stored model name ->
+    the name to show (``aliases.canonical_map``), so one model's names in two harnesses share a row and its runs
+    stand side by side. A judge name seen under two harnesses says which (``judge (harness)``); two stored names
+    of one model in the same run say their own (``judge · name``)."""
+    frame = board.assign(stored=board["model"])
+    if names:
+        frame["model"] = frame["model"].map(lambda m: names.get(m, m))
+    runs = frame[["judge", "harness"]].drop_duplicates()
+    frame["run"] = frame["judge"].where(~frame["judge"].isin(runs.loc[runs["judge"].duplicated(), "judge"]),
+                                        frame["judge"] + " (" + frame["harness"] + ")")
+    twice = frame.duplicated(["model", "run"], keep=False)
+    frame.loc[twice, "run"] = frame.loc[twice, "run"] + " · " + frame.loc[twice, "stored"]
+    long = frame.melt(id_vars=["run", "model"], value_vars=["t1", "t2"], var_name="turn",
+                      value_name="mean").dropna()
     long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
-    fig = px.bar(long, x="mean", y="model", color="judge", barmode="group", facet_col="turn", orientation="h",
-                 range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": ""},
+    fig = px.bar(long, x="mean", y="model", color="run", barmode="group", facet_col="turn", orientation="h",
+                 range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": "", "run": "judge"},
                  color_discrete_sequence=COLORS)
-    _rows_in_order(fig, list(board["model"]))
-    bars = board["model"].nunique() * max(1, board["judge"].nunique())
-    return _layout(fig, 160 + max(40 * board["model"].nunique(), 12 * bars))
+    _rows_in_order(fig, list(frame["model"]))
+    bars = frame.groupby("model")["run"].nunique().max() if len(frame) else 1
+    rows = frame["model"].nunique()
+    return _layout(fig, 160 + max(40 * rows, 12 * rows * max(1, bars)))
 
 
 def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -> go.Figure:
