@@ -235,6 +235,7 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("chart: top 20 models", lambda p: selectbox(p, "Which models", "top")),
             Step("open length bias", lambda p: p.get_by_text("Does a judge score longer answers higher?").click()),
             Step("length bias of another judge", lambda p: selectbox(p, "Length bias of judge", judge(1))),
+            Step("open the JA overall table", lambda p: p.get_by_text("Table: T1, T2, overall", exact=False).click()),
         ]),
         Scenario("compare", "Compare", charts=True, steps=[
             Step("pick another model", lambda p: selectbox(p, "Answers of", other_model)),

@@ -61,15 +61,6 @@ with st.expander("Quartiles: box plot and table (mean, std, q1, median, q3 per g
             k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
 
 st.subheader("Overall, as the JA harness reports it")
-overall = cached_query(distributions.ja_overall, version, bench=bench, filters={"judge": judges, "model": models})
-st.caption("T1, T2; overall as the mean of the two turn means (visualize-results.py) and pooled over items; each "
-           "category as the mean of its per-turn means; macro = unweighted mean of the category means "
-           "(results-table.py); macro xCM = the same without coding and math. Category cells hold 10 questions: "
-           "differences under about one point are usually noise (see Compare).")
-show_table(overall, f"ja_overall_{bench}",
-           column_config={c: st.column_config.NumberColumn(format="%.3f") for c in overall.columns
-                          if overall[c].dtype.kind == "f"})
-
 r1, r2 = st.columns([1, 2])
 series = r1.radio("Radar: one line per", ["model", "judge"], horizontal=True, key="dist_radar",
                   help="One radar for the chosen set: the models shown under one judge, or every chosen judge "
@@ -84,6 +75,20 @@ else:
     fixed = r2.selectbox("Model", models, key="dist_radar_model")
     part = frame[frame["model"] == fixed]
 show_chart(cached_chart(charts.radar, part, series), f"radar_{bench}")
+# A lazy expander too: the radar above shows the same category means; the table (a data grid, the page's only one
+# at first sight) costs a new tab about a tenth of a second, so it waits for a click.
+with st.expander("Table: T1, T2, overall, per-category means and macro scores, as the harness's scripts compute them",
+                 key="dist_overall_open", on_change="rerun", icon=":material/table_view:") as overall_box:
+    if overall_box.open:
+        overall = cached_query(distributions.ja_overall, version, bench=bench,
+                               filters={"judge": judges, "model": models})
+        st.caption("T1, T2; overall as the mean of the two turn means (visualize-results.py) and pooled over items; "
+                   "each category as the mean of its per-turn means; macro = unweighted mean of the category means "
+                   "(results-table.py); macro xCM = the same without coding and math. Category cells hold 10 "
+                   "questions: differences under about one point are usually noise (see Compare).")
+        show_table(overall, f"ja_overall_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f") for c in overall.columns
+                                  if overall[c].dtype.kind == "f"})
 
 st.subheader("Length bias")
 with st.expander("Does a judge score longer answers higher? (reads every judged answer of one judge)",

@@ -131,11 +131,16 @@ def test_distributions_page(app):
     assert not app.exception
     assert not any("median" in f.columns for f in frames(app))       # the quartiles wait until opened
     charts_before = len(app.get("plotly_chart"))
+    assert charts_before == 2  # the histogram and the radar, at first sight
     app.session_state["dist_box_open"] = True
     app.run()
     assert not app.exception and len(app.get("plotly_chart")) == charts_before + 1  # the box plot
     summary = next(f for f in frames(app) if "median" in f.columns)
     assert set(summary["judge"]) == set(JUDGES)
+    assert not any("macro_xcm" in f.columns for f in frames(app))  # the JA table waits until its expander opens
+    app.session_state["dist_overall_open"] = True
+    app.run()
+    assert not app.exception
     overall = next(f for f in frames(app) if "macro_xcm" in f.columns)
     row = overall[(overall["judge"] == "gpt-4o") & (overall["model"] == "shisa-ai/shisa-v2-llama3.3-70b")].iloc[0]
     assert round(row["t1"], 4) == 9.075 and round(row["macro_xcm"], 4) == 8.5583
