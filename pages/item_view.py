@@ -97,13 +97,20 @@ with left:
             st.text(text)
     refs = iv.references(store, bench, key.question_id, key.turn)
     uses_ref = q is not None and q["category"] in REFERENCE_CATEGORIES
-    with st.expander(f"Reference answer ({'shown to the judge' if uses_ref else 'not used by the judge in this category'})",
-                     expanded=uses_ref):
-        if refs.empty:
-            st.caption("No reference answer for this question and turn.")
-        for ref in refs.itertuples():
-            st.caption("looked up by judge(s): " + md_escape(", ".join(ref.judges)))
-            show_text(ref.text or "")
+    # Open where the judge saw it, unless you opened or closed it on this question and turn. Lazy: closed (most
+    # categories), its text is not drawn.
+    ref_item = (bench, key.question_id, key.turn)
+    if st.session_state.get("_iv_ref_item") != ref_item:
+        st.session_state["iv_ref_open"] = uses_ref
+    ref_box = st.expander(f"Reference answer ({'shown to the judge' if uses_ref else 'not used by the judge in this category'})",
+                          key="iv_ref_open", on_change=lambda: st.session_state.update(_iv_ref_item=ref_item))
+    if ref_box.open:
+        with ref_box:
+            if refs.empty:
+                st.caption("No reference answer for this question and turn.")
+            for ref in refs.itertuples():
+                st.caption("looked up by judge(s): " + md_escape(", ".join(ref.judges)))
+                show_text(ref.text or "")
 with right:
     st.subheader("Answer")
     ans = iv.answer(store, key)
@@ -144,8 +151,9 @@ for start in range(0, len(chosen), 3):
     for col, cid in zip(st.columns(3), chosen[start:start + 3]):
         v = by_id.loc[cid]
         with col.container(border=True):
-            st.markdown(f"**{md_escape(v.judge)}**")
-            st.caption(f"{md_escape(v.harness)} · {md_escape(v.prompt_name or 'prompt not recorded')} · source {v.source_id}")
+            # one Markdown block for the name and its provenance (each element costs a new tab a few milliseconds)
+            st.markdown(f"**{md_escape(v.judge)}**  \n:gray[{md_escape(v.harness)} · "
+                        f"{md_escape(v.prompt_name or 'prompt not recorded')} · source {v.source_id}]")
             if v.parse_status == "ok":
                 st.metric("score", f"{v.score:g}")
             else:

@@ -228,3 +228,27 @@ def test_agreement_page_pairwise_baseline_matches_the_cli(app, capsys):
     assert [r["model"] for r in out["win_rates"]] == page["model"].tolist() == ["phi-3-dpo"]
     for col in ("win", "loss", "tie", "win_rate", "loss_rate", "win_rate_adjusted"):
         assert [r[col] for r in out["win_rates"]] == pytest.approx(page[col].tolist()), col
+
+
+def test_item_view_reference_answer_opens_where_the_judge_saw_it(app):
+    # The reference expander is lazy: open (and drawn) on a reference category, closed and not drawn elsewhere,
+    # unless the analyst opened or closed it on this question and turn.
+    def reference_captions():
+        return [c.value for c in app.caption if c.value.startswith("looked up by judge(s)")]
+
+    app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})  # coding
+    app.switch_page("pages/item_view.py").run()
+    assert not app.exception
+    assert app.session_state["iv_ref_open"] is True and reference_captions()
+    app.selectbox(key="iv_q").set_value("81").run()  # mt_bench q81: writing, no reference shown to the judge
+    assert not app.exception
+    assert app.session_state["iv_ref_open"] is False
+    assert not any(c.value == "No reference answer for this question and turn." for c in app.caption)  # not drawn
+    assert any(e.label.startswith("Reference answer (not used") for e in app.expander)
+    app.session_state["iv_ref_open"] = True  # the analyst opens it here: it stays open on this item
+    app.session_state["_iv_ref_item"] = ("mt_bench", app.selectbox(key="iv_q").value, 1)
+    app.run()
+    assert not app.exception and app.session_state["iv_ref_open"] is True
+    assert any(c.value == "No reference answer for this question and turn." for c in app.caption)
+    app.selectbox(key="iv_q").set_value("128").run()  # another item: the default again (open: coding)
+    assert app.session_state["iv_ref_open"] is True and reference_captions()
