@@ -57,7 +57,7 @@ def test_server_opens_every_page_once_after_it_starts(_sample_db, tmp_path):
             proc.terminate()
             proc.wait(timeout=30)
     assert "JudgeLens: imports warmed" in text
-    assert "JudgeLens: pages warmed (11 of 11 views)" in text, text  # 10 pages + Compare's harness view
+    assert "JudgeLens: pages warmed (12 of 12 views)" in text, text  # 10 pages + Compare's harness view + a search
     assert "not warmed" not in text, text
 
 
