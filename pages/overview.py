@@ -60,7 +60,8 @@ st.download_button("Download leaderboard (CSV)", lambda: csv_text(shown).encode(
 
 st.markdown("**Chart**")
 # One row per model: a model's names in the harnesses (joined by aliases, as in the matrix below) share a row.
-names = cached_query(aliases.canonical_map, version + linking.links_version(store), names=tuple(ranked))
+alias_version = version + linking.links_version(store)  # the data and the aliases: the chart's and matrix's key
+names = cached_query(aliases.canonical_map, alias_version, names=tuple(ranked))
 models = readable_subset(list(dict.fromkeys(names[m] for m in ranked)), "overview_models",
                          rank_note=f"by overall ({rank_by})")
 chart_judges = judges
@@ -80,7 +81,7 @@ st.subheader("Harness × model")
 with st.expander("One row per model, one column per run (harness · bench · judge)", key="overview_matrix_open",
                  on_change="rerun", icon=":material/table_view:") as matrix_box:
     if matrix_box.open:
-        matrix = cached_query(runs.harness_matrix_wide, version + linking.links_version(store))
+        matrix = cached_query(runs.harness_matrix_wide, alias_version)
         st.caption("Overall mean per model (one row per model: its names in the harnesses are joined by aliases) "
                    "and run (harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the "
                    "harness's own number, '(harness)'. To see why two harnesses disagree on a model, open Compare → "
