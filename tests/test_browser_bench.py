@@ -1,6 +1,7 @@
 """The browser benchmark runs end to end: bench/browser_bench.py on a small store (12,000 judgments: 15
 models, enough for Overview's model picker and a second leaderboard page), one page, one
-round, writes its JSON summary with the hello-world floor and the page's rows (a first load and every step).
+round, writes its JSON summary with the hello-world floor, the page's rows (a first load and every step) and
+the page's second floor (the same widgets, trivially filled).
 
 It once broke silently (a helper it calls lost an argument) and nobody knew until the next measurement; this
 catches that. Speed is not asserted: only that every row was timed, none failed and no page showed an error.
@@ -41,5 +42,13 @@ def test_the_browser_benchmark_times_the_floor_and_a_page(tmp_path):
     for row in overview:  # every row timed once, judged against a floor
         assert row["n"] == 1 and row["failed"] == 0, row
         assert row["floor"] and row["median"] > 0 and "meets_goal" in row, row
+    # the second floor: the hello app drawing the kinds and numbers of elements the page showed, trivially
+    census = {kind: int(n) for kind, n in (part.split(":") for part in
+                                           result["stores"]["wide 12k"]["widgets"]["Overview"].split(","))}
+    assert census["stMetric"] == 7 and census["stPlotlyChart"] == 1 and census["stSelectbox"] >= 2, census
+    same = rows[("floor", "open a page with the same widgets as Overview, trivially filled (new tab)")]
+    assert same["n"] == 1 and same["failed"] == 0 and 0 < same["median"] < 120
+    new_tab = rows[("Overview", "open in a new tab (Plotly page)")]
+    assert new_tab["over_widgets_floor"] == new_tab["median"] - same["median"]
     assert not [k for k in result["runs_s"] if k.endswith("|errors")], result["runs_s"]
     assert "| wide 12k | Overview | open in a new tab (Plotly page) | 1 |" in proc.stdout  # the printed table
