@@ -422,6 +422,8 @@ def run_size(browser, label: str, app_url: str, hello_url: str, info: dict, repe
                               (app_url, scen, f"{scen.title}|open in a new tab")):
             page = record(results, f"{label}|{key}, cold (new browser, server just started)",
                           lambda: tab_open(ctx, base, sc))
+        if page not in (None, True):  # what the page draws, for its second floor (below)
+            info.setdefault("widgets", {})[scen.title] = census(page)
         ctx.close()
     ctx = bench_context(browser)
     chart = Scenario("chart", "One chart")
@@ -436,17 +438,19 @@ def run_size(browser, label: str, app_url: str, hello_url: str, info: dict, repe
             cp = record(results, f"{label}|floor|{FLOOR_CHART}", lambda: tab_open(ctx, hello_url, chart))
             if cp not in (None, True):
                 cp.close()
+            # Like every floor, with no other tab open: a tab still open keeps the code its elements loaded
+            # compiled in the browser's memory, and a new tab drawing the same elements then opens ~0.15 s faster.
+            if widgets := info.get("widgets", {}).get(scen.title):
+                wp = record(results, f"{label}|floor|{FLOOR_WIDGETS.format(scen.title)}",
+                            lambda: tab_open(ctx, hello_url, Scenario(f"widgets?w={widgets}", "Widgets")))
+                if wp not in (None, True):
+                    if errs := errors_on(wp):
+                        results.setdefault(f"{label}|errors", []).append(f"widgets of {scen.title}: {errs}")
+                    wp.close()
             what = "open in a new tab" + (" (Plotly page)" if scen.charts else "")
             page = record(results, f"{label}|{scen.title}|{what}", lambda: tab_open(ctx, app_url, scen))
             if page in (None, True):
                 continue
-            widgets = info.setdefault("widgets", {}).setdefault(scen.title, census(page))
-            wp = record(results, f"{label}|floor|{FLOOR_WIDGETS.format(scen.title)}",
-                        lambda: tab_open(ctx, hello_url, Scenario(f"widgets?w={widgets}", "Widgets")))
-            if wp not in (None, True):
-                if errs := errors_on(wp):
-                    results.setdefault(f"{label}|errors", []).append(f"widgets of {scen.title}: {errs}")
-                wp.close()
             if errs := errors_on(page):
                 results.setdefault(f"{label}|errors", []).append(f"{scen.title}: {errs}")
             if scen.page:  # every page but Overview: also reached from Overview's sidebar, then the steps
