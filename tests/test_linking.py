@@ -170,6 +170,9 @@ def test_aliases_on_the_sample_and_undo(sample_store):
         "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b": "shisa-ai/shisa-v2-llama3.1-8b",
         "hosted_vllm/shisa-ai/shisa-v2-llama3.3-70b": "shisa-ai/shisa-v2-llama3.3-70b"}
     assert df[df.method == "suggested"].empty  # 8b and 70b are different models, never suggested
+    every = A.canonical_map(sample_store)  # no names: every stored model (the Overview's cached map)
+    assert set(every) == set(A.stored_models(sample_store)) and every == A.canonical_map(sample_store, list(every))
+    assert every["hosted_vllm/shisa-ai/shisa-v2-llama3.3-70b"] == "shisa-ai/shisa-v2-llama3.3-70b"
     assert A.names_for(sample_store, "shisa-ai/shisa-v2-llama3.1-8b") == [
         "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b", "shisa-ai/shisa-v2-llama3.1-8b"]
     assert A.names_for(sample_store, "SHISA-AI/shisa-v2-llama3.1-8b") == A.names_for(sample_store,

@@ -77,10 +77,10 @@ def canonical(store: Store, name: str) -> str:
     return _resolve(table, name)
 
 
-def canonical_map(store: Store, names) -> dict[str, str]:
-    """``canonical`` for many names with one read of the alias table."""
+def canonical_map(store: Store, names=None) -> dict[str, str]:
+    """``canonical`` for many names (default: every stored model) with one read of the alias table."""
     table = alias_table(store)
-    return {n: _resolve(table, n) for n in names}
+    return {n: _resolve(table, n) for n in (stored_models(store) if names is None else names)}
 
 
 def _resolve(table: dict[str, tuple[str, str]], name: str) -> str:
