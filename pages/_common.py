@@ -146,6 +146,23 @@ def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple
     return _fn(_open_store(db, data_path), **kwargs)
 
 
+def cached_item_query(fn, version: tuple, **kwargs):
+    """``cached_query`` for what one item shows (its question, answer, verdicts, ...), in a cache of its own: an
+    analyst stepping through hundreds of items must not push the pages' aggregates out of ``cached_query``'s.
+    A rerun on the same item (an expander, a verdict form) and a new tab on it skip the queries (50 ms at 1M)."""
+    target, data_path = store_target()
+    try:
+        return _cached_item_query(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version, **kwargs)
+    except DatabaseFileError as exc:
+        show_error(exc)
+        st.stop()
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _cached_item_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
+    return _fn(_open_store(db, data_path), **kwargs)
+
+
 def cached_chart(fn, *args):
     """``fn(*args)`` (a pure ``lib.render.charts`` function of small aggregate frames), cached on its inputs: a
     rerun, or another tab, that leaves a chart's data alone does not rebuild the Plotly figure (a fifth of a

@@ -10,7 +10,7 @@ from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
-from pages._common import (cached_query, data_version, empty_state, get_store, keep_valid, publish_to_url,
+from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, keep_valid, publish_to_url,
                            seed_from_url, show_text)
 from pages._item_extras import search_box, verdict_panel
 
@@ -67,7 +67,7 @@ c2.selectbox("Question", qids, key="iv_q", format_func=lambda q: labels.get(q, q
 c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
 c4.selectbox("Model", models, key="iv_model")
 key = iv.ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
-sample_options = iv.samples(store, key)
+sample_options = cached_item_query(iv.samples, version, key=key)
 if len(sample_options) > 1:
     keep_valid("iv_sample", sample_options, 0)
     st.segmented_control("Sample (Swallow judges 5 samples per item)", sample_options, key="iv_sample")
@@ -84,7 +84,7 @@ if notice := st.session_state.pop("iv_notice", None):
     st.info(notice)
 
 # --- the item ---------------------------------------------------------------------------------------
-q = iv.question(store, bench, key.question_id)
+q = cached_item_query(iv.question, version, bench=bench, question_id=key.question_id)
 left, right = st.columns(2)
 with left:
     st.subheader("Question")
@@ -95,7 +95,7 @@ with left:
         for i, text in enumerate(q["turns"], 1):
             st.markdown(f"**Turn {i}**" + (" (judged now)" if i == key.turn else ""))
             st.text(text)
-    refs = iv.references(store, bench, key.question_id, key.turn)
+    refs = cached_item_query(iv.references, version, bench=bench, question_id=key.question_id, turn=key.turn)
     uses_ref = q is not None and q["category"] in REFERENCE_CATEGORIES
     # Open where the judge saw it, unless you opened or closed it on this question and turn. Lazy: closed (most
     # categories), its text is not drawn.
@@ -113,7 +113,7 @@ with left:
                 show_text(ref.text or "")
 with right:
     st.subheader("Answer")
-    ans = iv.answer(store, key)
+    ans = cached_item_query(iv.answer, version, key=key)
     if ans is None:
         st.warning("No answer text for this model and question (import its model_answer file).")
     else:
@@ -138,7 +138,7 @@ verdict_panel(store, key)  # the analyst's own verdict, keyboard first (pages/_i
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
-verdicts = iv.verdicts(store, key)
+verdicts = cached_item_query(iv.verdicts, version, key=key)
 if verdicts.empty:
     st.info("No judge has scored this item.")
     st.stop()

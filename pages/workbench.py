@@ -19,7 +19,7 @@ from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
-from pages._common import (cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid, keep_values,
+from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid, keep_values,
                            publish_to_url, seed_from_url, show_error, show_text)
 
 BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
@@ -65,7 +65,7 @@ c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
 c4.selectbox("Model", models, key="wb_model")
 item = iv.ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
-stored = iv.verdicts(store, item)
+stored = cached_item_query(iv.verdicts, version, key=item)
 judges = stored["judge"].drop_duplicates().tolist()
 if judges:
     keep_valid("wb_judge", judges)

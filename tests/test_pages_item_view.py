@@ -1,0 +1,50 @@
+"""The Item view under AppTest: what one item shows is cached (``cached_item_query``) and follows the data."""
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import JA
+
+from lib.ingest.importer import ingest
+from lib.store import Store
+
+JUDGMENTS = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+
+
+def verdict_columns(at) -> list[str]:
+    [columns] = [m for m in at.multiselect if m.label == "Columns (in this order)"]
+    return list(columns.options)
+
+
+def test_an_item_shows_a_judgment_imported_after_it_was_first_shown(sample_app, tmp_path):
+    """The item's verdicts are cached on the data version: a rerun after an import (here, from another process's
+    point of view: a second handle on the file) shows the new judge's column, with its score."""
+    at = sample_app
+    at.switch_page("pages/item_view.py").run()
+    assert not at.exception
+    qid, turn, model = at.session_state["iv_q"], int(at.session_state["iv_turn"]), at.session_state["iv_model"]
+    before = verdict_columns(at)
+    assert before and not any("judge-from-later" in c for c in before)
+    at.run()  # a rerun on the same item: from the cache, the same columns
+    assert verdict_columns(at) == before
+
+    later = tmp_path / "later" / "ja_mt_bench" / "model_judgment"
+    later.mkdir(parents=True)
+    with open(JUDGMENTS, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    row = next(r for r in rows if str(r["question_id"]) == str(qid) and int(r["turn"]) == turn and r["model"] == model)
+    row["judge"] = ["judge-from-later", row["judge"][1]]
+    row["score"] = 3
+    (later / "judge-from-later_single.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    store = Store(os.environ["JUDGELENS_DB"])
+    ingest(store, [later.parent.parent])
+
+    at.run()
+    assert not at.exception
+    after = verdict_columns(at)
+    assert len(after) == len(before) + 1
+    [new] = [c for c in after if "judge-from-later" in c]
+    [columns] = [m for m in at.multiselect if m.label == "Columns (in this order)"]
+    columns.set_value([new]).run()  # the columns you picked stay yours; pick the new one
+    assert [m.value for m in at.metric] == ["3"]
