@@ -10,8 +10,8 @@ from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
-from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, keep_valid, publish_to_url,
-                           seed_from_url, show_text)
+from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, keep_valid,
+                           publish_to_url, seed_from_url, show_text)
 from pages._item_extras import search_box, verdict_panel
 
 store = get_store()

@@ -19,8 +19,8 @@ from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
-from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, judge_endpoint, keep_valid, keep_values,
-                           publish_to_url, seed_from_url, show_error, show_text)
+from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, judge_endpoint,
+                           keep_valid, keep_values, publish_to_url, seed_from_url, show_error, show_text)
 
 BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
               "wb_b_label_auto")
