@@ -30,8 +30,14 @@ def db(_sample_db, tmp_path):
     return path
 
 
+# ``python -m lib.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt, as in a terminal, however the suite was started:
+# a shell that starts a command in the background (``(cmd &)``) makes it, and every child, ignore SIGINT.
+CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "runpy.run_module('lib.cli', run_name='__main__', alter_sys=True)")
+
+
 def rejudge(db, server, *extra: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "lib.cli", "rejudge", "--db", str(db), "--template", "single-v1",
+    args = [sys.executable, "-c", CLI_WITH_CTRL_C, "rejudge", "--db", str(db), "--template", "single-v1",
             "--bench", "mt_bench", "--model", "judge-x", "--base-url", server.url, *extra]
     return subprocess.Popen(args, cwd=ROOT, env=dict(os.environ, OPENAI_API_KEY=KEY), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
