@@ -28,6 +28,8 @@ new_link = seed_from_url("iv", {"bench": "iv_bench", "q": "iv_q", "turn": "iv_tu
                          ints=("turn", "sample"), lists=("cols",))
 if new_link and ("a" in st.query_params or "b" in st.query_params):
     st.session_state["iv_diff_open"] = True  # a link that names a diff opens it (see the diff below)
+if new_link and "cols" in st.query_params:
+    st.session_state["_iv_cols_picked"] = True  # a link's columns count as picked (see the verdicts below)
 
 
 keep_valid("iv_bench", benches)
@@ -143,8 +145,12 @@ if verdicts.empty:
     st.info("No judge has scored this item.")
     st.stop()
 all_cols = verdicts["column_id"].tolist()
-st.session_state["iv_cols"] = [c for c in st.session_state.get("iv_cols", all_cols) if c in all_cols] or all_cols
+if st.session_state.get("_iv_cols_picked"):  # yours, as far as this item has them
+    st.session_state["iv_cols"] = [c for c in st.session_state.get("iv_cols", all_cols) if c in all_cols] or all_cols
+else:  # until you pick: every judge of this item, also one imported or re-judged since, or missing on the last item
+    st.session_state["iv_cols"] = all_cols
 chosen = st.multiselect("Columns (in this order)", all_cols, key="iv_cols",
+                        on_change=lambda: st.session_state.update(_iv_cols_picked=True),
                         help="Pick and order the judges to compare; the order you pick is the order shown.")
 by_id = verdicts.set_index("column_id")
 for start in range(0, len(chosen), 3):

@@ -18,8 +18,8 @@ def verdict_columns(at) -> list[str]:
 
 
 def test_an_item_shows_a_judgment_imported_after_it_was_first_shown(sample_app, tmp_path):
-    """The item's verdicts are cached on the data version: a rerun after an import (here, from another process's
-    point of view: a second handle on the file) shows the new judge's column, with its score."""
+    """The item's verdicts are cached on the data version: a rerun after an import (through a second handle on the
+    file) shows the new judge's column, with its score, among the columns shown until you pick your own."""
     at = sample_app
     at.switch_page("pages/item_view.py").run()
     assert not at.exception
@@ -45,6 +45,10 @@ def test_an_item_shows_a_judgment_imported_after_it_was_first_shown(sample_app, 
     after = verdict_columns(at)
     assert len(after) == len(before) + 1
     [new] = [c for c in after if "judge-from-later" in c]
-    [columns] = [m for m in at.multiselect if m.label == "Columns (in this order)"]
-    columns.set_value([new]).run()  # the columns you picked stay yours; pick the new one
+    # until you pick columns, every judge of the item is shown: the new one too
+    assert at.multiselect(key="iv_cols").value == after and len(at.metric) == len(after)
+    assert "3" in [m.value for m in at.metric]
+    at.multiselect(key="iv_cols").set_value([new]).run()  # once you pick, the columns are yours
     assert [m.value for m in at.metric] == ["3"]
+    at.run()
+    assert at.multiselect(key="iv_cols").value == [new]
