@@ -140,10 +140,7 @@ CENSUS = """() => {
   }
   return Object.entries(seen).sort().map(([k, n]) => k + ':' + n).join(',');
 }"""
-CENSUS_KINDS = ["stHeading", "stMarkdown", "stText", "stMetric", "stAlert", "stSelectbox", "stMultiSelect",
-                "stNumberInput", "stTextInput", "stTextArea", "stRadio", "stCheckbox", "stButtonGroup", "stSlider",
-                "stButton", "stDownloadButton", "stPageLink", "stFileUploader", "stExpander", "stTabs",
-                "stHorizontalBlock", "stProgress", "stCode", "stHtml", "stPlotlyChart", "stDataFrame", "stTable"]
+CENSUS_KINDS = re.findall(r'^    "(st\w+)": ', HELLO, re.MULTILINE)  # what the hello app's DRAW can draw
 
 ERRORS = '[data-testid="stException"]'
 # Found only in rationales ('…述べます。' + an md5), in 1 of 256 of them: ~390 hits at 100k, ~3,900 at 1M.
@@ -439,7 +436,7 @@ def run_size(browser, label: str, app_url: str, hello_url: str, info: dict, repe
             if cp not in (None, True):
                 cp.close()
             # Like every floor, with no other tab open: a tab still open keeps the code its elements loaded
-            # compiled in the browser's memory, and a new tab drawing the same elements then opens ~0.15 s faster.
+            # compiled in the browser's memory, and a new tab drawing the same elements then opens 0.1-0.15 s faster.
             if widgets := info.get("widgets", {}).get(scen.title):
                 wp = record(results, f"{label}|floor|{FLOOR_WIDGETS.format(scen.title)}",
                             lambda: tab_open(ctx, hello_url, Scenario(f"widgets?w={widgets}", "Widgets")))

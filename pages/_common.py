@@ -132,30 +132,29 @@ def data_version(store: Store) -> tuple:
 def cached_query(fn, version: tuple, **kwargs):
     """Run ``fn(store, **kwargs)`` (a ``lib`` query function), cached until the data changes: reruns
     that only change how a result is drawn cost nothing."""
-    target, data_path = store_target()
-    try:
-        return _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version, **kwargs)
-    except DatabaseFileError as exc:  # a damaged block shows up only when a query reads it
-        show_error(exc)
-        st.stop()
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
-    # ``name`` keys the cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
-    return _fn(_open_store(db, data_path), **kwargs)
+    return _through_cache(_cached_query, fn, version, kwargs)
 
 
 def cached_item_query(fn, version: tuple, **kwargs):
     """``cached_query`` for what one item shows (its question, answer, verdicts, ...), in a cache of its own: an
     analyst stepping through hundreds of items must not push the pages' aggregates out of ``cached_query``'s.
     A rerun on the same item (an expander, a verdict form) and a new tab on it skip the queries (50 ms at 1M)."""
+    return _through_cache(_cached_item_query, fn, version, kwargs)
+
+
+def _through_cache(cache, fn, version: tuple, kwargs: dict):
     target, data_path = store_target()
     try:
-        return _cached_item_query(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version, **kwargs)
-    except DatabaseFileError as exc:
+        return cache(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version, **kwargs)
+    except DatabaseFileError as exc:  # a damaged block shows up only when a query reads it
         show_error(exc)
         st.stop()
+
+
+# ``name`` keys a cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
+@st.cache_data(show_spinner=False, max_entries=128)
+def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
+    return _fn(_open_store(db, data_path), **kwargs)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)

@@ -30,8 +30,8 @@ def db(_sample_db, tmp_path):
     return path
 
 
-# ``python -m lib.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt, as in a terminal, however the suite was started:
-# a shell that starts a command in the background (``(cmd &)``) makes it, and every child, ignore SIGINT.
+# ``python -m lib.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt, as in a terminal, however the suite was
+# started: a shell that starts a command in the background (``(cmd &)``) makes it, and every child, ignore SIGINT.
 CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
                    "runpy.run_module('lib.cli', run_name='__main__', alter_sys=True)")
 
