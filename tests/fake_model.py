@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible MODEL server (the model under test) for generation tests.
 
-``FakeModel`` is ``tests.fake_openai.FakeOpenAI`` (127.0.0.1, a free port, every request recorded in
-``server.requests``) with a responder that answers like a tiny deterministic model. Its planted effects,
+``FakeModel`` is ``tests.fake_openai.FakeOpenAI`` (127.0.0.1, a free port, every request recorded
+in ``server.requests``) with a responder that answers like a tiny deterministic model. Its planted effects,
 all computed by ``answer_for(body)`` so tests can state the expected text exactly:
 
 1. **Language**: it answers in Japanese only when a system message asks for Japanese (contains ``日本``, as

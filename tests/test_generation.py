@@ -59,7 +59,8 @@ def test_switch_and_diff():
         s = s.switch(SWALLOW, f)
     assert differing_factors(s, SWALLOW) == []
     one = FASTCHAT.switch(SWALLOW, "system_prompt")
-    assert one.system_prompt == SWALLOW_SYSTEM_PROMPT and one.samples == 1 and one.name == "fastchat+system_prompt:swallow"
+    assert one.system_prompt == SWALLOW_SYSTEM_PROMPT and one.samples == 1
+    assert one.name == "fastchat+system_prompt:swallow"
     rows = diff(FASTCHAT, SWALLOW)
     assert [r["field"] for r in rows] == ["system_prompt", "temperature", "samples", "turn2_context", "max_tokens",
                                           "seed"]
@@ -221,10 +222,12 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
     label = regen_label(sw.model, setup)
     assert label == "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b [regen: swallow]"
     with sample_store.read() as cur:
-        src = cur.execute("SELECT harness, kind, path, rows_imported FROM sources WHERE source_id = ?", [sid]).fetchone()
+        src = cur.execute("SELECT harness, kind, path, rows_imported FROM sources WHERE source_id = ?",
+                          [sid]).fetchone()
         n, prompts = cur.execute("SELECT count(*), list(DISTINCT system_prompt) FROM answers WHERE model = ?",
                                  [label]).fetchone()
-        copies = cur.execute("SELECT count(*) FROM generations WHERE source_id = ? AND copy_of = 0", [sid]).fetchone()[0]
+        copies = cur.execute("SELECT count(*) FROM generations WHERE source_id = ? AND copy_of = 0",
+                             [sid]).fetchone()[0]
     assert src == ("judgelens", "generate", f"generate:{label}", 4 * 2 * 5) and n == 40
     assert prompts == [SWALLOW_SYSTEM_PROMPT]
     assert copies == 4 * 2 * 4                    # q1-4 are coding (temperature 0): samples 1-4 copy sample 0
