@@ -1,15 +1,17 @@
 """``generate``: make a run's answers again with one generation setup (lib.generation), stored as a run of
 their own (model ``M [regen: SETUP]``). The cost is printed first; nothing is sent without ``--yes``. Ctrl-C
-stops sending, keeps every answer that arrived, and the same command resumes (no request is sent twice)."""
+stops sending, keeps every answer that arrived, and the same command resumes (no request is sent twice).
+``answer-stats``: the stored-data-only view of the answer side (lib.analysis.answer_stats), no endpoint."""
 from __future__ import annotations
 
 import dataclasses
 import sys
 import threading
 
+from lib.analysis import answer_stats
 from lib.analysis.runs import resolve_run
 from lib.analysis.selectors import parse_selector
-from lib.cli.common import json_out, open_store
+from lib.cli.common import frame_out, json_out, open_store
 from lib.errors import UsageError
 from lib.generation import plan as gen_plan
 from lib.generation.questions import questions_for_run
@@ -100,8 +102,24 @@ def cmd_generate(args) -> int:
     return 1 if result.failed else 0
 
 
+def cmd_answer_stats(args) -> int:
+    store = open_store(args, read_only=True)
+    runs = [resolve_run(store, parse_selector(sel), "--run") for sel in args.run]
+    df = answer_stats.stored_view(store, runs)
+    if args.format == "table":
+        df = df.assign(mean_per_sample=df["mean_per_sample"].map(lambda v: " ".join(f"{x:.2f}" for x in v)))
+    print(frame_out(df, args.format, note=answer_stats.NOTE))
+    return 0
+
+
 def register(sub, parents) -> None:
     db, fmt = parents["db"], parents["fmt"]
+    s = sub.add_parser("answer-stats", parents=[db, fmt],
+                       help="what stored answers tell without any call: samples, exact copies, sample 0 vs the "
+                            "N-sample mean, spread, share of answers not in Japanese (one row per --run)")
+    s.add_argument("--run", action="append", required=True, help="a run: harness=..,bench=..,judge=..,model=.. "
+                                                                 "(repeat for several)")
+    s.set_defaults(func=cmd_answer_stats)
     p = sub.add_parser("generate", parents=[db, fmt],
                        help="answer a run's questions again with one generation setup (fastchat, swallow, or the "
                             "run's own) through an OpenAI-compatible endpoint serving the model under test")
