@@ -29,7 +29,8 @@ from lib.analysis.runs import Run
 from lib.store import Store
 from lib.vocab import model_key_sql, strip_think
 
-JAPANESE_RE = re.compile("[\u3041-\u309f\u30a0-\u30ff\uff66-\uff9f\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff\u3005-\u3007]")
+JAPANESE_RE = re.compile("[\u3041-\u309f\u30a0-\u30ff\uff66-\uff9f"          # hiragana, katakana, half-width
+                         "\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff\u3005-\u3007]")  # ideographs, 々〆〇
 NOT_JAPANESE_BELOW = 0.5
 NOTE = ("copy_share: samples 1.. that are exact copies of sample 0; not_japanese_share: answers under half Japanese "
         "characters; sample0_minus_mean with a 95% question-level t interval (ci_low, ci_high).")
