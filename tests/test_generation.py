@@ -203,7 +203,7 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
     qs = questions_for_run(sample_store, sw, linked_to="ja_mt_bench", limit=4)
     assert [q.question_id for q in qs] == ["1", "2", "3", "4"]
     setup = GenerationSetup.from_run(sample_store, sw)
-    plan = gp.plan_generation(qs, setup, model="shisa", base_url=model.url)
+    plan = gp.plan_generation(qs, setup, model=sw.model, base_url=model.url)   # served under its own name
     cancel = threading.Event()
     seen = []
 
@@ -232,7 +232,17 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
     assert prompts == [SWALLOW_SYSTEM_PROMPT]
     assert copies == 4 * 2 * 4                    # q1-4 are coding (temperature 0): samples 1-4 copy sample 0
     assert stored_setup(sample_store, label) == setup
+    # visible as answers of their own, never standing in for the stored ones
+    from lib.analysis import item_view
+    from lib.analysis.search import SearchQuery, search
+
+    stored = item_view.answer(sample_store, item_view.ItemKey("japanese_mt_bench", "1", 1, sw.model, 0))
+    regen = item_view.answer(sample_store, item_view.ItemKey("japanese_mt_bench", "1", 1, label, 0))
+    assert not stored["text"].startswith("回答") and regen["text"].startswith("回答")
+    assert regen["system_prompt"] == SWALLOW_SYSTEM_PROMPT and regen["temperature"] == 0.0
+    hits = search(sample_store, SearchQuery(text=regen["text"][:14], fields=("answer",)))
+    assert set(hits["model"]) == {label}
     other = gp.plan_generation(qs, setup.switch(GenerationSetup.fastchat(system_prompt=None), "system_prompt"),
-                               model="shisa", base_url=model.url)
+                               model=sw.model, base_url=model.url)
     with pytest.raises(LabelInUseError):
         generate_run(sample_store, other, send_to(model), answer_model=sw.model, label=label)

@@ -94,7 +94,9 @@ def _write_requests(store: Store, sid: int, items: list[tuple[GenRequest, str]])
 def _store_result(store: Store, sid: int, label: str, result: GenerationResult) -> int:
     setup = result.plan.setup
     answers = sorted(result.answers.values(), key=lambda a: a.slot.key)
-    ans_rows = [(sid, HARNESS, a.slot.question.bench, label, result.plan.model, None, a.slot.question.question_id,
+    # model_id stays NULL: answers match a model by model, model_id or file name, and the endpoint's model name
+    # (often the original model's) must never make these answers stand in for the stored ones
+    ans_rows = [(sid, HARNESS, a.slot.question.bench, label, None, None, a.slot.question.question_id,
                  a.slot.sample, a.slot.turn, a.text, a.slot.temperature, setup.system_prompt, setup.max_chars)
                 for a in answers]
     gen_rows = [(sid, a.slot.question.bench, a.slot.question.question_id, a.slot.turn, a.slot.sample,
