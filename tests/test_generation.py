@@ -154,6 +154,16 @@ def test_fastchat_setup_english_own_conditioning_and_max_tokens(model):
         assert t2[s] == answer_for(body)
 
 
+def test_swallow_character_cap_applies_before_turn2(model):
+    setup = GenerationSetup.swallow(max_chars=50)
+    plan = gp.plan_generation(Q[:1], setup, model="m", base_url=model.url)
+    result = run_plan(plan, send_to(model))
+    t1 = result.texts("b", "1", 1)
+    assert all(len(t) == 50 for t in t1 + result.texts("b", "1", 2))
+    # the fork cuts each text to its first max_gen_text_length characters, then turn 2 follows sample 0's cut text
+    assert {b["messages"][2]["content"] for b in model.answer_requests() if len(b["messages"]) == 4} == {t1[0]}
+
+
 def test_same_seed_same_text_again(model):
     plan = gp.plan_generation(Q[:1], SWALLOW, model="m", base_url=model.url, turns=1)
     a = run_plan(plan, send_to(model))
@@ -246,3 +256,11 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
                                model=sw.model, base_url=model.url)
     with pytest.raises(LabelInUseError):
         generate_run(sample_store, other, send_to(model), answer_model=sw.model, label=label)
+    # removing the source removes all of it
+    from lib.ingest.importer import remove_source
+
+    assert remove_source(sample_store, sid)
+    with sample_store.read() as cur:
+        left = [cur.execute(f"SELECT count(*) FROM {t} WHERE source_id = ?", [sid]).fetchone()[0]
+                for t in ("answers", "generations", "generation_runs")]
+    assert left == [0, 0, 0] and cached_answers(sample_store) == {}
