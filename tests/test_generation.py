@@ -66,6 +66,9 @@ def test_switch_and_diff():
                                           "seed"]
     assert [r["differs"] for r in rows] == [True, True, True, True, True, False]
     assert setup_from_dict(setup_to_dict(SWALLOW)) == SWALLOW
+    assert [r["source"] for r in one.describe()][:3] == ["harness rule (swallow)", "harness rule", "harness rule"]
+    edited = SWALLOW.restate(samples=3)
+    assert edited.samples == 3 and edited.describe()[2]["source"] == "stated"
 
 
 def test_fastchat_system_prompt_is_never_guessed():

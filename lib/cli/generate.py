@@ -4,7 +4,6 @@ stops sending, keeps every answer that arrived, and the same command resumes (no
 ``answer-stats``: the stored-data-only view of the answer side (lib.analysis.answer_stats), no endpoint."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 
@@ -32,7 +31,7 @@ def _setup(store, run, args) -> GenerationSetup:
         changes["samples"] = args.samples
     if args.max_tokens is not None:
         changes["max_tokens"] = args.max_tokens or None
-    return dataclasses.replace(setup, **changes) if changes else setup
+    return setup.restate(**changes) if changes else setup
 
 
 def cmd_generate(args) -> int:

@@ -13,6 +13,10 @@ harness would:
 see ``lib.generation.setups``.) ``request_body(...)`` is the JSON body POSTed to ``/chat/completions`` and
 ``request_key(...)`` its cache key: sha256 of the canonical JSON of (base URL, model, body), never a key.
 
+One request per sample (``n=1``, ``seed`` = the sample index): Swallow's fork asks for its 5 samples with one
+``n=5`` call, or 5 ``n=1`` calls when the model's ``max_n`` < 5; the per-sample requests make each sample
+reproducible and cacheable on its own and are what the cost estimate counts.
+
 ``estimate(plan)``: requests (= slots that are not copies: exactly what the runner sends on an empty cache),
 prompt and completion tokens (turn-2 prompts include an assumed turn-1 answer of ``answer_tokens``; the upper
 bound uses ``max_tokens`` where one is sent) and money at the given prices.

@@ -91,6 +91,14 @@ FACTORS: dict[str, tuple[str, ...]] = {
 }
 
 
+# provenance keys (describe() rows) per factor, and per field
+_PROV_KEYS = {"system_prompt": ("system_prompt",), "temperature": ("temperature",), "samples": ("samples",),
+              "turn2_context": ("turn2_context",), "max_tokens": ("max_tokens",)}
+_FIELD_PROV = {"temperatures": "temperature", "default_temperature": "temperature",
+               "temperature_override": "temperature", "honour_required_temperature": "temperature",
+               "copy_at_zero": "samples", "max_chars": "max_tokens", "seed_rule": "seed"}
+
+
 @dataclass(frozen=True)
 class GenerationSetup:
     """How answers are generated. Frozen and hashable; ``temperatures`` is a sorted tuple of (category, t)."""
@@ -161,8 +169,8 @@ class GenerationSetup:
 
         facts = run_answer_facts(store, run)
         if run.harness == "swallow":
-            prov = {"system_prompt": "files", "samples": "files", "temperature": "files", "max_chars": "files",
-                    "max_tokens": "harness default (the fork sends none)"}
+            prov = {"system_prompt": "files", "samples": "files", "temperature": "files",
+                    "max_tokens": "harness rule (the fork sends none); character cap from the files"}
             recorded = facts["system_prompts"]
             if system_prompt is not ...:
                 sp, prov["system_prompt"] = system_prompt, "stated"
@@ -205,7 +213,18 @@ class GenerationSetup:
         if factor not in FACTORS:
             raise UsageError(f"Unknown generation factor {factor!r}: one of {', '.join(FACTORS)}.")
         changes = {f: getattr(other, f) for f in FACTORS[factor]}
-        return dataclasses.replace(self, name=f"{self.name}+{factor}:{other.name}", **changes)
+        prov = dict(self.provenance)
+        theirs = dict(other.provenance)
+        for key in _PROV_KEYS[factor]:
+            prov[key] = theirs.get(key, "harness rule") + f" ({other.name})"
+        return dataclasses.replace(self, name=f"{self.name}+{factor}:{other.name}", provenance=_prov(prov), **changes)
+
+    def restate(self, **changes) -> "GenerationSetup":
+        """This setup with fields the user edited (``samples=3``, ``system_prompt=...``); they read as stated."""
+        prov = dict(self.provenance)
+        for f in changes:
+            prov[_FIELD_PROV.get(f, f)] = "stated"
+        return dataclasses.replace(self, provenance=_prov(prov), **changes)
 
     # -- presentation
     def describe(self) -> list[dict]:
@@ -227,8 +246,7 @@ class GenerationSetup:
              + (f"; texts cut to {self.max_chars} characters" if self.max_chars else ""), "max_tokens"),
             ("seed", "sample index" if self.seed_rule == SEED_SAMPLE_INDEX else "none sent", "seed"),
         ]
-        return [{"field": f, "value": v, "source": prov.get(k, "stated" if self.name not in ("fastchat", "swallow")
-                                                            else "harness rule")} for f, v, k in rows]
+        return [{"field": f, "value": v, "source": prov.get(k, "harness rule")} for f, v, k in rows]
 
 
 def setup_to_dict(setup: GenerationSetup) -> dict:
