@@ -27,14 +27,33 @@ def test_copies_and_language_on_the_same_models_pair(sample_store):
     # 4 of 8 categories run at temperature 0: their samples 1-4 are copies; the others are all distinct
     assert (sw["answers"], sw["items"], sw["samples_per_item"], sw["copy_share"]) == (800, 160, 5, 0.5)
     assert (fc["answers"], fc["samples_per_item"], fc["copy_share"]) == (160, 1, None)
-    # Swallow's sample 0 is the JA harness's answer byte for byte: the same not-Japanese share
-    assert sw["not_japanese_share_sample0"] == fc["not_japanese_share"] == pytest.approx(35 / 160)
+    # Swallow's sample 0 is the JA harness's answer byte for byte: the same not-Japanese share, which is the
+    # share of answers the same-models judge's rule (a) fires on (its README), counted here independently
+    with sample_store.read() as cur:
+        texts = [t for (t,) in cur.execute("SELECT text FROM answers WHERE bench = 'ja_mt_bench' AND model = ?",
+                                           [FC8.model]).fetchall()]
+
+    def japanese(c):
+        o = ord(c)
+        return (0x3041 <= o <= 0x309F or 0x30A0 <= o <= 0x30FF or 0xFF66 <= o <= 0xFF9F or 0x4E00 <= o <= 0x9FFF
+                or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x3005 <= o <= 0x3007)
+
+    fired = sum(sum(map(japanese, c)) / len(c) < 0.5 for c in ([x for x in t if not x.isspace()] for t in texts))
+    assert len(texts) == 160 and fired > 0
+    assert sw["not_japanese_share_sample0"] == fc["not_japanese_share"] == fired / 160
 
 
 def test_sample0_vs_mean_and_spread(sample_store):
     s = A.sample_scores(sample_store, SW70)
-    assert s["samples"] == 5 and s["n_questions"] == 80
-    assert s["delta"] == pytest.approx(s["mean_sample0"] - s["mean_all"])
+    assert s["samples"] == 5 and s["n_questions"] == 80 and len(s["per_sample"]) == 5
+    with sample_store.read() as cur:   # the same means in SQL: items with a valid sample-0 score
+        m0, mall, n = cur.execute("""
+            WITH i AS (SELECT question_id, turn, avg(score) FILTER (sample = 0) AS s0, avg(score) AS m
+                       FROM single_judgments WHERE harness = 'swallow' AND model = ? AND score IS NOT NULL
+                       GROUP BY ALL)
+            SELECT avg(s0), avg(m), count(*) FROM i WHERE s0 IS NOT NULL""", [SW70.model]).fetchone()
+    assert (s["items"], s["mean_sample0"], s["mean_all"]) == (n, pytest.approx(m0), pytest.approx(mall))
+    assert s["delta"] == pytest.approx(m0 - mall)
     assert s["ci_low"] < s["delta"] < s["ci_high"]
     assert s["per_sample"][0] == pytest.approx(s["mean_sample0"], abs=0.05)
     assert 0 < s["spread"] < 1 and 0 < s["share_varied"] <= 1   # the planted ±1 noise on samples 1-4
