@@ -267,3 +267,18 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
         left = [cur.execute(f"SELECT count(*) FROM {t} WHERE source_id = ?", [sid]).fetchone()[0]
                 for t in ("answers", "generations", "generation_runs")]
     assert left == [0, 0, 0] and cached_answers(sample_store) == {}
+
+
+def test_generate_run_on_a_ducklake_store(tmp_path, request, model):
+    from conftest import lake_target
+    from lib.store import Store
+
+    target, data = lake_target("sqlite", tmp_path, request)
+    with Store(target, data_path=data) as lake:
+        plan = gp.plan_generation(Q, SWALLOW, model="m", base_url=model.url)
+        sid, result = generate_run(lake, plan, send_to(model), answer_model="M")
+        again_sid, again = generate_run(lake, plan, send_to(model), answer_model="M")
+        with lake.read() as cur:
+            n = cur.execute("SELECT count(*) FROM answers WHERE model = 'M [regen: swallow]'").fetchone()[0]
+    assert result.complete and again_sid == sid and again.cached == plan.requests and again.sent == 0
+    assert n == len(plan.slots) == 30 and len(model.chat_requests()) == plan.requests == 22

@@ -73,6 +73,10 @@ SWALLOW_TEMPERATURES: Mapping[str, float] = {
 SWALLOW_DEFAULT_TEMPERATURE = 0.0
 SWALLOW_SAMPLES = 5
 SWALLOW_MAX_CHARS = 8192
+# Judge side (for the ladder's judge_max_tokens step; not used by generation): FastChat common.py
+# chat_completion_openai max_tokens=2048 (API_MAX_TOKENS); Swallow llm_as_judge.py JudgeLM max_tokens=4096.
+FASTCHAT_JUDGE_MAX_TOKENS = 2048
+SWALLOW_JUDGE_MAX_TOKENS = 4096
 # ================================================================================================
 
 TURN2_OWN = "own"          # each sample's turn 2 follows its own turn 1 (FastChat)
