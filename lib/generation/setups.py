@@ -73,8 +73,8 @@ SWALLOW_TEMPERATURES: Mapping[str, float] = {
 SWALLOW_DEFAULT_TEMPERATURE = 0.0
 SWALLOW_SAMPLES = 5
 SWALLOW_MAX_CHARS = 8192
-# Judge side (for the ladder's judge_max_tokens step; not used by generation): FastChat common.py
-# chat_completion_openai max_tokens=2048 (API_MAX_TOKENS); Swallow llm_as_judge.py JudgeLM max_tokens=4096.
+# Judge side (for the ladder's judge_max_tokens step; not used by generation): FastChat common.py run_judge_single
+# calls chat_completion_openai(..., temperature=0, max_tokens=2048); Swallow llm_as_judge.py JudgeLM max_tokens=4096.
 FASTCHAT_JUDGE_MAX_TOKENS = 2048
 SWALLOW_JUDGE_MAX_TOKENS = 4096
 # ================================================================================================
