@@ -147,3 +147,9 @@ class LabelInUseError(JudgeLensError):
 
 class ProbeError(JudgeLensError):
     title = "Cannot run the probes"
+
+
+class UnknownSystemPromptError(UsageError):
+    """A generation setup needs the model's system prompt and the run's files do not show it."""
+
+    title = "Unknown system prompt"

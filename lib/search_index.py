@@ -287,7 +287,7 @@ def index_new_sources(cur, *, marked=()) -> None:
         return
     cur.execute("DELETE FROM search_text WHERE source_id NOT IN (SELECT source_id FROM sources)")
     cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM sources)"
-                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+                " OR source_id IN (SELECT source_id FROM sources WHERE kind IN ('rejudge', 'generate'))")
     new = [r[0] for r in cur.execute(
         "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources) "
         "ORDER BY source_id").fetchall()]

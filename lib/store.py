@@ -218,6 +218,28 @@ CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged s
     base_url     VARCHAR NOT NULL
 );
 
+-- Regenerated answers (lib.generation.storage): a 'generate' source's answers rows are made by a generation
+-- setup; generation_runs says which (one row per source), generations holds one row per answer slot with the
+-- request that made it (the key resume and the cache read; copies: request_key NULL, copy_of the sample).
+CREATE TABLE IF NOT EXISTS generation_runs (
+    source_id    INTEGER NOT NULL,
+    label        VARCHAR NOT NULL,             -- the stored model name, e.g. 'M [regen: swallow]'
+    endpoint_model VARCHAR NOT NULL,           -- the model name sent to the endpoint
+    base_url     VARCHAR NOT NULL,
+    setup        JSON NOT NULL                 -- the GenerationSetup (lib.generation.setups), never a key
+);
+CREATE TABLE IF NOT EXISTS generations (
+    source_id    INTEGER NOT NULL,
+    bench        VARCHAR NOT NULL,
+    question_id  VARCHAR NOT NULL,
+    turn         INTEGER NOT NULL,
+    sample       INTEGER NOT NULL,
+    request_key  VARCHAR,                      -- lib.generation.plan.request_key; NULL for a copy
+    copy_of      INTEGER,
+    request      JSON,                         -- the body as sent (no credentials)
+    text         VARCHAR
+);
+
 -- Judge-prompt probes (lib.probes.suite): one row per probe run, one per judged probe request. Probe
 -- requests go through judge_cache like re-judging but never become single_judgments rows.
 CREATE SEQUENCE IF NOT EXISTS probe_run_ids START 1;

@@ -1,5 +1,6 @@
 """Command line: ``python -m lib.cli COMMAND``. Each command lives in the module of its area
-(``data``, ``review``, ``stats``, ``judging``, ``links``, ``harness``); this file builds the parser from them and maps errors to exit codes.
+(``data``, ``review``, ``stats``, ``judging``, ``generate``, ``links``, ``harness``); this file builds the parser
+from them and maps errors to exit codes.
 
 Exit codes: 0 success, 1 bad input (nothing imported; ``rejudge``: not one request succeeded), 2 usage or
 a user error (unknown format, a bad template, a refused API key, ...), 3 the database is in use by another
@@ -13,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lib.cli import data, harness, judging, links, review, search, stats, store, verdicts
+from lib.cli import data, generate, harness, judging, links, review, search, stats, store, verdicts
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
 
-COMMAND_MODULES = (data, review, stats, judging, links, harness, search, verdicts, store)
+COMMAND_MODULES = (data, review, stats, judging, generate, links, harness, search, verdicts, store)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -713,7 +713,8 @@ def remove_source(store: Store, source_id: int) -> bool:
         benches = [r[0] for r in cur.execute(
             "SELECT DISTINCT bench FROM single_judgments WHERE source_id = $s "
             "UNION SELECT DISTINCT bench FROM questions WHERE source_id = $s", {"s": source_id}).fetchall()]
-        for table in [*DATA_TABLES, "rejudgments"]:  # rejudgments: what produced a 'rejudge' source's verdicts
+        # rejudgments / generation_*: what produced a 'rejudge' source's verdicts or a 'generate' source's answers
+        for table in [*DATA_TABLES, "rejudgments", "generation_runs", "generations"]:
             cur.execute(f"DELETE FROM {table} WHERE source_id = ?", [source_id])
         cur.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
         refresh_item_scores(cur, benches)

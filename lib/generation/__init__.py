@@ -1,0 +1,20 @@
+"""Generation: answers of the model under test made again the way a harness would (issue 21, answer side).
+
+Beside ``lib.judging`` in the layers (it imports ``lib.analysis`` and ``lib.store``, never ``lib.judging``).
+Public API:
+
+- ``setups``: ``GenerationSetup`` (frozen: system prompt, temperature map + override, samples, copy at
+  temperature 0, turn-2 conditioning, max_tokens, character cap, seed rule, provenance) with ``.fastchat()``,
+  ``.swallow()``, ``.for_harness()``, ``.from_run()``, ``.temperature_for()``, ``.seed_for()``, ``.switch()``,
+  ``.describe()``; ``diff``, ``differing_factors``, ``FACTORS`` (the ladder's generation steps),
+  ``setup_to_dict`` / ``setup_from_dict``; the harness facts in the block marked HARNESS FACTS.
+- ``plan``: ``Question``, ``Slot``, ``GenerationPlan``, ``plan_generation``, ``messages_for``, ``request_body``,
+  ``request_key``, ``estimate`` -> ``Estimate``.
+- ``runner``: ``GenRequest``, ``Send``, ``run_plan`` -> ``GenerationResult`` (answers per slot, sent, cached,
+  failed, cancelled), ``openai_send`` (the default ``send`` on the openai client).
+- ``questions``: ``questions_for_run``, ``run_answer_facts``.
+- ``storage``: ``generate_run`` (send + store as a run of its own, resumable), ``cached_answers``,
+  ``regen_label``, ``stored_setup``.
+
+The stored-data-only view of the answer side is ``lib.analysis.answer_stats``.
+"""

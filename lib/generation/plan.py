@@ -1,0 +1,202 @@
+"""Request planning: the exact chat requests a generation setup sends, before anything is sent.
+
+``plan_generation(questions, setup, model=..., base_url=...)`` lays out, for every question × turn × sample,
+a ``Slot``: the temperature, ``max_tokens`` and seed it is sent with, the turn-1 sample its turn-2 history is
+conditioned on (``condition_on``), or, for a copy (Swallow at temperature 0: samples 1.. repeat sample 0),
+``copy_of`` and no request at all. ``messages_for(slot, turn1_text)`` builds the messages exactly as the
+harness would:
+
+- turn 1: ``[system?, user(turns[0])]``
+- turn 2: ``[system?, user(turns[0]), assistant(turn-1 answer of sample condition_on), user(turns[1])]``
+
+(FastChat: ``get_conversation_template`` + ``append_message`` per turn; Swallow: the fork's turn contexts,
+see ``lib.generation.setups``.) ``request_body(...)`` is the JSON body POSTed to ``/chat/completions`` and
+``request_key(...)`` its cache key: sha256 of the canonical JSON of (base URL, model, body), never a key.
+
+One request per sample (``n=1``, ``seed`` = the sample index): Swallow's fork asks for its 5 samples with one
+``n=5`` call, or 5 ``n=1`` calls when the model's ``max_n`` < 5; the per-sample requests make each sample
+reproducible and cacheable on its own and are what the cost estimate counts.
+
+``estimate(plan)``: requests (= slots that are not copies: exactly what the runner sends on an empty cache),
+prompt and completion tokens (turn-2 prompts include an assumed turn-1 answer of ``answer_tokens``; the upper
+bound uses ``max_tokens`` where one is sent) and money at the given prices.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Mapping
+
+from lib.errors import UsageError
+from lib.generation.setups import TURN2_SAMPLE0, GenerationSetup
+
+TYPICAL_ANSWER_TOKENS = 600   # assumed answer length for estimates when no max_tokens caps it lower
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question to answer: its bench and id, category and user turns (``required_temperature``: FastChat)."""
+
+    bench: str
+    question_id: str
+    category: str | None
+    turns: tuple[str, ...]
+    required_temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One (question, turn, sample) answer to make. ``copy_of`` set: no request, the text of that sample."""
+
+    question: Question
+    turn: int                      # 1-based
+    sample: int
+    temperature: float
+    max_tokens: int | None
+    seed: int | None
+    condition_on: int | None       # turn 2: the turn-1 sample whose answer is the history
+    copy_of: int | None            # a copy of this sample of the same turn (no request)
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.question.bench, self.question.question_id, self.turn, self.sample)
+
+    @property
+    def sends(self) -> bool:
+        return self.copy_of is None
+
+
+@dataclass(frozen=True)
+class GenerationPlan:
+    setup: GenerationSetup
+    model: str
+    base_url: str
+    slots: tuple[Slot, ...]
+
+    @property
+    def requests(self) -> int:
+        return sum(1 for s in self.slots if s.sends)
+
+    @property
+    def questions(self) -> list[Question]:
+        seen: dict[tuple, Question] = {}
+        for s in self.slots:
+            seen.setdefault((s.question.bench, s.question.question_id), s.question)
+        return list(seen.values())
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a plan will cost on an empty cache (``cached`` requests already answered cost nothing)."""
+
+    requests: int
+    cached: int
+    to_send: int
+    copies: int
+    prompt_tokens: int             # of the requests to send
+    completion_tokens: int         # expected
+    completion_tokens_max: int | None   # with max_tokens; None when a request sends none
+    cost: float | None
+    cost_max: float | None
+
+    def text(self) -> str:
+        money = f"; ~${self.cost:.4f}" if self.cost is not None else ""
+        money += f" (at most ${self.cost_max:.4f})" if self.cost_max is not None else ""
+        return (f"{self.requests} request(s) ({self.copies} sample(s) are copies, no request), {self.cached} "
+                f"answered already, {self.to_send} to send; ~{self.prompt_tokens} prompt and "
+                f"~{self.completion_tokens} completion tokens{money}")
+
+
+def plan_generation(questions: list[Question], setup: GenerationSetup, *, model: str, base_url: str,
+                    turns: int | None = None) -> GenerationPlan:
+    """Every slot of ``questions`` × turns × ``setup.samples``, in question, turn, sample order."""
+    if not model:
+        raise UsageError("Name the model under test (--model): the endpoint's model name.")
+    slots = []
+    for q in questions:
+        n_turns = len(q.turns) if turns is None else min(turns, len(q.turns))
+        if not n_turns:
+            raise UsageError(f"Question {q.bench}/{q.question_id} has no turns to answer.")
+        t = setup.temperature_for(q.category, q.required_temperature)
+        for turn in range(1, n_turns + 1):
+            for s in range(setup.samples):
+                copy = 0 if (setup.copy_at_zero and t == 0 and s > 0) else None
+                cond = None if turn == 1 else (0 if setup.turn2_context == TURN2_SAMPLE0 else s)
+                slots.append(Slot(q, turn, s, t, setup.max_tokens, setup.seed_for(s), cond, copy))
+    return GenerationPlan(setup, model, base_url.strip().rstrip("/"), tuple(slots))
+
+
+def messages_for(setup: GenerationSetup, slot: Slot, turn1_text: str | None = None) -> list[dict]:
+    """The chat messages of ``slot``; turn 2 needs the turn-1 answer of sample ``slot.condition_on``."""
+    msgs = [] if setup.system_prompt is None else [{"role": "system", "content": setup.system_prompt}]
+    q = slot.question
+    msgs.append({"role": "user", "content": q.turns[0]})
+    if slot.turn >= 2:
+        if turn1_text is None:
+            raise UsageError(f"Turn 2 of {q.bench}/{q.question_id} needs the turn-1 answer it follows.")
+        msgs += [{"role": "assistant", "content": turn1_text}, {"role": "user", "content": q.turns[1]}]
+    return msgs
+
+
+def request_body(plan: GenerationPlan, slot: Slot, turn1_text: str | None = None) -> dict:
+    """The JSON body POSTed to ``{base_url}/chat/completions`` for ``slot`` (no credentials)."""
+    body = {"model": plan.model, "messages": messages_for(plan.setup, slot, turn1_text), "n": 1,
+            "temperature": slot.temperature}
+    if slot.max_tokens is not None:
+        body["max_tokens"] = slot.max_tokens
+    if slot.seed is not None:
+        body["seed"] = slot.seed
+    return body
+
+
+def request_key(base_url: str, body: dict) -> str:
+    """sha256 of the canonical JSON of (base URL, body): the same request, the same key."""
+    text = json.dumps({"base_url": base_url.strip().rstrip("/"), "body": body}, ensure_ascii=False, sort_keys=True,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count: ASCII ~4 characters per token, other characters ~1 each."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return ascii_chars // 4 + (len(text) - ascii_chars) + 1
+
+
+def estimate(plan: GenerationPlan, *, answered: Mapping[str, str] | None = None,
+             answer_tokens: int = TYPICAL_ANSWER_TOKENS, price_per_1k_input: float | None = None,
+             price_per_1k_output: float | None = None) -> Estimate:
+    """Requests, tokens and money of ``plan``. ``answered``: request key -> text already answered (the cache):
+    a slot whose exact request is in it costs nothing. A turn-2 key is known once the turn-1 text it follows
+    is (answered itself), so ``to_send`` is exactly what ``run_plan`` will send with the same ``answered``."""
+    answered = answered or {}
+    requests = plan.requests
+    copies = len(plan.slots) - requests
+    expected = answer_tokens if plan.setup.max_tokens is None else min(answer_tokens, plan.setup.max_tokens)
+    texts: dict[tuple, str] = {}
+    cached = prompt = 0
+    for slot in plan.slots:
+        if not slot.sends:
+            continue
+        t1 = None
+        if slot.turn >= 2:
+            t1 = texts.get((slot.question.bench, slot.question.question_id, slot.turn - 1, slot.condition_on))
+        if slot.turn == 1 or t1 is not None:
+            key = request_key(plan.base_url, request_body(plan, slot, t1))
+            if key in answered:
+                texts[slot.key] = answered[key]
+                cached += 1
+                continue
+        msgs = messages_for(plan.setup, slot, "" if slot.turn >= 2 else None)
+        prompt += sum(estimate_tokens(m["content"]) for m in msgs)
+        prompt += (estimate_tokens(t1) if t1 is not None else expected) if slot.turn >= 2 else 0
+    to_send = requests - cached
+    completion = expected * to_send
+    cmax = None if plan.setup.max_tokens is None else plan.setup.max_tokens * to_send
+
+    def money(c):
+        if price_per_1k_input is None or price_per_1k_output is None or c is None:
+            return None
+        return prompt / 1000 * price_per_1k_input + c / 1000 * price_per_1k_output
+
+    return Estimate(requests, cached, to_send, copies, prompt, completion, cmax, money(completion), money(cmax))

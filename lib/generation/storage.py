@@ -1,0 +1,150 @@
+"""Regenerated answers stored as a run of their own, visible to every page as answers.
+
+A regenerated run is a ``sources`` row of kind ``generate`` (harness ``judgelens``, path ``generate:<label>``)
+with ``answers`` rows like an import's (model = the label, e.g. ``shisa-ai/shisa-v2-llama3.1-8b [regen:
+swallow]``; ``system_prompt``, ``temperature`` and ``max_chars`` filled from the setup), one
+``generation_runs`` row (the setup as JSON, endpoint model, base URL) and one ``generations`` row per sample
+(the request body and its key; copies name the sample they copy). Removing the source removes all of it.
+
+- ``regen_label(model, setup)``: the default stored model name;
+- ``cached_answers(store)``: request key -> text of every stored generation (the generation cache resume reads);
+- ``generate_run(store, plan, send, answer_model=..., ...)``: sends what is not answered yet and stores the run;
+  run it again with the same plan and label to resume: no answered request is sent twice;
+- ``stored_setup(store, label)``: the setup a stored regenerated run was made with.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from typing import Callable
+
+from lib.errors import LabelInUseError
+from lib.generation.plan import GenerationPlan
+from lib.generation.runner import GenerationResult, GenRequest, Send, run_plan
+from lib.generation.setups import GenerationSetup, setup_from_dict, setup_to_dict
+from lib.search_index import index_new_sources
+from lib.store import Store
+
+HARNESS = "judgelens"
+KIND = "generate"
+FLUSH_EVERY_S = 0.5
+
+
+def regen_label(model: str, setup: GenerationSetup) -> str:
+    return f"{model} [regen: {setup.name}]"
+
+
+def _run_sha(label: str, plan: GenerationPlan) -> str:
+    ident = {"label": label, "setup": setup_to_dict(plan.setup), "model": plan.model, "base_url": plan.base_url}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def cached_answers(store: Store) -> dict[str, str]:
+    with store.read() as cur:
+        return {k: t for k, t in cur.execute(
+            "SELECT request_key, text FROM generations WHERE request_key IS NOT NULL AND text IS NOT NULL").fetchall()}
+
+
+def stored_setup(store: Store, label: str) -> GenerationSetup | None:
+    with store.read() as cur:
+        row = cur.execute("SELECT setup FROM generation_runs WHERE label = ? ORDER BY source_id DESC LIMIT 1",
+                          [label]).fetchone()
+    return setup_from_dict(json.loads(row[0])) if row else None
+
+
+def _ensure_source(store: Store, plan: GenerationPlan, label: str) -> int:
+    sha = _run_sha(label, plan)
+    benches = sorted({q.bench for q in plan.questions})
+
+    def ensure(cur) -> int:
+        row = cur.execute("SELECT source_id FROM sources WHERE kind = ? AND sha256 = ?", [KIND, sha]).fetchone()
+        if row:
+            return row[0]
+        other = cur.execute("SELECT source_id FROM sources WHERE kind = ? AND path = ?",
+                            [KIND, f"{KIND}:{label}"]).fetchone()
+        if other:
+            raise LabelInUseError(
+                f"The regenerated run {label!r} (source {other[0]}) was made with another setup, model or endpoint. "
+                "Choose another label, or remove that source first (python -m lib.cli remove "
+                f"{other[0]}).")
+        sid = store.next_id(cur, "sources")
+        cur.execute("""INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes,
+                                            rows_imported, warnings)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, [])""",
+                    [sid, sha, f"{KIND}:{label}", label, HARNESS, KIND, benches[0] if len(benches) == 1 else None])
+        cur.execute("INSERT INTO generation_runs VALUES (?, ?, ?, ?, ?)",
+                    [sid, label, plan.model, plan.base_url, json.dumps(setup_to_dict(plan.setup), ensure_ascii=False)])
+        return sid
+
+    return store.transaction(ensure)
+
+
+def _write_requests(store: Store, sid: int, items: list[tuple[GenRequest, str]]) -> None:
+    rows = [(sid, r.slot.question.bench, r.slot.question.question_id, r.slot.turn, r.slot.sample, r.key, None,
+             json.dumps(r.body, ensure_ascii=False), text) for r, text in items]
+
+    def write(cur) -> None:
+        cur.executemany("INSERT INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    store.transaction(write)
+
+
+def _store_result(store: Store, sid: int, label: str, result: GenerationResult) -> int:
+    setup = result.plan.setup
+    answers = sorted(result.answers.values(), key=lambda a: a.slot.key)
+    # model_id stays NULL: answers match a model by model, model_id or file name, and the endpoint's model name
+    # (often the original model's) must never make these answers stand in for the stored ones
+    ans_rows = [(sid, HARNESS, a.slot.question.bench, label, None, None, a.slot.question.question_id,
+                 a.slot.sample, a.slot.turn, a.text, a.slot.temperature, setup.system_prompt, setup.max_chars)
+                for a in answers]
+    gen_rows = [(sid, a.slot.question.bench, a.slot.question.question_id, a.slot.turn, a.slot.sample,
+                 a.request_key, a.slot.copy_of if a.copied else None, None, a.text) for a in answers]
+
+    def write(cur) -> int:
+        cur.execute("DELETE FROM answers WHERE source_id = ?", [sid])
+        # keep the request bodies of sent rows; rewrite the slot table from the result
+        bodies = dict(cur.execute("SELECT request_key, request FROM generations WHERE source_id = ? "
+                                  "AND request_key IS NOT NULL", [sid]).fetchall())
+        cur.execute("DELETE FROM generations WHERE source_id = ?", [sid])
+        if ans_rows:
+            cur.executemany("""INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id,
+                                                    sample, turn, text, temperature, system_prompt, max_chars)
+                               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", ans_rows)
+            cur.executemany("INSERT INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [r[:7] + (bodies.get(r[5]),) + r[8:] for r in gen_rows])
+        cur.execute("UPDATE sources SET rows_imported = ? WHERE source_id = ?", [len(ans_rows), sid])
+        index_new_sources(cur)
+        return len(ans_rows)
+
+    return store.transaction(write)
+
+
+def generate_run(store: Store, plan: GenerationPlan, send: Send, *, answer_model: str, label: str | None = None,
+                 progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
+                 concurrency: int = 4) -> tuple[int, GenerationResult]:
+    """Send ``plan`` (what the cache has not answered) and store the answers as the run ``label`` (default
+    ``regen_label(answer_model, setup)``). Every answered request is written as it arrives (at most every
+    ``FLUSH_EVERY_S``), so a cancelled or killed run resumes where it stopped. Returns (source id, result)."""
+    label = label or regen_label(answer_model, plan.setup)
+    sid = _ensure_source(store, plan, label)
+    buffer: list[tuple[GenRequest, str]] = []
+    last = [time.monotonic()]
+
+    def on_answer(req: GenRequest, text: str) -> None:   # called under the runner's lock
+        buffer.append((req, text))
+        if time.monotonic() - last[0] >= FLUSH_EVERY_S:
+            _write_requests(store, sid, buffer[:])
+            buffer.clear()
+            last[0] = time.monotonic()
+
+    try:
+        result = run_plan(plan, send, answered=cached_answers(store), on_answer=on_answer, progress=progress,
+                          cancel=cancel, concurrency=concurrency)
+    finally:
+        if buffer:
+            _write_requests(store, sid, buffer[:])
+            buffer.clear()
+    _store_result(store, sid, label, result)
+    return sid, result
