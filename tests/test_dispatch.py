@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fake_openai import FakeOpenAI, Reply
 
-from lib.judging import client as J
+from lib.judging.config import JudgeConfig
 from lib.judging.dispatch import Dispatcher
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ class Job:
 
 
 def config(server, **kw):
-    return J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
+    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
 
 
 def test_every_job_comes_back_once_with_its_answer_or_its_reason():
@@ -71,10 +71,14 @@ def test_a_caller_that_stops_reading_stops_the_workers():
 
 def test_batches_and_probes_share_the_dispatcher_and_no_other_thread_pool():
     lib = ROOT / "lib"
+    # the sandbox's pipe reader is not a judge call; jobs.py runs one whole batch on one thread (it sends
+    # through the dispatcher like any caller)
     callers = [p for p in [*(lib / "judging").glob("*.py"), *(lib / "probes").glob("*.py")]
-               if p.name != "sandbox.py"]   # the sandbox's pipe reader is not a judge call
+               if p.name not in ("sandbox.py", "jobs.py")]
     pools = [str(p.relative_to(ROOT)) for p in callers
              if re.search(r"ThreadPoolExecutor|threading\.Thread\(", p.read_text(encoding="utf-8"))]
     assert pools == ["lib/judging/dispatch.py"]
+    jobs = (lib / "judging" / "jobs.py").read_text(encoding="utf-8")
+    assert jobs.count("threading.Thread(") == 1 and "ThreadPoolExecutor" not in jobs
     for module in ("judging/batch.py", "probes/runner.py"):
         assert "Dispatcher(" in (lib / module).read_text(encoding="utf-8")

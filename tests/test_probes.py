@@ -10,7 +10,7 @@ import threading
 import pytest
 from fake_openai import FakeOpenAI
 
-from lib.judging import client as J
+from lib.judging.config import JudgeConfig
 from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.cli import main
@@ -90,10 +90,10 @@ def server():
         yield srv
 
 
-def cfg(server, **kw) -> J.JudgeConfig:
+def cfg(server, **kw) -> JudgeConfig:
     base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
     base.update(kw)
-    return J.JudgeConfig(**base)
+    return JudgeConfig(**base)
 
 
 def rows(store, sql, params=()):

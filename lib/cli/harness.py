@@ -48,7 +48,7 @@ def cmd_attribute(args) -> int:
 
     from lib.cli.common import judge_config, split_list
     from lib.judging import attribution
-    from lib.judging.client import resolve_api_key
+    from lib.judging.config import resolve_api_key
 
     store = open_store(args)
     steps = split_list(args.steps) if args.steps else list(attribution.STEPS)

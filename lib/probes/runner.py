@@ -10,9 +10,11 @@ from typing import Callable
 
 from lib.analysis.item_view import ItemKey
 from lib.errors import ProbeError
-from lib.judging.client import CallResult, JudgeConfig, request_hash
+from lib.judging import cache
+from lib.judging.calls import CallResult, CallStats
+from lib.judging.config import JudgeConfig
 from lib.judging.context import ContextResult, PairKey, build_contexts
-from lib.judging.dispatch import Dispatcher, cached, store_in_cache
+from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import ParseResult, check_spec, parse, to_ten_scale
 from lib.judging.templates import Template, get_template, render_many, save_template
 from lib.probes.ablation import _ablation_result, ablation_variants
@@ -53,8 +55,7 @@ class _Sender:
     concurrency: int = 4
     progress: Callable[[int, int], None] | None = None
     cancel: threading.Event | None = None
-    stats: dict = field(default_factory=lambda: {"calls": 0, "cache_hits": 0, "prompt_tokens": 0,
-                                                 "completion_tokens": 0})
+    stats: CallStats = field(default_factory=CallStats)
 
     def send(self, reqs: list[_Req]) -> None:
         """Send the requests (identical unforced requests once, cache first) through the dispatcher,
@@ -63,13 +64,13 @@ class _Sender:
         forced: list[_Req] = []
         for r in reqs:
             (forced.append(r) if r.force else unique.setdefault(r.hash, []).append(r))
-        hits = cached(self.store, list(unique))
+        hits = cache.fetch(self.store, list(unique))
         jobs: list[_Job] = []
         for h, group in unique.items():
             if h in hits:
                 for r in group:
                     r.result = hits[h]
-                self.stats["cache_hits"] += len(group)
+                self.stats.cache_hits += len(group)
             else:
                 jobs.append(_Job(group))
         jobs.extend(_Job([r]) for r in forced)
@@ -87,13 +88,12 @@ class _Sender:
                     answered = self._to_cache(answered)
                     continue
                 group = out.job.group
-                self.stats["calls"] += 1
+                self.stats.calls += 1
                 if out.result is not None:
                     for r in group:
                         r.result = out.result
-                    self.stats["prompt_tokens"] += out.result.prompt_tokens
-                    self.stats["completion_tokens"] += out.result.completion_tokens
-                    self.stats["cache_hits"] += len(group) - 1
+                    self.stats.add_answer(out.result)
+                    self.stats.cache_hits += len(group) - 1
                     answered.append((group[0].messages, out.result))
                 else:
                     for r in group:
@@ -112,7 +112,7 @@ class _Sender:
 
     def _to_cache(self, answered: list) -> list:
         if answered:
-            self.store.transaction(lambda cur: store_in_cache(cur, self.config, answered))
+            self.store.transaction(lambda cur: cache.save(cur, self.config, answered))
         return []
 
 
@@ -194,9 +194,9 @@ def run_probes(store: Store, template: Template | str, config: JudgeConfig, *, i
     run = ProbeRun(template=template.label, template_id=template.template_id, template_name=template.name,
                    model=config.model, base_url=config.base_url, params=params, results=results, outcomes=outcomes,
                    mode=mode, scale=scale, items=[_item_keys(i) for i in items], requests=len(reqs),
-                   calls=stats["calls"], cache_hits=stats["cache_hits"],
+                   calls=stats.calls, cache_hits=stats.cache_hits,
                    errors=sum(1 for r in reqs if r.error is not None),
-                   prompt_tokens=stats["prompt_tokens"], completion_tokens=stats["completion_tokens"])
+                   prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens)
     run.cost = config.cost(run.prompt_tokens, run.completion_tokens)
     run.elapsed_s = time.perf_counter() - started
     run.summary = summary_text(run)
@@ -273,7 +273,7 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
             if not res.ok:
                 render_errors[(layout, j[1], j[2])] = res.error
                 continue
-            reqs.append(_Req(tag, res.messages, request_hash(config, res.messages)))
+            reqs.append(_Req(tag, res.messages, cache.request_hash(config, res.messages)))
     base = {(r.tag["layout"], r.tag["probe"], r.tag["item"]): r for r in reqs}
     if not need_real:  # only repeat noise: its forced calls are the only ones
         reqs = [r for r in reqs if r.tag["probe"] != "real_answer"]
@@ -392,7 +392,7 @@ def _run_pairwise(plan: _Plan) -> tuple[list[ProbeResult], list[dict], list[_Req
     for j, res in zip(jobs, rendered):
         if res.ok:
             reqs.append(_Req({"probe": j[0], "game": j[1], "item": j[2], "repeat": None}, res.messages,
-                             request_hash(config, res.messages)))
+                             cache.request_hash(config, res.messages)))
     if "repeat_noise" in wanted and repeats >= 2:
         base = {(r.tag["item"]): r for r in reqs if r.tag["probe"] == "position_swap" and r.tag["game"] == 1}
         for k in usable[:max(0, int(noise_items))]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from lib.judging.calls import CallStats
 from lib.judging.context import PairKey
 
 
@@ -106,7 +107,10 @@ class ProbeResult:
 
 
 @dataclass
-class ProbeRun:
+class ProbeRun(CallStats):
+    """One probe run: what was probed, each probe's result and each request's outcome; the call counts
+    (requests, calls, cache hits, tokens, cost, time) are ``CallStats``."""
+
     template: str                  # name@vN
     template_id: int
     template_name: str
@@ -118,14 +122,7 @@ class ProbeRun:
     mode: str = "single"
     scale: list | None = None
     items: list = field(default_factory=list)
-    requests: int = 0
-    calls: int = 0
-    cache_hits: int = 0
     errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    elapsed_s: float = 0.0
     run_id: int | None = None
     created_at: object = None
     summary: str = ""

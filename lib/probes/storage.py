@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lib.errors import ProbeError
-from lib.judging.client import _insert
 from lib.probes.spec import ALL_PROBES, ProbeResult, ProbeRun, _fmt
-from lib.store import Store
+from lib.store import Store, insert_rows
 
 
 # ------------------------------------------------------------------------------------------------
@@ -41,7 +40,7 @@ def save_probe_run(store: Store, run: ProbeRun) -> int:
                          "verdict": o.get("verdict"), "real_score": _num(o.get("real_score")),
                          "failed": o.get("failed"), "status": o["status"], "rationale": o.get("rationale"),
                          "request_hash": o.get("request_hash"), "detail": o.get("detail") or None})
-        _insert(cur, "probe_results", rows)
+        insert_rows(cur, "probe_results", rows)
         return run_id, created
 
     run_id, created = store.transaction(save)
