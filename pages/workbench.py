@@ -174,8 +174,9 @@ force = st.checkbox("Call the judge even if this exact request is cached", key="
 if st.button("Re-judge", type="primary", icon=":material/gavel:", disabled=messages is None or config is None):
     try:
         with st.spinner(f"Asking {config.model}…"):
-            st.session_state["wb_result"] = (item, rejudge_one(store, template, config, item, api_key=api_key,
-                                                               force=force, judge_hint=st.session_state.get("wb_judge")))
+            st.session_state["wb_result"] = (item, rejudge_one(
+                store, template, config, item, api_key=api_key, force=force,
+                judge_hint=st.session_state.get("wb_judge")))
     except JudgeLensError as exc:
         show_error(exc)
 

@@ -139,7 +139,7 @@ class ProbeRun(CallStats):
         return [r.to_json() for r in self.results]
 
 
-def _item_keys(item) -> dict:
+def item_keys(item) -> dict:
     if isinstance(item, PairKey):
         return {"bench": item.bench, "question_id": str(item.question_id), "turn": int(item.turn),
                 "model": item.model_a, "model_b": item.model_b, "sample": int(item.sample)}
@@ -147,19 +147,19 @@ def _item_keys(item) -> dict:
             "model_b": None, "sample": int(item.sample)}
 
 
-def _item_name(keys: dict) -> str:
+def item_name(keys: dict) -> str:
     who = keys["model"] + (f" vs {keys['model_b']}" if keys.get("model_b") else "")
     return f"{keys['bench']} q{keys['question_id']} turn {keys['turn']} ({who})"
 
 
-def _excerpt(text: str | None, n: int = RATIONALE_EXCERPT) -> str:
+def excerpt(text: str | None, n: int = RATIONALE_EXCERPT) -> str:
     text = (text or "").strip()
     return text if len(text) <= n else text[:n] + "…"
 
 
-def _fmt(v: float | None) -> str:
+def fmt_score(v: float | None) -> str:
     return "—" if v is None else f"{v:g}"
 
 
-def _pct(v: float | None) -> str:
+def fmt_pct(v: float | None) -> str:
     return "—" if v is None else f"{v:.0%}"
