@@ -61,7 +61,7 @@ def cmd_attribute(args) -> int:
           file=sys.stderr)
     df = ladder.run(api_key=resolve_api_key(None), concurrency=args.concurrency)
     if args.report:
-        from lib.render.report import harness_report
+        from lib.reports import harness_report
 
         text = harness_report(store, parse_selector(args.a), parse_selector(args.b), swallow_samples="first",
                               ladder=None if args.reverse else df,
