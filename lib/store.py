@@ -177,7 +177,7 @@ CREATE TABLE IF NOT EXISTS reported_metrics (
     stderr    DOUBLE
 );
 
--- Re-judging (lib.judging.templates, lib.judging.client): versioned judge templates and a cache of judge calls.
+-- Re-judging (lib.judging.templates, lib.judging.cache): versioned judge templates and a cache of judge calls.
 -- Re-judged verdicts are ordinary single_judgments rows (harness 'judgelens', judge = the run's label)
 -- under a source of kind 'rejudge', so every page compares them like any imported judge.
 CREATE SEQUENCE IF NOT EXISTS template_ids START 1;
