@@ -5,6 +5,10 @@ password field, then Streamlit secrets (passed in as a mapping: lib/ never impor
 the ``OPENAI_API_KEY`` environment variable. The key is handed to the ``OpenAI`` constructor only
 (``lib.judging.client.make_client``): it is never written to the store, to logs, to exports or to
 ``os.environ``, and any error text that echoes it is redacted (``redact``).
+
+The client, the request cache and the dispatcher read only ``base_url``, ``model``, ``params()`` (sent with
+every request and part of the cache key), ``timeout_s``, the retry settings and ``cost()``: any model request
+(a judge's, or an answer being generated) goes through them with a ``JudgeConfig``.
 """
 from __future__ import annotations
 
