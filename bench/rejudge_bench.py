@@ -6,7 +6,7 @@ What it does:
 2. Starts ``tests/fake_openai.py`` in its own process (so the server does not share this process's
    GIL, like a real remote API) with ``--latency`` per request (default 0.2 s) and a score that
    depends on the prompt.
-3. Runs ``lib.judging.client.RejudgeBatch`` with the built-in ``single-v1`` template on the first
+3. Runs ``lib.judging.batch.RejudgeBatch`` with the built-in ``single-v1`` template on the first
    ``--n`` answer items (default 1,000; ja_mt_bench, mt_bench and Swallow items), ``--concurrency``
    threads (default 16): prepare (contexts, sandboxed rendering, cache lookup, estimate) and run
    (HTTP, parsing, batched writes) are timed separately.
@@ -33,9 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lib import judge_client as J  # noqa: E402
-from lib import judge_context as C  # noqa: E402
-from lib import templates as T  # noqa: E402
+from lib.judging import context as C  # noqa: E402
+from lib.judging import templates as T  # noqa: E402
+from lib.judging.batch import RejudgeBatch, run_batch  # noqa: E402
+from lib.judging.config import JudgeConfig  # noqa: E402
 from lib.ingest.importer import ingest  # noqa: E402
 from lib.store import Store  # noqa: E402
 
@@ -74,10 +75,10 @@ def main() -> int:
                               stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().strip()
-        config = J.JudgeConfig(base_url=url, model="bench-judge", timeout_s=30)
+        config = JudgeConfig(base_url=url, model="bench-judge", timeout_s=30)
         template = T.get_template(store, "single-v1")
 
-        batch = J.RejudgeBatch(store, template, config, items, label="bench")
+        batch = RejudgeBatch(store, template, config, items, label="bench")
         t0 = time.perf_counter()
         est = batch.prepare()
         prepare_s = time.perf_counter() - t0
@@ -86,10 +87,10 @@ def main() -> int:
         run_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        again = J.run_batch(store, template, config, items, "bench", api_key="sk-bench", concurrency=args.concurrency)
+        again = run_batch(store, template, config, items, "bench", api_key="sk-bench", concurrency=args.concurrency)
         resume_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        cached = J.run_batch(store, template, config, items, "bench-cached", api_key="sk-bench",
+        cached = run_batch(store, template, config, items, "bench-cached", api_key="sk-bench",
                              concurrency=args.concurrency)
         cached_s = time.perf_counter() - t0
     finally:

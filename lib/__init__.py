@@ -7,13 +7,18 @@ reverse (the contracts in ``pyproject.toml``, checked by ``tests/test_layering.p
 - ``probes/``    judge-prompt probes: ``spec`` (names, thresholds, results), one module per family
                  (``canaries``, ``ablation``, ``position``, ``noise``), ``items``, ``runner``
                  (``run_probes``), ``verdict`` (plain words), ``storage``; ``suite`` is the one-import API.
-- ``render/``    ``report`` (the self-contained HTML report) above; ``charts`` (pure Plotly figures),
-                 ``textdiff`` (character diffs, escaped HTML), ``safe_text`` (``md_escape``) at the bottom.
+- ``reports``    the self-contained HTML reports (judge comparison, probe run, harness vs harness): they
+                 assemble analyses, so they sit above ``analysis`` and ``judging``.
+- ``render/``    pure presentation helpers at the bottom (no ``lib`` imports): ``charts`` (pure Plotly
+                 figures), ``textdiff`` (character diffs, escaped HTML), ``safe_text`` (``md_escape``).
 - ``judging/``   re-judging: ``templates`` (versions, built-ins), ``sandbox`` (the security boundary: the
                  locked-down Jinja2 environment in a worker process with limits), ``parsers``, ``context``
-                 (the item context; choosing items), ``client`` (one call: config, key, retries, cache),
-                 ``deadline`` (a total deadline per request), ``dispatch`` (the one thread pool for many
-                 calls), ``batch`` (``RejudgeBatch``: verdicts stored as a new judge), ``attribution``
+                 (the item context; choosing items); every model request goes down one path: ``config``
+                 (``JudgeConfig``, the API key), ``calls`` (``CallResult``, ``CallStats``), ``cache`` (the
+                 request cache: ``request_hash``, ``fetch``, ``save``), ``client`` (one call: retries,
+                 ``call_judge``), ``deadline`` (a total deadline per request), ``dispatch`` (the one thread
+                 pool for many calls), ``jobs`` (``BackgroundJob``: a run on a thread, progress, cancel),
+                 ``batch`` (``RejudgeBatch``: verdicts stored as a new judge; ``rejudge_one``), ``attribution``
                  (the attribution ladder), ``human`` (the analyst's own verdicts as judges ``human:<author>``).
 - ``ingest/``    ``formats/`` (FastChat, Swallow, JSONL readers), ``importer`` (discover, hash,
                  one-transaction import, remove), ``uploads``, ``sample`` (the bundled sample).

@@ -350,7 +350,7 @@ def judge_endpoint():
     The API key comes from the password field (kept in this browser session only), then Streamlit secrets
     ([judgelens] OPENAI_API_KEY), then the OPENAI_API_KEY environment variable; it is never stored.
     """
-    from lib.judging import client as J
+    from lib.judging import config as J
 
     keep_values(*ENDPOINT_KEYS)  # across pages, and while the form is closed
     box = st.sidebar.expander("Judge endpoint", icon=":material/cloud:", key="ep_open", on_change="rerun")

@@ -124,7 +124,7 @@ def harness_compare(store, version: tuple) -> None:
 
     attribution_section(store, version, ra, rb)
 
-    from lib.render.report import harness_report
+    from lib.reports import harness_report
 
     ladder = st.session_state.get("hx_ladder_result")
     if ladder is not None and sorted(map(str, (ladder.attrs.get("run_a"), ladder.attrs.get("run_b")))) != sorted(

@@ -6,7 +6,7 @@ from lib.analysis import queries
 from lib.analysis import agreement
 from lib.render import charts
 from lib.analysis import item_view
-from lib.render.report import build_report
+from lib.reports import build_report
 from lib.render.safe_text import csv_text
 from pages._common import cached_chart, cached_query, keep_picks, page_start, show_chart, show_table
 

@@ -7,7 +7,7 @@ from lib.analysis import flags as F
 from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
-from lib.render.report import probe_report
+from lib.reports import probe_report
 from lib.render.safe_text import csv_text, md_escape
 from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
 

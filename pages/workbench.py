@@ -5,17 +5,15 @@ The item comes from the URL (the item view's "Re-judge in Workbench" link). The 
 the password field (this browser session only), then Streamlit secrets ([judgelens] OPENAI_API_KEY),
 then the OPENAI_API_KEY environment variable. It is never stored.
 """
-import threading
-import time
-
 import streamlit as st
 
 from lib.analysis import queries
 from lib.analysis import item_view as iv
-from lib.judging import client as J
+from lib.judging.batch import RejudgeBatch, default_label, rejudge_one
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
+from lib.judging.jobs import BackgroundJob
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
@@ -176,9 +174,9 @@ force = st.checkbox("Call the judge even if this exact request is cached", key="
 if st.button("Re-judge", type="primary", icon=":material/gavel:", disabled=messages is None or config is None):
     try:
         with st.spinner(f"Asking {config.model}…"):
-            st.session_state["wb_result"] = (item, J.rejudge_one(store, template, config, item, api_key=api_key,
-                                                                 force=force,
-                                                                 judge_hint=st.session_state.get("wb_judge")))
+            st.session_state["wb_result"] = (item, rejudge_one(
+                store, template, config, item, api_key=api_key, force=force,
+                judge_hint=st.session_state.get("wb_judge")))
     except JudgeLensError as exc:
         show_error(exc)
 
@@ -232,7 +230,7 @@ def batch_form() -> None:
     concurrency = g2.number_input("Concurrency", 1, 64, 8, key="wb_b_conc")
     # The label follows the endpoint and template (MODEL+TEMPLATE@vN) until the user types their own: a widget
     # keeps its first value otherwise, and verdicts would be stored under a model that did not make them.
-    auto_label = J.default_label(config, template) if config else ""
+    auto_label = default_label(config, template) if config else ""
     if st.session_state.get("wb_b_label") in (None, "", st.session_state.get("wb_b_label_auto")):
         st.session_state["wb_b_label"] = auto_label
     st.session_state["wb_b_label_auto"] = auto_label
@@ -253,31 +251,21 @@ def batch_form() -> None:
                  disabled=running or messages is None or config is None):
         items = select_items(store, **filters)
         try:
-            batch = J.RejudgeBatch(store, template, config, items, label or None,
-                                   judge_hint=st.session_state.get("wb_judge"))
+            batch = RejudgeBatch(store, template, config, items, label or None,
+                                 judge_hint=st.session_state.get("wb_judge"))
             estimate = batch.prepare()
         except (JudgeLensError, ValueError) as exc:
             st.error(str(exc))
         else:
-            job = {"done": False, "progress": (0, estimate.to_send, None), "summary": None, "error": None,
-                   "cancel": threading.Event(), "estimate": estimate, "label": batch.label, "started": time.time()}
-
-            def work(job=job, batch=batch):
-                try:
-                    job["summary"] = batch.run(api_key=api_key, concurrency=int(concurrency), cancel=job["cancel"],
-                                               progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
-                except BaseException as exc:  # shown on the page; the batch keeps what it wrote
-                    job["error"] = str(exc)
-                finally:
-                    job["done"] = True
-
-            threading.Thread(target=work, daemon=True, name="judgelens-batch").start()
-            st.session_state["wb_job"] = job
+            run = BackgroundJob(lambda progress, cancel, batch=batch: batch.run(
+                api_key=api_key, concurrency=int(concurrency), cancel=cancel, progress=progress),
+                name="judgelens-batch", progress=(0, estimate.to_send, None))
+            st.session_state["wb_job"] = {"run": run.start(), "estimate": estimate, "label": batch.label}
             st.rerun()
 
 
 job = st.session_state.get("wb_job")
-running = bool(job and not job["done"])
+running = bool(job and not job["run"].done)
 # A lazy expander: its ten controls are drawn (and its queries run) only while it is open, so a new tab of the
 # Workbench draws the single-item re-judge alone. Its fields keep what was typed while it is closed.
 keep_values(*BATCH_KEYS)
@@ -296,18 +284,19 @@ def batch_status():
     st.caption(f"{est.items} item(s), {est.requests} request(s): {est.cached} from the cache, {est.to_send} to send"
                + (f"; estimated cost ~\\${est.cost_expected:.4f} (at most ~\\${est.cost_upper:.4f})"
                   if est.cost_expected is not None else ""))
-    done, total, eta = job["progress"]
-    if not job["done"]:
+    run = job["run"]
+    done, total, eta = run.progress
+    if not run.done:
         st.progress(done / total if total else 0.0,
                     text=f"{done}/{total} requests" + (f", about {eta:.0f} s left" if eta else ""))
         if st.button("Cancel", icon=":material/stop:", key="wb_cancel"):
-            job["cancel"].set()
+            run.cancel.set()
         return
-    if job["error"]:
-        st.error(job["error"])
-    if job["summary"] is not None:
+    if run.error is not None:  # shown on the page; the batch keeps what it wrote
+        st.error(str(run.error))
+    if run.result is not None:
         st.success(f"Stored as judge {job['label']}.")
-        st.code(job["summary"].text(), language=None, wrap_lines=True)
+        st.code(run.result.text(), language=None, wrap_lines=True)
         st.page_link("pages/compare.py", label="Compare it with the stored judges", icon=":material/difference:")
     if not job.get("refreshed"):  # once: let the whole page (and its data version) see the new judge
         job["refreshed"] = True

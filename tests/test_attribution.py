@@ -20,7 +20,7 @@ from fake_openai import FakeOpenAI
 from lib.analysis import aliases, linking
 from lib.cli import main
 from lib.judging import attribution as AT
-from lib.judging.client import JudgeConfig
+from lib.judging.config import JudgeConfig
 from lib.render import charts
 from lib.store import refresh_item_scores
 

@@ -24,7 +24,7 @@ from browser_support import fresh, new_page, open_app, open_expander, wait_for_a
 from conftest import SAMPLE
 from fake_openai import FakeOpenAI
 from lib.ingest.importer import ingest
-from lib.judging.client import JudgeConfig
+from lib.judging.config import JudgeConfig
 from lib.probes import suite as probes
 from lib.store import Store
 

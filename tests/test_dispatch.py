@@ -8,8 +8,11 @@ from pathlib import Path
 
 from fake_openai import FakeOpenAI, Reply
 
-from lib.judging import client as J
+from lib.errors import JudgeAPIError
+from lib.judging.calls import CallResult, CallStats
+from lib.judging.config import JudgeConfig
 from lib.judging.dispatch import Dispatcher
+from lib.judging.jobs import BackgroundJob
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-dispatch-0123456789"
@@ -22,7 +25,7 @@ class Job:
 
 
 def config(server, **kw):
-    return J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
+    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
 
 
 def test_every_job_comes_back_once_with_its_answer_or_its_reason():
@@ -71,10 +74,59 @@ def test_a_caller_that_stops_reading_stops_the_workers():
 
 def test_batches_and_probes_share_the_dispatcher_and_no_other_thread_pool():
     lib = ROOT / "lib"
+    # the sandbox's pipe reader is not a judge call; jobs.py runs one whole batch on one thread (it sends
+    # through the dispatcher like any caller)
     callers = [p for p in [*(lib / "judging").glob("*.py"), *(lib / "probes").glob("*.py")]
-               if p.name != "sandbox.py"]   # the sandbox's pipe reader is not a judge call
+               if p.name not in ("sandbox.py", "jobs.py")]
     pools = [str(p.relative_to(ROOT)) for p in callers
              if re.search(r"ThreadPoolExecutor|threading\.Thread\(", p.read_text(encoding="utf-8"))]
     assert pools == ["lib/judging/dispatch.py"]
+    jobs = (lib / "judging" / "jobs.py").read_text(encoding="utf-8")
+    assert jobs.count("threading.Thread(") == 1 and "ThreadPoolExecutor" not in jobs
     for module in ("judging/batch.py", "probes/runner.py"):
         assert "Dispatcher(" in (lib / module).read_text(encoding="utf-8")
+
+
+def test_a_background_job_reports_progress_stops_on_cancel_and_hands_back_its_outcome():
+    seen, started = [], threading.Event()
+
+    def work(progress, cancel):
+        progress(1, 3, None)
+        started.set()
+        cancel.wait(60)            # the work runs until it is cancelled (as a batch stops taking requests)
+        progress(2, 3, 0.0)
+        return "summary" if cancel.is_set() else "not cancelled"
+
+    job = BackgroundJob(work, on_progress=lambda *v: seen.append(v)).start()
+    assert started.wait(60) and not job.done and job.progress == (1, 3, None)
+    job.cancel.set()
+    assert job.wait(60) and job.done
+    assert job.outcome() == "summary" and job.progress == (2, 3, 0.0) and seen == [(1, 3, None), (2, 3, 0.0)]
+
+
+def test_a_background_job_that_fails_raises_its_error_to_the_reader():
+    def work(progress, cancel):
+        raise JudgeAPIError("the judge said no")
+
+    job = BackgroundJob(work).start()
+    assert job.wait(60) and isinstance(job.error, JudgeAPIError)
+    try:
+        job.outcome()
+    except JudgeAPIError as exc:
+        assert exc.message == "the judge said no"
+    else:
+        raise AssertionError("outcome() did not raise the work's error")
+
+
+def test_one_call_accounting_for_batches_and_probe_runs():
+    """BatchSummary and ProbeRun count calls with the same CallStats fields and rate."""
+    from lib.judging.batch import BatchSummary
+    from lib.probes.spec import ProbeRun
+
+    batch = BatchSummary("l", "t@v1", 1, None, "single", 4, calls=4, elapsed_s=2.0)
+    probe = ProbeRun(template="t@v1", template_id=1, template_name="t", model="m", base_url="http://x", params={},
+                     results=[], outcomes=[], calls=4, elapsed_s=2.0)
+    for stats in (batch, probe):
+        assert isinstance(stats, CallStats) and stats.requests_per_s == 2.0
+        stats.add_answer(CallResult("ok", "h", False, prompt_tokens=10, completion_tokens=3))
+        assert (stats.prompt_tokens, stats.completion_tokens) == (10, 3)

@@ -271,7 +271,8 @@ def test_every_page_runs_on_a_lake(tmp_path, monkeypatch, request):
 def test_rejudge_batch_on_a_lake_is_seen_by_another_process(tmp_path, request):
     from fake_openai import FakeOpenAI
 
-    from lib.judging import client as J
+    from lib.judging.batch import run_batch
+    from lib.judging.config import JudgeConfig
     from lib.judging import templates as T
     from lib.judging.context import select_items
 
@@ -281,11 +282,11 @@ def test_rejudge_batch_on_a_lake_is_seen_by_another_process(tmp_path, request):
         server.responder = lambda body: "Judgment. Rating: [[7]]"
         template = T.get_template(lake, "ja-single-v1")
         items = select_items(lake, bench="ja_mt_bench", turn=1, judged_by="gpt-4o")[:24]
-        config = J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1)
-        summary = J.run_batch(lake, template, config, items, "lake-judge", concurrency=4, api_key="sk-test-123456789",
+        config = JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1)
+        summary = run_batch(lake, template, config, items, "lake-judge", concurrency=4, api_key="sk-test-123456789",
                               judge_hint="gpt-4o")
         assert (summary.written, summary.ok) == (24, 24)
-        again = J.run_batch(other, template, config, items, "lake-judge-2", concurrency=4, api_key="sk-test-123456789",
+        again = run_batch(other, template, config, items, "lake-judge-2", concurrency=4, api_key="sk-test-123456789",
                             judge_hint="gpt-4o")  # the other process finds every call in the shared cache
         assert (again.written, again.cache_hits, again.calls) == (24, 24, 0)
         means = queries.scores(lake, ["judge"])

@@ -9,7 +9,7 @@ import pytest
 from lib import errors
 from lib.analysis import distributions
 from lib.cli.main import main
-from lib.judging import client as J
+from lib.judging.config import JudgeConfig
 from lib.judging.parsers import check_spec
 
 
@@ -24,7 +24,7 @@ def test_every_domain_error_has_its_own_title():
 
 def test_endpoint_settings_are_a_titled_user_error():
     with pytest.raises(errors.EndpointError, match=r"must start with http:// or https:// \(got 'ftp://x'\)") as exc:
-        J.JudgeConfig(base_url="ftp://x", model="m")
+        JudgeConfig(base_url="ftp://x", model="m")
     assert exc.value.title == "Judge endpoint settings" and isinstance(exc.value, ValueError)
 
 

@@ -179,7 +179,8 @@ def test_skip_bad_lines_on_results_with_no_finite_metric(store, tmp_path):
 def test_a_regex_timeout_is_named_in_the_batch_summary(sample_store):
     from fake_openai import FakeOpenAI
 
-    from lib.judging import client as J
+    from lib.judging.batch import run_batch
+    from lib.judging.config import JudgeConfig
     from lib.judging import templates as T
     from lib.judging.context import select_items
 
@@ -189,8 +190,8 @@ def test_a_regex_timeout_is_named_in_the_batch_summary(sample_store):
     items = select_items(sample_store, bench="mt_bench", turn=1, limit=2)
     with FakeOpenAI() as server:
         server.responder = lambda body: "a" * 40 + "!"
-        config = J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
-        summary = J.run_batch(sample_store, slow, config, items, "slow", api_key="sk-test-0123456789")
+        config = JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
+        summary = run_batch(sample_store, slow, config, items, "slow", api_key="sk-test-0123456789")
     assert (summary.not_parsed, summary.regex_timeouts) == (2, 2)
     assert ("verdicts written: 2 (ok 0, not parsed 2, out of range 0, API errors 0)\n2 of the not parsed: the "
             "template's parser regex took too long on the judge's output and was stopped; simplify the pattern (no "

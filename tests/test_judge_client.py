@@ -8,7 +8,11 @@ import time
 import pytest
 from fake_openai import FakeOpenAI, Reply
 
-from lib.judging import client as J
+from lib.errors import JudgeAPIError, MissingAPIKeyError
+from lib.judging.batch import rejudge_one, run_batch
+from lib.judging.cache import request_hash
+from lib.judging.client import call_judge, make_client, request_preview
+from lib.judging.config import JudgeConfig, resolve_api_key
 from lib.judging import templates as T
 from lib.judging.context import select_items
 
@@ -22,11 +26,11 @@ def server():
         yield srv
 
 
-def cfg(server, **kw) -> J.JudgeConfig:
+def cfg(server, **kw) -> JudgeConfig:
     base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=3, backoff_base_s=0.01,
                 backoff_cap_s=0.05)
     base.update(kw)
-    return J.JudgeConfig(**base)
+    return JudgeConfig(**base)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -34,26 +38,26 @@ def cfg(server, **kw) -> J.JudgeConfig:
 
 def test_key_order_session_then_secrets_then_env(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "from-env")
-    assert J.resolve_api_key("from-session", {"OPENAI_API_KEY": "from-secrets"}) == "from-session"
-    assert J.resolve_api_key("  ", {"OPENAI_API_KEY": "from-secrets"}) == "from-secrets"
-    assert J.resolve_api_key(None, {}) == "from-env"
+    assert resolve_api_key("from-session", {"OPENAI_API_KEY": "from-secrets"}) == "from-session"
+    assert resolve_api_key("  ", {"OPENAI_API_KEY": "from-secrets"}) == "from-secrets"
+    assert resolve_api_key(None, {}) == "from-env"
 
     class Broken:  # st.secrets raises when there is no secrets.toml
         def get(self, key):
             raise FileNotFoundError("no secrets file")
 
-    assert J.resolve_api_key(None, Broken()) == "from-env"
+    assert resolve_api_key(None, Broken()) == "from-env"
     monkeypatch.delenv("OPENAI_API_KEY")
-    assert J.resolve_api_key(None, None) is None
+    assert resolve_api_key(None, None) is None
     assert "OPENAI_API_KEY" not in os.environ
 
 
 def test_client_has_explicit_timeout_and_no_sdk_retries(server):
-    client = J.make_client(cfg(server, timeout_s=7), KEY)
+    client = make_client(cfg(server, timeout_s=7), KEY)
     assert client.max_retries == 0
     assert client.timeout.read == 7 and client.timeout.connect == 7
-    with pytest.raises(J.MissingAPIKeyError, match="password field"):
-        J.make_client(cfg(server), None)
+    with pytest.raises(MissingAPIKeyError, match="password field"):
+        make_client(cfg(server), None)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -67,19 +71,19 @@ def test_config_is_checked(kwargs, message):
     base = dict(base_url="http://127.0.0.1:1/v1", model="m")
     base.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        J.JudgeConfig(**base)
+        JudgeConfig(**base)
 
 
 def test_request_hash_covers_url_model_messages_params_not_timeouts(server):
     c = cfg(server)
-    h = J.request_hash(c, MSGS)
-    assert h == J.request_hash(J.JudgeConfig(base_url=server.url + "/", model="judge-x", timeout_s=30), MSGS)
-    assert h == J.request_hash(cfg(server, max_retries=0, timeout_s=1), MSGS)
+    h = request_hash(c, MSGS)
+    assert h == request_hash(JudgeConfig(base_url=server.url + "/", model="judge-x", timeout_s=30), MSGS)
+    assert h == request_hash(cfg(server, max_retries=0, timeout_s=1), MSGS)
     for other in (cfg(server, model="judge-y"), cfg(server, temperature=0.7), cfg(server, max_tokens=10),
                   cfg(server, base_url="http://127.0.0.1:9/v1")):
-        assert J.request_hash(other, MSGS) != h
-    assert J.request_hash(c, MSGS[:1]) != h
-    assert KEY not in J.request_preview(c, MSGS).__repr__()
+        assert request_hash(other, MSGS) != h
+    assert request_hash(c, MSGS[:1]) != h
+    assert KEY not in request_preview(c, MSGS).__repr__()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -88,25 +92,25 @@ def test_request_hash_covers_url_model_messages_params_not_timeouts(server):
 def test_call_sends_the_key_and_the_request_and_caches(store, server):
     server.queue(Reply("Fine. Rating: [[9]]", prompt_tokens=120, completion_tokens=7))
     c = cfg(server)
-    r = J.call_judge(store, c, MSGS, api_key=KEY)
+    r = call_judge(store, c, MSGS, api_key=KEY)
     assert (r.text, r.cached, r.prompt_tokens, r.completion_tokens, r.attempts) == ("Fine. Rating: [[9]]", False, 120, 7, 1)
     (req,) = server.chat_requests()
     assert req.headers["authorization"] == f"Bearer {KEY}"
     assert req.body == {"model": "judge-x", "messages": MSGS, "temperature": 0.0, "max_tokens": 2048}
-    again = J.call_judge(store, c, MSGS, api_key=KEY)
+    again = call_judge(store, c, MSGS, api_key=KEY)
     assert again.cached and again.text == r.text and len(server.chat_requests()) == 1
-    assert J.call_judge(store, c, MSGS).cached  # a cache hit needs no key
+    assert call_judge(store, c, MSGS).cached  # a cache hit needs no key
     server.queue("Rating: [[3]]")
-    forced = J.call_judge(store, c, MSGS, api_key=KEY, force=True)
+    forced = call_judge(store, c, MSGS, api_key=KEY, force=True)
     assert (forced.cached, forced.text) == (False, "Rating: [[3]]") and len(server.chat_requests()) == 2
-    assert J.call_judge(store, c, MSGS, api_key=KEY).text == "Rating: [[3]]"  # force overwrote the cache
+    assert call_judge(store, c, MSGS, api_key=KEY).text == "Rating: [[3]]"  # force overwrote the cache
     with store.read() as cur:
         (n, request) = cur.execute("SELECT count(*), any_value(request) FROM judge_cache").fetchone()
     assert n == 1 and '"messages"' in request and KEY not in request
 
 
 def test_max_completion_tokens_parameter(store, server):
-    J.call_judge(store, cfg(server, max_tokens_param="max_completion_tokens", max_tokens=99), MSGS, api_key=KEY)
+    call_judge(store, cfg(server, max_tokens_param="max_completion_tokens", max_tokens=99), MSGS, api_key=KEY)
     body = server.chat_requests()[0].body
     assert body["max_completion_tokens"] == 99 and "max_tokens" not in body
 
@@ -116,7 +120,7 @@ def test_max_completion_tokens_parameter(store, server):
 
 def test_429_then_success_honours_retry_after_ms(store, server):
     server.queue(Reply.rate_limited(retry_after_ms=150), Reply.rate_limited(retry_after_ms=150), "Rating: [[6]]")
-    r = J.call_judge(store, cfg(server), MSGS, api_key=KEY)
+    r = call_judge(store, cfg(server), MSGS, api_key=KEY)
     assert (r.text, r.attempts) == ("Rating: [[6]]", 3)
     times = [q.received_at for q in server.chat_requests()]
     assert times[1] - times[0] >= 0.14 and times[2] - times[1] >= 0.14
@@ -125,24 +129,24 @@ def test_429_then_success_honours_retry_after_ms(store, server):
 def test_429_retry_after_seconds(store, server):
     server.queue(Reply.rate_limited(retry_after=1), "Rating: [[6]]")
     t0 = time.perf_counter()
-    assert J.call_judge(store, cfg(server), MSGS, api_key=KEY).attempts == 2
+    assert call_judge(store, cfg(server), MSGS, api_key=KEY).attempts == 2
     assert 0.95 <= time.perf_counter() - t0 < 3
 
 
 def test_retry_after_beyond_the_cap_fails_at_once(store, server):
     server.queue(Reply.rate_limited(retry_after=1000))
     t0 = time.perf_counter()
-    with pytest.raises(J.JudgeAPIError, match=r"rate limited.*asks to wait 1000 s.*more than the 60 s") as exc:
-        J.call_judge(store, cfg(server), MSGS, api_key=KEY)
+    with pytest.raises(JudgeAPIError, match=r"rate limited.*asks to wait 1000 s.*more than the 60 s") as exc:
+        call_judge(store, cfg(server), MSGS, api_key=KEY)
     assert time.perf_counter() - t0 < 1 and len(server.chat_requests()) == 1 and exc.value.status == 429
 
 
 def test_5xx_retried_with_backoff_then_gives_up(store, server):
     server.queue(Reply.server_error(500), Reply.server_error(503), "Rating: [[4]]")
-    assert J.call_judge(store, cfg(server), MSGS, api_key=KEY).attempts == 3
+    assert call_judge(store, cfg(server), MSGS, api_key=KEY).attempts == 3
     server.queue(*[Reply.server_error(502)] * 5)
-    with pytest.raises(J.JudgeAPIError, match=r"HTTP 502.*Gave up after 3 attempt") as exc:
-        J.call_judge(store, cfg(server, max_retries=2), MSGS, api_key=KEY, force=True)
+    with pytest.raises(JudgeAPIError, match=r"HTTP 502.*Gave up after 3 attempt") as exc:
+        call_judge(store, cfg(server, max_retries=2), MSGS, api_key=KEY, force=True)
     assert not exc.value.fatal and len(server.chat_requests()) == 3 + 3
 
 
@@ -155,8 +159,8 @@ def test_5xx_retried_with_backoff_then_gives_up(store, server):
 ])
 def test_client_errors_are_not_retried_and_explain_themselves(store, server, status, fatal, message):
     server.queue(Reply.error(status, f"nope, key {KEY} is bad"))
-    with pytest.raises(J.JudgeAPIError, match=message) as exc:
-        J.call_judge(store, cfg(server), MSGS, api_key=KEY)
+    with pytest.raises(JudgeAPIError, match=message) as exc:
+        call_judge(store, cfg(server), MSGS, api_key=KEY)
     assert exc.value.fatal is fatal and exc.value.status == status
     assert len(server.chat_requests()) == 1
     assert KEY not in exc.value.message and "***" in exc.value.message  # the echoed key is redacted
@@ -165,8 +169,8 @@ def test_client_errors_are_not_retried_and_explain_themselves(store, server, sta
 def test_timeout_is_ours_not_ten_minutes(store, server):
     server.queue(Reply.hang_for(10), Reply.hang_for(10))
     t0 = time.perf_counter()
-    with pytest.raises(J.JudgeAPIError, match=r"no answer within 0.3 s \(timeout\).*2 attempt"):
-        J.call_judge(store, cfg(server, timeout_s=0.3, max_retries=1), MSGS, api_key=KEY)
+    with pytest.raises(JudgeAPIError, match=r"no answer within 0.3 s \(timeout\).*2 attempt"):
+        call_judge(store, cfg(server, timeout_s=0.3, max_retries=1), MSGS, api_key=KEY)
     assert time.perf_counter() - t0 < 2.5
 
 
@@ -179,17 +183,17 @@ def test_timeout_is_ours_not_ten_minutes(store, server):
 ])
 def test_malformed_bodies(store, server, body, message):
     server.queue(Reply.malformed(body))
-    with pytest.raises(J.JudgeAPIError, match=message):
-        J.call_judge(store, cfg(server), MSGS, api_key=KEY)
+    with pytest.raises(JudgeAPIError, match=message):
+        call_judge(store, cfg(server), MSGS, api_key=KEY)
 
 
 def test_connection_refused_is_retried_then_explained(store):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    c = J.JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1, backoff_base_s=0.01)
-    with pytest.raises(J.JudgeAPIError, match=f"Could not connect to http://127.0.0.1:{port}/v1.*2 attempt"):
-        J.call_judge(store, c, MSGS, api_key=KEY)
+    c = JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1, backoff_base_s=0.01)
+    with pytest.raises(JudgeAPIError, match=f"Could not connect to http://127.0.0.1:{port}/v1.*2 attempt"):
+        call_judge(store, c, MSGS, api_key=KEY)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -203,9 +207,9 @@ def test_key_never_reaches_the_store_logs_or_environment(sample_store, server, c
     server.queue(Reply.rate_limited(retry_after_ms=10), Reply.error(400, f"bad request for {KEY}"))
     template = T.get_template(sample_store, "single-v1")
     items = select_items(sample_store, bench="ja_mt_bench", turn=1, limit=30)
-    summary = J.run_batch(sample_store, template, cfg(server), items, "leak-check", concurrency=4, api_key=KEY)
+    summary = run_batch(sample_store, template, cfg(server), items, "leak-check", concurrency=4, api_key=KEY)
     assert summary.written == 30 and summary.api_errors == 1
-    J.call_judge(sample_store, cfg(server), MSGS, api_key=KEY, force=True)
+    call_judge(sample_store, cfg(server), MSGS, api_key=KEY, force=True)
     assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in server.chat_requests())
     with sample_store.read() as cur:  # the server echoed the key in an error: the stored api_error text is redacted
         (stored,) = cur.execute("SELECT rationale FROM single_judgments WHERE parse_status = 'api_error'").fetchone()
@@ -225,7 +229,7 @@ def test_a_single_rejudge_without_storing_a_verdict(sample_store, server):
     server.queue("Meh. Rating: [[4]]")
     template = T.get_template(sample_store, "ja-single-v1")
     item = select_items(sample_store, bench="ja_mt_bench", turn=1, judged_by="gpt-4o", limit=1)[0]
-    out = J.rejudge_one(sample_store, template, cfg(server, price_per_1k_input=1.0, price_per_1k_output=2.0), item,
+    out = rejudge_one(sample_store, template, cfg(server, price_per_1k_input=1.0, price_per_1k_output=2.0), item,
                         api_key=KEY, judge_hint="gpt-4o")
     assert out["parsed"].score == 4 and not out["cached"] and out["cost"] > 0
     assert out["messages"][1]["content"] == server.chat_requests()[0].body["messages"][1]["content"]

@@ -6,7 +6,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.render.report import harness_report
+from lib.reports import harness_report
 
 MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from fake_openai import FakeOpenAI
@@ -80,16 +79,14 @@ def _run_batch(app, limit: int, label: str) -> None:
     app.number_input(key="wb_b_limit").set_value(limit)
     app.text_input(key="wb_b_label").set_value(label).run()
     button(app, "Estimate and run").click().run()
-    deadline = time.time() + 60
-    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
-        time.sleep(0.1)
+    assert app.session_state["wb_job"]["run"].wait(60)   # joins the background batch
     app.run()
 
 
 def test_a_batch_becomes_a_new_judge(app, server):
     _run_batch(app, 5, "strict-judge")
     assert not app.exception
-    assert app.session_state["wb_job"]["summary"].written == 5
+    assert app.session_state["wb_job"]["run"].result.written == 5
     assert any("Stored as judge strict-judge" in s.value for s in app.success)
     store = Store(os.environ["JUDGELENS_DB"])  # the same file the app has open (same process: shared)
     by_judge = queries.scores(store, ["judge"]).set_index("judge")
@@ -110,9 +107,7 @@ def test_the_batch_label_follows_the_sidebar_model_until_the_user_names_it(app, 
     assert app.text_input(key="wb_b_label").value == f"judge-y+{template}"
     app.number_input(key="wb_b_limit").set_value(2).run()
     button(app, "Estimate and run").click().run()
-    deadline = time.time() + 60
-    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
-        time.sleep(0.1)
+    assert app.session_state["wb_job"]["run"].wait(60)   # joins the background batch
     app.run()
     assert any(f"Stored as judge judge-y+{template}." in s.value for s in app.success)
     assert {r.body["model"] for r in server.chat_requests()} == {"judge-y"}

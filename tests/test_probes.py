@@ -10,7 +10,7 @@ import threading
 import pytest
 from fake_openai import FakeOpenAI
 
-from lib.judging import client as J
+from lib.judging.config import JudgeConfig
 from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.cli import main
@@ -90,10 +90,10 @@ def server():
         yield srv
 
 
-def cfg(server, **kw) -> J.JudgeConfig:
+def cfg(server, **kw) -> JudgeConfig:
     base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
     base.update(kw)
-    return J.JudgeConfig(**base)
+    return JudgeConfig(**base)
 
 
 def rows(store, sql, params=()):
@@ -378,15 +378,15 @@ def test_user_template_with_block_markers():
 
 def test_pass_fail_rules_and_canary_texts():
     lo, mid = 1.0, 3.0
-    assert P._single_fail("low", 5, 1, lo, mid) is True          # above the midpoint
-    assert P._single_fail("low", 3, 2, lo, mid) is True          # above the real answer
-    assert P._single_fail("low", 3, 3, lo, mid) is False
-    assert P._single_fail("high", 2, None, lo, mid) is True
-    assert P._single_fail("high", 3, None, lo, mid) is False
-    assert P._single_fail("below_real", 4, 4, lo, mid) is True   # the cut answer is as good as the full one
-    assert P._single_fail("below_real", 1, 1, lo, mid) is False  # both at the minimum
-    assert P._single_fail("below_real", 3, None, lo, mid) is False
-    assert P._single_fail("low", None, 1, lo, mid) is None
+    assert P.single_fail("low", 5, 1, lo, mid) is True          # above the midpoint
+    assert P.single_fail("low", 3, 2, lo, mid) is True          # above the real answer
+    assert P.single_fail("low", 3, 3, lo, mid) is False
+    assert P.single_fail("high", 2, None, lo, mid) is True
+    assert P.single_fail("high", 3, None, lo, mid) is False
+    assert P.single_fail("below_real", 4, 4, lo, mid) is True   # the cut answer is as good as the full one
+    assert P.single_fail("below_real", 1, 1, lo, mid) is False  # both at the minimum
+    assert P.single_fail("below_real", 3, None, lo, mid) is False
+    assert P.single_fail("low", None, 1, lo, mid) is None
     cut = P.truncate_mid_sentence("これは文です。二つ目の文はとても長くて、途中で切れます。三つ目の文。")
     assert cut and not cut.endswith(("。", " ")) and len(cut) < 20
     assert P.truncate_mid_sentence("短い") is None

@@ -8,7 +8,9 @@ from fake_openai import FakeOpenAI, Reply
 
 from lib.analysis import agreement
 from lib.analysis import queries
-from lib.judging import client as J
+from lib.errors import LabelInUseError
+from lib.judging.batch import RejudgeBatch, run_batch, run_hash
+from lib.judging.config import JudgeConfig
 from lib.judging import templates as T
 from lib.cli import main
 from lib.ingest.importer import remove_source
@@ -28,7 +30,7 @@ def cfg(server, **kw):
     base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1, backoff_base_s=0.01,
                 backoff_cap_s=0.02)
     base.update(kw)
-    return J.JudgeConfig(**base)
+    return JudgeConfig(**base)
 
 
 def rows(store, sql, params=()):
@@ -44,7 +46,7 @@ def test_batch_becomes_a_new_judge_compared_like_any_other(sample_store, server)
     # (an instant server let one request finish before the next began on a loaded machine).
     server.latency = 0.05
     seen = []
-    summary = J.run_batch(sample_store, template, cfg(server), items, "rejudge-4o", concurrency=6,
+    summary = run_batch(sample_store, template, cfg(server), items, "rejudge-4o", concurrency=6,
                           api_key=KEY, progress=lambda d, t, eta: seen.append((d, t, eta)), judge_hint="gpt-4o")
     assert (summary.written, summary.ok, summary.calls, summary.cache_hits) == (160, 160, 160, 0)
     assert 1 < server.max_in_flight <= 6
@@ -54,7 +56,7 @@ def test_batch_becomes_a_new_judge_compared_like_any_other(sample_store, server)
     (sid, path, kind, harness, n, sha) = rows(sample_store, """SELECT source_id, path, kind, harness, rows_imported,
         sha256 FROM sources WHERE kind = 'rejudge'""")[0]
     assert (path, kind, harness, n, sid) == ("rejudge:rejudge-4o", "rejudge", "judgelens", 160, summary.source_id)
-    assert sha == J.run_hash("rejudge-4o", template, cfg(server))
+    assert sha == run_hash("rejudge-4o", template, cfg(server))
     j = rows(sample_store, """SELECT DISTINCT harness, judge, prompt_name FROM single_judgments WHERE source_id = ?""", [sid])
     assert j == [("judgelens", "rejudge-4o", "ja-single-v1@v1")]
     r = rows(sample_store, "SELECT count(*), count(DISTINCT request_hash), any_value(template_id) FROM rejudgments "
@@ -74,13 +76,13 @@ def test_batch_becomes_a_new_judge_compared_like_any_other(sample_store, server)
 def test_rerun_is_free_and_removal_keeps_the_cache(sample_store, server):
     template = T.get_template(sample_store, "single-v1")
     items = select_items(sample_store, bench="mt_bench", turn=1, limit=20)
-    first = J.run_batch(sample_store, template, cfg(server), items, "rerun", api_key=KEY)
-    again = J.run_batch(sample_store, template, cfg(server), items, "rerun", api_key=KEY)
+    first = run_batch(sample_store, template, cfg(server), items, "rerun", api_key=KEY)
+    again = run_batch(sample_store, template, cfg(server), items, "rerun", api_key=KEY)
     assert (first.calls, again.calls, again.skipped_done, again.written) == (20, 0, 20, 0)
     assert remove_source(sample_store, first.source_id)
     assert rows(sample_store, "SELECT count(*) FROM rejudgments WHERE source_id = ?", [first.source_id])[0][0] == 0
     assert rows(sample_store, "SELECT count(*) FROM single_judgments WHERE judge = 'rerun'")[0][0] == 0
-    third = J.run_batch(sample_store, template, cfg(server), items, "rerun", api_key=None)  # no key needed
+    third = run_batch(sample_store, template, cfg(server), items, "rerun", api_key=None)  # no key needed
     assert (third.calls, third.cache_hits, third.written) == (0, 20, 20)
     assert len(server.chat_requests()) == 20
 
@@ -96,7 +98,7 @@ def test_cancel_then_resume_without_paying_twice(sample_store):
 
     with FakeOpenAI(latency=0.05) as server:
         c = cfg(server)
-        batch = J.RejudgeBatch(sample_store, template, c, items, "cancelled")
+        batch = RejudgeBatch(sample_store, template, c, items, "cancelled")
         est = batch.prepare()
         assert est.to_send == 60
         first = batch.run(api_key=KEY, concurrency=3, progress=progress, cancel=cancel)
@@ -104,7 +106,7 @@ def test_cancel_then_resume_without_paying_twice(sample_store):
         assert "resume" in first.text()
         sent_first = len(server.chat_requests())
         assert sent_first == first.calls  # requests in flight at cancel were kept
-        second = J.run_batch(sample_store, template, c, items, "cancelled", api_key=KEY, concurrency=3)
+        second = run_batch(sample_store, template, c, items, "cancelled", api_key=KEY, concurrency=3)
         assert not second.cancelled and second.skipped_done == first.written
         assert first.written + second.written == 60
         assert len(server.chat_requests()) == 60  # every item paid for exactly once
@@ -124,7 +126,7 @@ def test_unparsed_out_of_range_and_api_errors_are_recorded_not_clamped(sample_st
                 Reply("Rating: [[0]]"), Reply.server_error(500), Reply.server_error(500)][k % 6]
 
     server.responder = responder
-    summary = J.run_batch(sample_store, template, cfg(server, max_retries=0), items, "messy", concurrency=1,
+    summary = run_batch(sample_store, template, cfg(server, max_retries=0), items, "messy", concurrency=1,
                           api_key=KEY)
     assert (summary.ok, summary.not_parsed, summary.out_of_range, summary.api_errors) == (1, 1, 2, 2)
     got = rows(sample_store, """SELECT parse_status, raw_score, score FROM single_judgments WHERE judge = 'messy'
@@ -135,7 +137,7 @@ def test_unparsed_out_of_range_and_api_errors_are_recorded_not_clamped(sample_st
     assert any("5 verdict(s) have no usable score" in w for w in note)
     # resume: only the API errors are asked again, and their rows are replaced
     server.responder = lambda body: "Rating: [[2]]"
-    again = J.run_batch(sample_store, template, cfg(server, max_retries=0), items, "messy", api_key=KEY)
+    again = run_batch(sample_store, template, cfg(server, max_retries=0), items, "messy", api_key=KEY)
     assert (again.skipped_done, again.calls, again.ok) == (4, 2, 2)
     statuses = sorted(r[0] for r in rows(sample_store, "SELECT parse_status FROM single_judgments WHERE judge = 'messy'"))
     assert statuses == ["not_parsed", "ok", "ok", "ok", "out_of_range", "out_of_range"]
@@ -145,7 +147,7 @@ def test_unparsed_out_of_range_and_api_errors_are_recorded_not_clamped(sample_st
 def test_a_refused_key_stops_the_batch(sample_store, server):
     server.responder = lambda body: Reply.error(401, "Incorrect API key provided")
     items = select_items(sample_store, bench="mt_bench", limit=40)
-    summary = J.run_batch(sample_store, T.get_template(sample_store, "single-v1"), cfg(server), items, "badkey",
+    summary = run_batch(sample_store, T.get_template(sample_store, "single-v1"), cfg(server), items, "badkey",
                           concurrency=4, api_key="wrong")
     assert "API key was refused" in summary.error and summary.written == 0
     assert len(server.chat_requests()) <= 4 + 4  # stops after the requests already started
@@ -155,15 +157,15 @@ def test_a_refused_key_stops_the_batch(sample_store, server):
 def test_labels_cannot_merge_with_other_judges(sample_store, server):
     template = T.get_template(sample_store, "single-v1")
     items = select_items(sample_store, bench="mt_bench", limit=3)
-    with pytest.raises(J.LabelInUseError, match="'gpt-4o' is already used by source"):
-        J.run_batch(sample_store, template, cfg(server), items, "gpt-4o", api_key=KEY)
-    J.run_batch(sample_store, template, cfg(server), items, "mine", api_key=KEY)
-    with pytest.raises(J.LabelInUseError, match="different template version, model"):
-        J.run_batch(sample_store, template, cfg(server, temperature=0.5), items, "mine", api_key=KEY)
-    default = J.RejudgeBatch(sample_store, template, cfg(server), items)
+    with pytest.raises(LabelInUseError, match="'gpt-4o' is already used by source"):
+        run_batch(sample_store, template, cfg(server), items, "gpt-4o", api_key=KEY)
+    run_batch(sample_store, template, cfg(server), items, "mine", api_key=KEY)
+    with pytest.raises(LabelInUseError, match="different template version, model"):
+        run_batch(sample_store, template, cfg(server, temperature=0.5), items, "mine", api_key=KEY)
+    default = RejudgeBatch(sample_store, template, cfg(server), items)
     assert default.label == "judge-x+single-v1@v1"
     template.messages[1]["content"] += "\nBe brief."  # edited after loading: the batch stores and uses a new version
-    edited = J.RejudgeBatch(sample_store, template, cfg(server), items)
+    edited = RejudgeBatch(sample_store, template, cfg(server), items)
     assert (edited.template.label, edited.template.parent_id) == ("single-v1@v2", template.template_id)
 
 
@@ -171,7 +173,7 @@ def test_five_point_scale_is_mapped_and_raw_kept(sample_store, server):
     template = T.get_template(sample_store, "order-bug-demo")
     items = select_items(sample_store, bench="ja_mt_bench", category="math", turn=1, judged_by="gpt-4o", limit=4)
     server.responder = lambda body: "Score: 5" if "pred: \n" in body["messages"][-1]["content"] else "Score: 3"
-    summary = J.run_batch(sample_store, template, cfg(server), items, "bugdemo", api_key=KEY, judge_hint="gpt-4o")
+    summary = run_batch(sample_store, template, cfg(server), items, "bugdemo", api_key=KEY, judge_hint="gpt-4o")
     assert summary.ok == 4
     assert set(rows(sample_store, "SELECT raw_score, score FROM single_judgments WHERE judge = 'bugdemo'")) == {(3.0, 5.5)}
 
@@ -179,7 +181,7 @@ def test_five_point_scale_is_mapped_and_raw_kept(sample_store, server):
 def test_items_a_template_cannot_render_are_reported_not_sent(sample_store, server):
     template = T.get_template(sample_store, "tencent-ti-ref")  # needs a reference answer (data.gt)
     items = select_items(sample_store, bench="mt_bench", turn=1, model="phi-3-dpo")
-    summary = J.run_batch(sample_store, template, cfg(server), items, "tencent", api_key=KEY, judge_hint="gpt-4")
+    summary = run_batch(sample_store, template, cfg(server), items, "tencent", api_key=KEY, judge_hint="gpt-4")
     with_ref = {"math", "reasoning", "coding"}
     assert summary.written == summary.calls == 30 and summary.not_renderable == 50
     assert "no reference answer" in summary.problems[0]
@@ -192,7 +194,7 @@ def test_cost_estimate_before_and_after(sample_store, server):
     template = T.get_template(sample_store, "single-v1")
     items = select_items(sample_store, bench="mt_bench", limit=10)
     c = cfg(server, price_per_1k_input=0.5, price_per_1k_output=1.5, max_tokens=100)
-    batch = J.RejudgeBatch(sample_store, template, c, items, "priced")
+    batch = RejudgeBatch(sample_store, template, c, items, "priced")
     est = batch.prepare()
     assert est.to_send == 10 and est.prompt_tokens > 1000 and est.max_completion_tokens == 1000
     assert est.cost_upper == pytest.approx(est.prompt_tokens / 1000 * 0.5 + 1000 / 1000 * 1.5)
@@ -207,7 +209,7 @@ def test_pairwise_batch_plays_both_orders(sample_store, server):
     items = select_pair_items(sample_store, "phi-3", "phi-3-dpo", bench="mt_bench", turn=1, category="writing")
     assert len(items) == 10
     server.responder = lambda body: "Assistant A is better. [[A]]"  # always the first position: position bias
-    summary = J.run_batch(sample_store, template, cfg(server), items, "pair-judge", api_key=KEY, judge_hint="gpt-4")
+    summary = run_batch(sample_store, template, cfg(server), items, "pair-judge", api_key=KEY, judge_hint="gpt-4")
     assert (summary.calls, summary.written, summary.ok) == (20, 10, 20)
     got = set(rows(sample_store, "SELECT model_1, model_2, g1_winner, g2_winner, prompt_name FROM pair_judgments "
                                  "WHERE judge = 'pair-judge'"))
@@ -216,7 +218,7 @@ def test_pairwise_batch_plays_both_orders(sample_store, server):
                                  [summary.source_id])}
     assert models == {"phi-3 vs phi-3-dpo", "phi-3-dpo vs phi-3"}
     with pytest.raises(ValueError, match="pairwise template"):
-        J.run_batch(sample_store, template, cfg(server), select_items(sample_store, limit=1), "x", api_key=KEY)
+        run_batch(sample_store, template, cfg(server), select_items(sample_store, limit=1), "x", api_key=KEY)
 
 
 def test_cli_rejudge_then_scores(sample_store, server, monkeypatch, capsys, tmp_path):
@@ -267,7 +269,7 @@ def test_a_failing_progress_callback_stops_the_workers(sample_store):
 
     with FakeOpenAI(latency=0.05) as server:
         with pytest.raises(KeyboardInterrupt):
-            J.run_batch(sample_store, T.get_template(sample_store, "single-v1"), cfg(server), items, "stopped",
+            run_batch(sample_store, T.get_template(sample_store, "single-v1"), cfg(server), items, "stopped",
                         concurrency=2, progress=progress, api_key=KEY)
         sent = len(server.chat_requests())
         time.sleep(0.3)

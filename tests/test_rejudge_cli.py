@@ -16,7 +16,9 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 
 from conftest import ROOT
-from lib.judging import client as J
+from lib.errors import JudgeAPIError
+from lib.judging.client import call_judge, make_client
+from lib.judging.config import JudgeConfig
 from lib.store import Store
 
 KEY = "sk-rejudge-cli-0123456789"
@@ -54,11 +56,11 @@ def test_a_judge_that_drips_one_byte_at_a_time_hits_the_total_deadline(store, he
         url = server.url
         # a ~250-byte body at 5 bytes/s (and the status line and headers too): no single read ever times out
         server.queue(Reply.dripping(0.2, headers_too=headers_too))
-        config = J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=1.5, max_retries=0)
-        client = J.make_client(config, KEY)    # the SDK import is not part of the request
+        config = JudgeConfig(base_url=server.url, model="judge-x", timeout_s=1.5, max_retries=0)
+        client = make_client(config, KEY)    # the SDK import is not part of the request
         t0 = time.perf_counter()
-        with pytest.raises(J.JudgeAPIError) as exc:
-            J.call_judge(store, config, MSGS, api_key=KEY, client=client)
+        with pytest.raises(JudgeAPIError) as exc:
+            call_judge(store, config, MSGS, api_key=KEY, client=client)
         elapsed = time.perf_counter() - t0
     assert 1.4 < elapsed < 10      # the whole body would take ~50 s at this pace
     assert exc.value.message == (

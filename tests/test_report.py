@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from lib.analysis import agreement
 from lib.ingest.importer import ingest
-from lib.render.report import build_report
+from lib.reports import build_report
 
 JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14"]
 

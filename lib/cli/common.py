@@ -41,7 +41,7 @@ def parents() -> dict[str, argparse.ArgumentParser]:
 
 def judge_config(args):
     """The JudgeConfig the endpoint options describe."""
-    from lib.judging.client import JudgeConfig
+    from lib.judging.config import JudgeConfig
 
     return JudgeConfig(base_url=args.base_url, model=args.model, temperature=args.temperature,
                        max_tokens=args.max_tokens, timeout_s=args.timeout, max_retries=args.max_retries,

@@ -48,7 +48,7 @@ def cmd_attribute(args) -> int:
 
     from lib.cli.common import judge_config, split_list
     from lib.judging import attribution
-    from lib.judging.client import resolve_api_key
+    from lib.judging.config import resolve_api_key
 
     store = open_store(args)
     steps = split_list(args.steps) if args.steps else list(attribution.STEPS)
@@ -61,7 +61,7 @@ def cmd_attribute(args) -> int:
           file=sys.stderr)
     df = ladder.run(api_key=resolve_api_key(None), concurrency=args.concurrency)
     if args.report:
-        from lib.render.report import harness_report
+        from lib.reports import harness_report
 
         text = harness_report(store, parse_selector(args.a), parse_selector(args.b), swallow_samples="first",
                               ladder=None if args.reverse else df,

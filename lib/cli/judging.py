@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 
 from lib.cli.common import judge_config, open_store
-from lib.judging import client as judge_client
+from lib.judging.batch import RejudgeBatch
+from lib.judging.config import resolve_api_key
+from lib.judging.jobs import BackgroundJob
 from lib.judging.context import select_items, select_pair_items
 from lib.judging.templates import TemplateError, resolve_template_ref
 from lib.probes import suite as probes
@@ -43,44 +44,21 @@ def cmd_rejudge(args) -> int:
     if not items:
         print("No items match these filters.", file=sys.stderr)
         return 1
-    batch = judge_client.RejudgeBatch(store, template, config, items, args.label,
-                                      reference_judge=args.reference_judge, judge_hint=args.judged_by,
-                                      force=args.force)
+    batch = RejudgeBatch(store, template, config, items, args.label, reference_judge=args.reference_judge,
+                         judge_hint=args.judged_by, force=args.force)
     est = batch.prepare()
     cost = (f"; estimated cost ~${est.cost_expected:.4f} (at most ${est.cost_upper:.4f})"
             if est.cost_expected is not None else "")
     print(f"{batch.label}: {template.label} on {len(items)} item(s): {est.requests} request(s), {est.cached} from "
           f"the cache, {est.to_send} to send (~{est.prompt_tokens} prompt tokens){cost}", file=sys.stderr)
-    api_key = judge_client.resolve_api_key(None, None) if est.to_send else None
+    api_key = resolve_api_key(None, None) if est.to_send else None
     progress = _throttled(lambda done, total, eta=None: f"  {done}/{total}" + (f", ~{eta:.0f} s left" if eta else ""))
-    cancel = threading.Event()
-    finished = threading.Event()
-    box: dict = {}
-
-    def work():
-        try:
-            box["summary"] = batch.run(api_key=api_key, concurrency=args.concurrency, progress=progress, cancel=cancel)
-        except BaseException as exc:  # handed to the main thread
-            box["error"] = exc
-        finally:
-            finished.set()
-
-    # Wait on an Event, not Thread.join: a join interrupted by Ctrl-C may return at once afterwards
-    # (CPython 3.11), and the process would then exit while the batch is still writing.
-    threading.Thread(target=work, name="judgelens-rejudge", daemon=True).start()
-    interrupted = False
-    while not finished.is_set():
-        try:
-            finished.wait(0.2)
-        except KeyboardInterrupt:
-            if not interrupted:
-                print("Cancelling: waiting for the requests in flight, then storing every verdict that arrived ...",
-                      file=sys.stderr)
-            interrupted = True
-            cancel.set()
-    if "error" in box:
-        raise box["error"]
-    summary = box["summary"]
+    job = BackgroundJob(lambda report, cancel: batch.run(api_key=api_key, concurrency=args.concurrency,
+                                                         progress=report, cancel=cancel),
+                        name="judgelens-rejudge", on_progress=progress).start()
+    interrupted = job.wait_interruptibly(lambda: print(
+        "Cancelling: waiting for the requests in flight, then storing every verdict that arrived ...", file=sys.stderr))
+    summary = job.outcome()
     print(summary.text())
     if interrupted:
         print(f"Interrupted: {summary.written} verdict(s) of this run are stored under {summary.label!r}. "
@@ -113,7 +91,7 @@ def cmd_probe(args) -> int:
                             turn=args.turn, probes=[p for p in (args.probes or "").split(",") if p.strip()] or None,
                             repeats=args.repeats, noise_items=args.noise_items, model_a=args.answer_model,
                             model_b=args.vs, reference_judge=args.reference_judge, seed=args.seed,
-                            api_key=judge_client.resolve_api_key(None, None), concurrency=args.concurrency,
+                            api_key=resolve_api_key(None, None), concurrency=args.concurrency,
                             progress=_throttled(lambda done, total: f"  {done}/{total} request(s)"))
     if args.format == "json":
         print(json.dumps(run.to_json(), ensure_ascii=False, indent=1, default=str))

@@ -31,7 +31,7 @@ def cmd_agreement(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from lib.render.report import build_report
+    from lib.reports import build_report
 
     judges = split_list(args.compare)
     text = build_report(open_store(args, read_only=True), judges, bench=args.bench, model=args.model, turn=args.turn,

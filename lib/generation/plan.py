@@ -29,20 +29,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from lib.errors import UsageError
+from lib.generation.questions import Question
 from lib.generation.setups import TURN2_SAMPLE0, GenerationSetup
 
 TYPICAL_ANSWER_TOKENS = 600   # assumed answer length for estimates when no max_tokens caps it lower
-
-
-@dataclass(frozen=True)
-class Question:
-    """One question to answer: its bench and id, category and user turns (``required_temperature``: FastChat)."""
-
-    bench: str
-    question_id: str
-    category: str | None
-    turns: tuple[str, ...]
-    required_temperature: float | None = None
 
 
 @dataclass(frozen=True)

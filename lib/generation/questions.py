@@ -1,7 +1,7 @@
 """What the store holds for generation: a run's questions, and what its answer files show of its setup.
 
 ``questions_for_run(store, run, linked_to=None, limit=None)``: the questions of ``run.bench`` the run has
-answers for (``linked_to``: only those linked to a question of that bench), as ``plan.Question`` in question
+answers for (``linked_to``: only those linked to a question of that bench), as ``Question`` in question
 order. ``run_answer_facts(store, run)``: the distinct system prompts, samples per item, per-category
 temperatures and character cap recorded with the run's answers (``GenerationSetup.from_run`` reads it).
 
@@ -10,11 +10,23 @@ file name equal to the run's model under the storage key (``lib.vocab.model_key_
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from lib.analysis import linking
 from lib.analysis.runs import Run
-from lib.generation.plan import Question
 from lib.store import Store
 from lib.vocab import model_key_sql, qid_order
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question to answer: its bench and id, category and user turns (``required_temperature``: FastChat)."""
+
+    bench: str
+    question_id: str
+    category: str | None
+    turns: tuple[str, ...]
+    required_temperature: float | None = None
 
 
 def _answer_filter(alias: str = "a") -> str:

@@ -4,7 +4,7 @@ Start from run A's answers and A's stored verdicts on the questions linked to ru
 answers with A's own setup against the chosen endpoint (**replay**): the drift between the stored judge and
 today's endpoint is measured on its own and never blamed on a factor. Then switch one judge-side factor at a
 time to B's setting, cumulatively, re-judging the same items through the re-judge machinery
-(``lib.judging.client.RejudgeBatch``: cache, concurrency, cost estimate):
+(``lib.judging.batch.RejudgeBatch``: cache, concurrency, cost estimate):
 
 - ``prompt``: A's judge prompt templates -> B's (e.g. FastChat's -> Swallow's, with its Japanese-language
   rules), one template per kind (single-v1 / single-math-v1 / their multi-turn forms, chosen per category and
@@ -38,7 +38,8 @@ from lib.analysis import linking
 from lib.analysis.item_view import ItemKey
 from lib.analysis.runs import Run, resolve_run
 from lib.errors import UsageError
-from lib.judging.client import JudgeConfig, RejudgeBatch
+from lib.judging.batch import RejudgeBatch
+from lib.judging.config import JudgeConfig
 from lib.judging.templates import Template, builtins
 from lib.store import Store
 

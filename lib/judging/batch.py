@@ -8,7 +8,8 @@ version, model, URL and parameters) resumes it: finished items are skipped and t
 that were already paid for. The verdicts are a new judge: ``single_judgments`` rows (harness 'judgelens',
 judge = the label, prompt_name = name@vN) or ``pair_judgments`` rows for pairwise templates, under a
 ``sources`` row of kind 'rejudge' (path ``rejudge:<label>``), plus one ``rejudgments`` row per request
-recording the template version and the request hash.
+recording the template version and the request hash. ``rejudge_one`` re-judges one item without storing a
+verdict (the Workbench's preview).
 """
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ from typing import Callable
 
 from lib.analysis.item_view import ItemKey
 from lib.errors import LabelInUseError, UsageError
-from lib.judging.client import HARNESS, CallResult, JudgeConfig, _insert, request_hash
+from lib.judging import cache
+from lib.judging.calls import CallResult, CallStats
+from lib.judging.client import call_judge
+from lib.judging.config import JudgeConfig
 from lib.judging.context import PairKey, build_contexts
-from lib.judging.dispatch import Dispatcher, cached, store_in_cache
+from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import parse, to_ten_scale
-from lib.judging.templates import Template, _canon, get_template, render_many, save_template
-from lib.store import Store, refresh_item_scores
+from lib.judging.templates import Template, TemplateError, get_template, render_many, save_template
+from lib.store import Store, insert_rows, refresh_item_scores
+
+HARNESS = "judgelens"        # the harness of the verdicts JudgeLens makes
 
 WRITE_EVERY_S = 0.5          # flush finished verdicts at least this often
 WRITE_EVERY_ROWS = 100
@@ -52,7 +58,9 @@ class _Unit:
 
 
 @dataclass
-class BatchSummary:
+class BatchSummary(CallStats):
+    """What a batch did; the call counts (requests, calls, cache hits, tokens, cost, time) are ``CallStats``."""
+
     label: str
     template: str                      # name@vN
     template_id: int
@@ -61,20 +69,13 @@ class BatchSummary:
     items: int                         # items asked for
     skipped_done: int = 0              # already judged in this run before (resume)
     not_renderable: int = 0            # items whose prompt could not be built (see problems)
-    requests: int = 0                  # requests this batch needed
-    cache_hits: int = 0
-    calls: int = 0                     # requests actually sent (answered or failed)
     written: int = 0                   # verdict rows written
     ok: int = 0
     not_parsed: int = 0
     regex_timeouts: int = 0            # of the not parsed: the template's parser regex ran out of time
     out_of_range: int = 0
     api_errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
     estimated_cost: float | None = None
-    elapsed_s: float = 0.0
     cancelled: bool = False
     error: str | None = None           # why the batch stopped early, if it did
     problems: list[str] = field(default_factory=list)
@@ -90,10 +91,6 @@ class BatchSummary:
     def nothing_succeeded(self) -> bool:
         """Requests were needed and not one was answered (every call failed, or none could be sent)."""
         return self.requests > 0 and self.cache_hits == 0 and self.ok + self.not_parsed + self.out_of_range == 0
-
-    @property
-    def requests_per_s(self) -> float:
-        return self.calls / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def text(self) -> str:
         lines = [f"{self.label}: {self.template} ({self.mode}), {self.items} item(s)"
@@ -167,7 +164,7 @@ class RejudgeBatch:
                  force: bool = False):
         if template.template_id is None:
             template = save_template(store, template)
-        elif _canon(get_template(store, template.template_id).content()) != _canon(template.content()):
+        elif not get_template(store, template.template_id).same_content(template):
             template = save_template(store, template.edited())  # changed since loaded: a new version
         self.store, self.template, self.config = store, template, config
         self.label = (label or default_label(config, template)).strip()
@@ -257,17 +254,17 @@ class RejudgeBatch:
             if not res.ok:
                 unit.error = unit.error or res.error
                 continue
-            unit.requests.append(_Request(u, game, res.messages, request_hash(self.config, res.messages),
+            unit.requests.append(_Request(u, game, res.messages, cache.request_hash(self.config, res.messages),
                                           json.dumps(res.messages, ensure_ascii=False)))
         for unit in self.units:
             if unit.error:
                 unit.requests = []
         hashes = [r.request_hash for unit in self.units for r in unit.requests]
-        cache = {} if self.force else cached(self.store, hashes)
+        hits = {} if self.force else cache.fetch(self.store, hashes)
         for unit in self.units:
             for r in unit.requests:
-                if r.request_hash in cache:
-                    r.result = cache[r.request_hash]
+                if r.request_hash in hits:
+                    r.result = hits[r.request_hash]
         self.prepared = True
         self._estimate = None
         if any(r.result is None for unit in self.units for r in unit.requests):
@@ -376,7 +373,7 @@ class RejudgeBatch:
             # may run again on a DuckLake store (Store.transaction): start from the state before the first try
             self.source_id, self._redo_keys = source_id, list(redo_keys)
             sid = self._ensure_source(cur)
-            store_in_cache(cur, self.config, [(r.messages_json, r.result) for r in new_results])
+            cache.save(cur, self.config, [(r.messages_json, r.result) for r in new_results])
             rows, rej, total, reasons = [], [], {}, {}
             for unit in units:
                 r1, r2, counts = self._rows(unit)
@@ -389,8 +386,8 @@ class RejudgeBatch:
                         reasons[r.error] = reasons.get(r.error, 0) + 1
             if units:
                 self._delete_previous(cur, sid, [u.item for u in units])
-            _insert(cur, table, rows)
-            _insert(cur, "rejudgments", rej)
+            insert_rows(cur, table, rows)
+            insert_rows(cur, "rejudgments", rej)
             return len(rows), total, reasons
 
         try:
@@ -508,8 +505,7 @@ class RejudgeBatch:
                         summary.calls += 1
                         if out.result is not None:
                             r.result = out.result
-                            summary.prompt_tokens += r.result.prompt_tokens
-                            summary.completion_tokens += r.result.completion_tokens
+                            summary.add_answer(r.result)
                             new_results.append(r)
                         else:
                             r.error = out.error
@@ -557,3 +553,22 @@ def run_batch(store: Store, template: Template, config: JudgeConfig, items: list
                          judge_hint=judge_hint, force=force)
     batch.prepare()
     return batch.run(api_key=api_key, concurrency=concurrency, progress=progress, cancel=cancel)
+
+
+def rejudge_one(store: Store, template: Template, config: JudgeConfig, item, *, api_key: str | None = None,
+                force: bool = False, reference_judge: str | None = None, judge_hint: str | None = None) -> dict:
+    """Re-judge one item without storing a verdict: the messages sent, the raw output, the parse
+    result and the call's cost. (The cache still records the call.)"""
+    ctx = build_contexts(store, [item], preprocess=template.preprocess, reference_judge=reference_judge,
+                         judge_hint=judge_hint)[0]
+    if ctx.context is None:
+        raise TemplateError(ctx.error or "no context", kind="undefined")
+    rendered = render_many(template, [ctx.context], [ctx.missing or {}])[0]
+    if not rendered.ok:
+        raise TemplateError(rendered.error, kind=rendered.kind or "error")
+    result = call_judge(store, config, rendered.messages, api_key=api_key, force=force)
+    parsed = parse(result.text, template.parser)
+    return {"messages": rendered.messages, "text": result.text, "parsed": parsed, "cached": result.cached,
+            "request_hash": result.request_hash, "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "cost": None if result.cached else config.cost(result.prompt_tokens, result.completion_tokens)}

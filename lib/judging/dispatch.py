@@ -1,7 +1,8 @@
 """The one way JudgeLens sends many judge calls: a pool of threads, a cap on concurrency, cancel, a
 fatal-error stop, and a rate for the ETA. Re-judge batches (``lib.judging.batch``) and the probe suite
-(``lib.probes.runner``) both send through ``Dispatcher``; the cache is looked up before (``cached``)
-and written as answers arrive (``store_in_cache``), by the caller, so what was paid for is kept.
+(``lib.probes.runner``) both send through ``Dispatcher``; the request cache (``lib.judging.cache``) is
+looked up before (``cache.fetch``) and written as answers arrive (``cache.save``), by the caller, so what
+was paid for is kept. One call is ``lib.judging.client.send`` (retries, deadline).
 
 Usage::
 
@@ -25,9 +26,10 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from lib.judging.client import (CallResult, Cancelled, JudgeAPIError, JudgeConfig, _cache_get, _cache_rows,
-                                _create_with_retries, _insert, make_client, redact)
-from lib.store import Store
+from lib.errors import JudgeAPIError
+from lib.judging.calls import CallResult
+from lib.judging.client import Cancelled, make_client, send
+from lib.judging.config import JudgeConfig, redact
 
 CANCEL_GRACE_S = 5.0   # after cancel, wait this long for requests already in flight
 TICK_S = 0.1           # yield None this often while nothing finishes
@@ -39,16 +41,6 @@ class Outcome:
     result: CallResult | None = None
     error: str | None = None                 # the message the user reads
     exception: JudgeAPIError | None = None   # when the error was a JudgeAPIError
-
-
-def cached(store: Store, hashes: Iterable[str]) -> dict[str, CallResult]:
-    """Cache hits for these request hashes (``judge_cache``)."""
-    return _cache_get(store, list(dict.fromkeys(hashes)))
-
-
-def store_in_cache(cur, config: JudgeConfig, answered: list[tuple["list[dict] | str", CallResult]]) -> None:
-    """Write answered calls to ``judge_cache`` inside the caller's write transaction."""
-    _insert(cur, "judge_cache", _cache_rows(config, answered), replace_existing=True)
 
 
 class Dispatcher:
@@ -96,8 +88,7 @@ class Dispatcher:
                 with lock:
                     in_flight[0] += 1
                 try:
-                    out = Outcome(job, result=_create_with_retries(client, config, job.messages, api_key, cancel,
-                                                                   job.request_hash))
+                    out = Outcome(job, result=send(client, config, job.messages, api_key, cancel, job.request_hash))
                 except Cancelled:
                     out = None
                 except JudgeAPIError as exc:

@@ -90,6 +90,10 @@ class Template:
         return {"messages": [{"role": m["role"], "content": m["content"]} for m in self.messages],
                 "parser": self.parser, "preprocess": normalize_preprocess(self.preprocess)}
 
+    def same_content(self, other: "Template") -> bool:
+        """Whether ``other`` has the same content (messages, parser, pre-processing) as this one."""
+        return _canon(self.content()) == _canon(other.content())
+
     def to_json(self) -> dict:
         """The file format ``python -m lib.cli rejudge --template FILE.json`` reads."""
         return {"name": self.name, **self.content(), "provenance": self.provenance, "description": self.description}

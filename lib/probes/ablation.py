@@ -8,8 +8,8 @@ import statistics
 from dataclasses import dataclass
 
 from lib.judging.templates import Template, TemplateError, check_template
-from lib.probes.canaries import _rule_text, _single_fail
-from lib.probes.spec import ABLATIONS, PROBES, ProbeResult, _fmt
+from lib.probes.canaries import rule_text, single_fail
+from lib.probes.spec import ABLATIONS, PROBES, ProbeResult, fmt_score
 
 
 # ------------------------------------------------------------------------------------------------
@@ -290,7 +290,7 @@ def ablation_variants(template: Template, names: tuple[str, ...] | list[str] = A
     return variants, skipped
 
 
-def _ablation_result(name, variants, skipped, usable, got, score_of, outcome, outcomes, lo, mid, scale,
+def ablation_result(name, variants, skipped, usable, got, score_of, outcome, outcomes, lo, mid, scale,
                      render_errors) -> ProbeResult:
     spec = PROBES[name]
     v = next((x for x in variants if x.name == name), None)
@@ -304,7 +304,7 @@ def _ablation_result(name, variants, skipped, usable, got, score_of, outcome, ou
         e0 = score_of(got.get(("original", "empty_answer", k)))
         er = got.get((name, "empty_answer", k))
         e1 = score_of(er)
-        f = _single_fail("low", e1, r1, lo, mid)
+        f = single_fail("low", e1, r1, lo, mid)
         if er is None or er.error is not None:
             errors += 1
             status = "error"
@@ -322,7 +322,7 @@ def _ablation_result(name, variants, skipped, usable, got, score_of, outcome, ou
                          "empty_variant": e1, "status": status})
         outcome(name, "ablation", k, er, expected="low", failed=(status == "fail") if status != "error" else None,
                 status=status, real=r1, layout=name,
-                detail=(f"real answer {_fmt(r0)} -> {_fmt(r1)}" if shift is not None else "")
+                detail=(f"real answer {fmt_score(r0)} -> {fmt_score(r1)}" if shift is not None else "")
                 + (f"; {er.error}" if er is not None and er.error else "")
                 + (render_errors.get((name, "empty_answer", k), "") if er is None else ""))
     judged = [p for p in per_item if p["status"] in ("pass", "fail")]
@@ -333,13 +333,13 @@ def _ablation_result(name, variants, skipped, usable, got, score_of, outcome, ou
         status, detail = "error", f"With {v.description} ({name}) no item could be judged."
     else:
         status = "fail" if fails else "pass"
-        detail = (f"With {v.description} ({name}) the empty answer scores {', '.join(_fmt(e) for e in empties)} "
+        detail = (f"With {v.description} ({name}) the empty answer scores {', '.join(fmt_score(e) for e in empties)} "
                   f"(scale {scale[0]:g}-{scale[1]:g}; {fails} of {len(judged)} fail the 'low' rule)")
         if mean_shift is not None:
             detail += (f"; real answers move by {mean_shift:+.2f} on average (mean |shift| {mean_abs:.2f}, "
                        f"max {max_abs:g}) over {len(shifts)} item(s)")
         detail += ". Diagnostic: does not decide whether the template passes."
-    return ProbeResult(name, "ablation", "low", status, detail, rule=_rule_text("low", lo, mid) + " (empty answer, "
+    return ProbeResult(name, "ablation", "low", status, detail, rule=rule_text("low", lo, mid) + " (empty answer, "
                        "this layout)", measure=spec.measure, counts=False, scale=list(scale), n_items=len(judged),
                        n_failed=fails, scores=empties,
                        real_scores=[p["real_variant"] for p in judged],

@@ -7,7 +7,7 @@ from lib.judging.parsers import to_ten_scale
 from lib.probes.spec import NOISE_MAX_STD, NOISE_MIN_AGREEMENT, PROBES, ProbeResult
 
 
-def _noise_single(reqs, usable, keys, repeats, scale, outcomes, config) -> ProbeResult:
+def noise_single(reqs, usable, keys, repeats, scale, outcomes, config) -> ProbeResult:
     spec = PROBES["repeat_noise"]
     reps = [r for r in reqs if r.tag["probe"] == "repeat_noise"]
     rule = (f"expected low: fails if the mean standard deviation of {repeats} repeated scores is above "

@@ -1,10 +1,10 @@
 """Position swap (pairwise templates): each item judged as (A, B) and as (B, A)."""
 from __future__ import annotations
 
-from lib.probes.spec import POSITION_CONSISTENCY_MIN, PROBES, ProbeResult, _pct
+from lib.probes.spec import POSITION_CONSISTENCY_MIN, PROBES, ProbeResult, fmt_pct
 
 
-def _position_result(usable, keys, got, verdict, outcomes) -> ProbeResult:
+def position_result(usable, keys, got, verdict, outcomes) -> ProbeResult:
     spec = PROBES["position_swap"]
     rule = (f"expected low: fails if the winner survives the A/B swap on fewer than {POSITION_CONSISTENCY_MIN:.0%} "
             "of the items")
@@ -47,7 +47,7 @@ def _position_result(usable, keys, got, verdict, outcomes) -> ProbeResult:
             "toward the first position" if first_rate > 0.6 else
             "toward the second position" if first_rate < 0.4 else "none to speak of")
     detail = (f"The winner survives the A/B swap on {consistent} of {n} item(s) (consistency {consistency:.0%}); "
-              f"position A wins {_pct(first_rate)} of decisive verdicts (bias {bias}). Rule: {rule}.")
+              f"position A wins {fmt_pct(first_rate)} of decisive verdicts (bias {bias}). Rule: {rule}.")
     if flips:
         detail += " Flips: " + "; ".join(f"q{f['question_id']} turn {f['turn']} ({f['winner_ab']} -> {f['winner_ba']})"
                                          for f in flips[:5]) + ("…" if len(flips) > 5 else "")

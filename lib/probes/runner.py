@@ -10,19 +10,22 @@ from typing import Callable
 
 from lib.analysis.item_view import ItemKey
 from lib.errors import ProbeError
-from lib.judging.client import CallResult, JudgeConfig, request_hash
+from lib.judging import cache
+from lib.judging.calls import CallResult, CallStats
+from lib.judging.config import JudgeConfig
 from lib.judging.context import ContextResult, PairKey, build_contexts
-from lib.judging.dispatch import Dispatcher, cached, store_in_cache
+from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import ParseResult, check_spec, parse, to_ten_scale
 from lib.judging.templates import Template, get_template, render_many, save_template
-from lib.probes.ablation import _ablation_result, ablation_variants
-from lib.probes.canaries import (_REF_VARS, CONFUSION_REF_SHARE, _aggregate_canary, _other_answer, _reference_of,
-                                 _rule_text, _single_fail, canary_text, empty_answer_pairwise, with_answer)
+from lib.probes.ablation import ablation_result, ablation_variants
+from lib.probes.canaries import (CONFUSION_REF_SHARE, REFERENCE_VARS, aggregate_canary, canary_text,
+                                 empty_answer_pairwise, other_item_answer, reference_of, rule_text, single_fail,
+                                 with_answer)
 from lib.probes.items import sample_items, sample_pair_items
-from lib.probes.noise import _noise_single, noise_pairwise
-from lib.probes.position import _position_result
+from lib.probes.noise import noise_pairwise, noise_single
+from lib.probes.position import position_result
 from lib.probes.spec import (ABLATIONS, ALL_PROBES, CANARIES, DEFAULT_ITEMS, DEFAULT_NOISE_ITEMS, DEFAULT_REPEATS,
-                             PROBE_GROUPS, PROBES, ProbeResult, ProbeRun, _item_keys)
+                             PROBE_GROUPS, PROBES, ProbeResult, ProbeRun, item_keys)
 from lib.probes.storage import save_probe_run
 from lib.probes.verdict import summary_text
 from lib.store import Store
@@ -53,8 +56,7 @@ class _Sender:
     concurrency: int = 4
     progress: Callable[[int, int], None] | None = None
     cancel: threading.Event | None = None
-    stats: dict = field(default_factory=lambda: {"calls": 0, "cache_hits": 0, "prompt_tokens": 0,
-                                                 "completion_tokens": 0})
+    stats: CallStats = field(default_factory=CallStats)
 
     def send(self, reqs: list[_Req]) -> None:
         """Send the requests (identical unforced requests once, cache first) through the dispatcher,
@@ -63,13 +65,13 @@ class _Sender:
         forced: list[_Req] = []
         for r in reqs:
             (forced.append(r) if r.force else unique.setdefault(r.hash, []).append(r))
-        hits = cached(self.store, list(unique))
+        hits = cache.fetch(self.store, list(unique))
         jobs: list[_Job] = []
         for h, group in unique.items():
             if h in hits:
                 for r in group:
                     r.result = hits[h]
-                self.stats["cache_hits"] += len(group)
+                self.stats.cache_hits += len(group)
             else:
                 jobs.append(_Job(group))
         jobs.extend(_Job([r]) for r in forced)
@@ -87,13 +89,12 @@ class _Sender:
                     answered = self._to_cache(answered)
                     continue
                 group = out.job.group
-                self.stats["calls"] += 1
+                self.stats.calls += 1
                 if out.result is not None:
                     for r in group:
                         r.result = out.result
-                    self.stats["prompt_tokens"] += out.result.prompt_tokens
-                    self.stats["completion_tokens"] += out.result.completion_tokens
-                    self.stats["cache_hits"] += len(group) - 1
+                    self.stats.add_answer(out.result)
+                    self.stats.cache_hits += len(group) - 1
                     answered.append((group[0].messages, out.result))
                 else:
                     for r in group:
@@ -112,7 +113,7 @@ class _Sender:
 
     def _to_cache(self, answered: list) -> list:
         if answered:
-            self.store.transaction(lambda cur: store_in_cache(cur, self.config, answered))
+            self.store.transaction(lambda cur: cache.save(cur, self.config, answered))
         return []
 
 
@@ -193,10 +194,10 @@ def run_probes(store: Store, template: Template | str, config: JudgeConfig, *, i
               "noise_items": noise_items, "probes": sorted(wanted), "reference_judge": reference_judge}
     run = ProbeRun(template=template.label, template_id=template.template_id, template_name=template.name,
                    model=config.model, base_url=config.base_url, params=params, results=results, outcomes=outcomes,
-                   mode=mode, scale=scale, items=[_item_keys(i) for i in items], requests=len(reqs),
-                   calls=stats["calls"], cache_hits=stats["cache_hits"],
+                   mode=mode, scale=scale, items=[item_keys(i) for i in items], requests=len(reqs),
+                   calls=stats.calls, cache_hits=stats.cache_hits,
                    errors=sum(1 for r in reqs if r.error is not None),
-                   prompt_tokens=stats["prompt_tokens"], completion_tokens=stats["completion_tokens"])
+                   prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens)
     run.cost = config.cost(run.prompt_tokens, run.completion_tokens)
     run.elapsed_s = time.perf_counter() - started
     run.summary = summary_text(run)
@@ -234,8 +235,8 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
     ctxs: list[ContextResult] = build_contexts(store, items, preprocess=template.preprocess,
                                                reference_judge=reference_judge)
     raw_answers = {k: c.context.get("answer") or "" for k, c in enumerate(ctxs) if c.context is not None}
-    shows_reference = bool(_REF_VARS.search(" ".join(m["content"] for m in template.messages)))
-    keys = [_item_keys(i) for i in items]
+    shows_reference = bool(REFERENCE_VARS.search(" ".join(m["content"] for m in template.messages)))
+    keys = [item_keys(i) for i in items]
     usable = [k for k, c in enumerate(ctxs) if c.context is not None]
     reqs: list[_Req] = []
     problems: dict[int, str] = {k: c.error for k, c in enumerate(ctxs) if c.context is None}
@@ -249,7 +250,7 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
 
     # what to judge: per layout, the real answer and (original: every canary; variants: the empty answer)
     jobs: list[tuple[str, str, int, dict, str | None]] = []   # (layout, probe, item, context, skip reason)
-    other = {k: _other_answer(k, usable, ctxs, raw_answers) for k in usable}
+    other = {k: other_item_answer(k, usable, ctxs, raw_answers) for k in usable}
     need_real = bool(canaries or variants)
     for k in usable:
         ctx = dict(ctxs[k].context)
@@ -273,7 +274,7 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
             if not res.ok:
                 render_errors[(layout, j[1], j[2])] = res.error
                 continue
-            reqs.append(_Req(tag, res.messages, request_hash(config, res.messages)))
+            reqs.append(_Req(tag, res.messages, cache.request_hash(config, res.messages)))
     base = {(r.tag["layout"], r.tag["probe"], r.tag["item"]): r for r in reqs}
     if not need_real:  # only repeat noise: its forced calls are the only ones
         reqs = [r for r in reqs if r.tag["probe"] != "real_answer"]
@@ -320,7 +321,7 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
     results: list[ProbeResult] = []
     for name in canaries:
         spec = PROBES[name]
-        rule = _rule_text(spec.rule, lo, mid)
+        rule = rule_text(spec.rule, lo, mid)
         per = []
         for k in usable:
             real = score_of(got.get(("original", "real_answer", k)))
@@ -337,9 +338,9 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
             if r.error is not None:
                 outcome(name, "canary", k, r, expected=spec.expected, status="error", real=real, detail=r.error)
             else:
-                f = _single_fail(spec.rule, score_of(r), real, lo, mid)
+                f = single_fail(spec.rule, score_of(r), real, lo, mid)
                 share = None
-                ref = _reference_of(ctxs[k].context)
+                ref = reference_of(ctxs[k].context)
                 if shows_reference and ref and name != "reference_copy":
                     from lib.analysis.flags import reference_overlap
 
@@ -354,17 +355,17 @@ def _run_single(plan: _Plan, scale) -> tuple[list[ProbeResult], list[dict], list
                     outcome(name, "canary", k, r, expected=spec.expected, failed=f, status="fail" if f else "pass",
                             real=real, ref_share=share, detail=quoted)
             per.append(outcomes[-1])
-        results.append(_aggregate_canary(spec, per, rule, scale, problems))
+        results.append(aggregate_canary(spec, per, rule, scale, problems))
 
     for name in wanted_ablations:
-        results.append(_ablation_result(name, variants, skipped_variants, usable, got, score_of, outcome, outcomes,
+        results.append(ablation_result(name, variants, skipped_variants, usable, got, score_of, outcome, outcomes,
                                         lo, mid, scale, render_errors))
     if "position_swap" in wanted:
         results.append(ProbeResult("position_swap", "position", "low", "skipped",
                                    f"{template.label} grades single answers; the position swap applies to pairwise "
                                    "templates.", counts=True, measure=PROBES["position_swap"].measure))
     if "repeat_noise" in wanted:
-        results.append(_noise_single(reqs, usable, keys, repeats, scale, outcomes, config))
+        results.append(noise_single(reqs, usable, keys, repeats, scale, outcomes, config))
     return results, outcomes, reqs
 
 
@@ -372,7 +373,7 @@ def _run_pairwise(plan: _Plan) -> tuple[list[ProbeResult], list[dict], list[_Req
     """Position swap, the empty-answer canary (one side empty) and repeat noise for a pairwise template."""
     store, template, config, items, wanted = plan.store, plan.template, plan.config, plan.items, plan.wanted
     repeats, noise_items, reference_judge = plan.repeats, plan.noise_items, plan.reference_judge
-    keys = [_item_keys(i) for i in items]
+    keys = [item_keys(i) for i in items]
     swapped = [PairKey(i.bench, i.question_id, i.turn, i.model_b, i.model_a, i.sample) for i in items]
     ctx_ab = build_contexts(store, items, preprocess=template.preprocess, reference_judge=reference_judge)
     ctx_ba = build_contexts(store, swapped, preprocess=template.preprocess, reference_judge=reference_judge)
@@ -392,7 +393,7 @@ def _run_pairwise(plan: _Plan) -> tuple[list[ProbeResult], list[dict], list[_Req
     for j, res in zip(jobs, rendered):
         if res.ok:
             reqs.append(_Req({"probe": j[0], "game": j[1], "item": j[2], "repeat": None}, res.messages,
-                             request_hash(config, res.messages)))
+                             cache.request_hash(config, res.messages)))
     if "repeat_noise" in wanted and repeats >= 2:
         base = {(r.tag["item"]): r for r in reqs if r.tag["probe"] == "position_swap" and r.tag["game"] == 1}
         for k in usable[:max(0, int(noise_items))]:
@@ -413,7 +414,7 @@ def _run_pairwise(plan: _Plan) -> tuple[list[ProbeResult], list[dict], list[_Req
     if "empty_answer" in wanted:
         results.append(empty_answer_pairwise(usable, keys, got, verdict, outcomes))
     if "position_swap" in wanted:
-        results.append(_position_result(usable, keys, got, verdict, outcomes))
+        results.append(position_result(usable, keys, got, verdict, outcomes))
     if "repeat_noise" in wanted:
         results.append(noise_pairwise(reqs, usable, keys, repeats, verdict, outcomes, config))
     for name in sorted(wanted & (set(CANARIES) - {"empty_answer"}) | (wanted & set(ABLATIONS))):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from lib.judging.calls import CallStats
 from lib.judging.context import PairKey
 
 
@@ -106,7 +107,10 @@ class ProbeResult:
 
 
 @dataclass
-class ProbeRun:
+class ProbeRun(CallStats):
+    """One probe run: what was probed, each probe's result and each request's outcome; the call counts
+    (requests, calls, cache hits, tokens, cost, time) are ``CallStats``."""
+
     template: str                  # name@vN
     template_id: int
     template_name: str
@@ -118,14 +122,7 @@ class ProbeRun:
     mode: str = "single"
     scale: list | None = None
     items: list = field(default_factory=list)
-    requests: int = 0
-    calls: int = 0
-    cache_hits: int = 0
     errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    elapsed_s: float = 0.0
     run_id: int | None = None
     created_at: object = None
     summary: str = ""
@@ -142,7 +139,7 @@ class ProbeRun:
         return [r.to_json() for r in self.results]
 
 
-def _item_keys(item) -> dict:
+def item_keys(item) -> dict:
     if isinstance(item, PairKey):
         return {"bench": item.bench, "question_id": str(item.question_id), "turn": int(item.turn),
                 "model": item.model_a, "model_b": item.model_b, "sample": int(item.sample)}
@@ -150,19 +147,19 @@ def _item_keys(item) -> dict:
             "model_b": None, "sample": int(item.sample)}
 
 
-def _item_name(keys: dict) -> str:
+def item_name(keys: dict) -> str:
     who = keys["model"] + (f" vs {keys['model_b']}" if keys.get("model_b") else "")
     return f"{keys['bench']} q{keys['question_id']} turn {keys['turn']} ({who})"
 
 
-def _excerpt(text: str | None, n: int = RATIONALE_EXCERPT) -> str:
+def excerpt(text: str | None, n: int = RATIONALE_EXCERPT) -> str:
     text = (text or "").strip()
     return text if len(text) <= n else text[:n] + "…"
 
 
-def _fmt(v: float | None) -> str:
+def fmt_score(v: float | None) -> str:
     return "—" if v is None else f"{v:g}"
 
 
-def _pct(v: float | None) -> str:
+def fmt_pct(v: float | None) -> str:
     return "—" if v is None else f"{v:.0%}"

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lib.errors import ProbeError
-from lib.judging.client import _insert
-from lib.probes.spec import ALL_PROBES, ProbeResult, ProbeRun, _fmt
-from lib.store import Store
+from lib.probes.spec import ALL_PROBES, ProbeResult, ProbeRun, fmt_score
+from lib.store import Store, insert_rows
 
 
 # ------------------------------------------------------------------------------------------------
@@ -41,7 +40,7 @@ def save_probe_run(store: Store, run: ProbeRun) -> int:
                          "verdict": o.get("verdict"), "real_score": _num(o.get("real_score")),
                          "failed": o.get("failed"), "status": o["status"], "rationale": o.get("rationale"),
                          "request_hash": o.get("request_hash"), "detail": o.get("detail") or None})
-        _insert(cur, "probe_results", rows)
+        insert_rows(cur, "probe_results", rows)
         return run_id, created
 
     run_id, created = store.transaction(save)
@@ -159,7 +158,7 @@ def compare_probe_runs(store: Store, run_a: int, run_b: int) -> ProbeComparison:
 def probe_table(run: ProbeRun) -> pd.DataFrame:
     """One row per probe: probe, kind, expected, status, failed, scores, n_items, n_failed, detail."""
     rows = [{"probe": r.probe, "kind": r.kind, "expected": r.expected, "status": r.status, "failed": r.failed,
-             "scores": ", ".join(_fmt(x) if not isinstance(x, list) else "/".join(_fmt(y) for y in x)
+             "scores": ", ".join(fmt_score(x) if not isinstance(x, list) else "/".join(fmt_score(y) for y in x)
                                  for x in r.scores),
              "n_items": r.n_items, "n_failed": r.n_failed, "detail": r.detail} for r in run.results]
     return pd.DataFrame(rows, columns=["probe", "kind", "expected", "status", "failed", "scores", "n_items",

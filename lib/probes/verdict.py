@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from lib.probes.canaries import CONFUSION_REF_SHARE
-from lib.probes.spec import PROBES, ProbeResult, ProbeRun, _excerpt, _fmt
+from lib.probes.spec import PROBES, ProbeResult, ProbeRun, excerpt, fmt_score
 
 
 # ------------------------------------------------------------------------------------------------
@@ -19,7 +19,7 @@ def _scores_phrase(scores: list, hi) -> str:
     vals = [s for s in scores if s is not None]
     if vals and len(set(vals)) == 1:
         return f"{vals[0]:g}/{hi:g}"
-    return ", ".join(_fmt(s) for s in scores) + f" (out of {hi:g})"
+    return ", ".join(fmt_score(s) for s in scores) + f" (out of {hi:g})"
 
 
 def summary_text(run: ProbeRun) -> str:
@@ -72,7 +72,7 @@ def summary_text(run: ProbeRun) -> str:
                 e = r.evidence[0]
                 words = " ".join((e["rationale"] or "").split())
                 lines.append(f"  Judge's own words ({e['bench']} q{e['question_id']} turn {e['turn']}): "
-                             f"\"{_excerpt(words, 160)}\"")
+                             f"\"{excerpt(words, 160)}\"")
         elif r.kind == "canary":
             lines.append(f"{name}: {r.detail}")
         elif r.kind == "position":

@@ -1,4 +1,6 @@
-"""A self-contained HTML report of a judge comparison: safe to email, opens offline.
+"""Self-contained HTML reports (a judge comparison, a probe run, one model under two harnesses): safe to email,
+open offline. They assemble analyses, so they sit above lib.analysis and lib.judging (lib.render holds the
+pure helpers they draw with).
 
 Everything is in one file: the filters, the headline tables, the charts (plotly.js inlined once) and
 the largest disagreements with each judge's rationale. Every piece of text from the store is
