@@ -17,7 +17,7 @@ from lib.generation.questions import questions_for_run
 from lib.generation.runner import openai_send
 from lib.generation.setups import GenerationSetup
 from lib.generation.storage import cached_answers, generate_run, regen_label
-from lib.judging.client import resolve_api_key
+from lib.judging.config import resolve_api_key
 
 
 def _setup(store, run, args) -> GenerationSetup:
