@@ -55,6 +55,7 @@ from typing import Callable, Iterator, TypeVar
 
 import duckdb
 
+from lib import harness as H
 from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
 
 T = TypeVar("T")
@@ -396,7 +397,6 @@ def _refresh_extras(cur, benches, marked=()) -> None:
 # --- the analyst's verdicts (table human_verdicts): what a row may hold, its uid, insert, and the human judge's
 # rows in item_scores. The store keeps them because every write refreshes item_scores; recording verdicts is
 # lib.judging.human, reading verdict files lib.ingest.formats.human.
-HUMAN_HARNESS = "human"
 HUMAN_PREFIX = "human:"
 VERDICT_FIELDS = ("score", "label", "note")
 
@@ -511,12 +511,12 @@ def refresh_human_scores(cur, benches=None) -> None:
         if not benches:
             return
         where, params = "WHERE list_contains($b, bench)", {"b": benches}
-    cur.execute(f"DELETE FROM item_scores WHERE harness = '{HUMAN_HARNESS}' {'AND list_contains($b, bench)' if where else ''}",
+    cur.execute(f"DELETE FROM item_scores WHERE harness = '{H.HUMAN.name}' {'AND list_contains($b, bench)' if where else ''}",
                 params)
     cur.execute(f"""
         INSERT INTO item_scores
         WITH cur AS ({current_verdicts_sql(where)})
-        SELECT '{HUMAN_HARNESS}', c.bench, '{HUMAN_PREFIX}' || c.author, c.model, c.question_id, c.turn, q.category,
+        SELECT '{H.HUMAN.name}', c.bench, '{HUMAN_PREFIX}' || c.author, c.model, c.question_id, c.turn, q.category,
                avg(c.score), count(*), count(c.score), stddev_samp(c.score), 0
         FROM cur c LEFT JOIN current_questions q ON q.bench = c.bench AND q.question_id = c.question_id
         GROUP BY c.bench, c.author, c.model, c.question_id, c.turn, q.category

@@ -24,6 +24,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from lib import harness as H
 from lib.errors import JudgeChoiceError, UnknownJudgeError, UsageError
 from lib.store import Store
 from lib.vocab import DOUBLE_BRACKET, QID_ORDER, SINGLE_BRACKET, qid_order
@@ -58,8 +59,8 @@ def known_judges(store: Store) -> list[str]:
     """Every judge that has single judgments in the store, and every analyst with verdicts (human:<author>), sorted."""
     with store.read() as cur:
         return [r[0] for r in cur.execute("SELECT DISTINCT judge FROM single_judgments UNION "
-                                          "SELECT DISTINCT judge FROM item_scores WHERE harness = 'human' "
-                                          "ORDER BY judge").fetchall()]
+                                          "SELECT DISTINCT judge FROM item_scores WHERE harness = ? "
+                                          "ORDER BY judge", [H.HUMAN.name]).fetchall()]
 
 
 def check_judges(store: Store, judges: list[str], minimum: int = 1) -> list[str]:

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lib import harness as H
 from lib.analysis.item_view import link, link_params
 from lib.store import Store
 from lib.errors import UsageError
@@ -324,7 +325,8 @@ def reference_leaks(store: Store, *, bench: str | None = None, judge: str | None
                     JOIN _jl_ref_snips r ON r.bench = j.bench AND r.question_id = j.question_id AND r.turn = j.turn
                     WHERE j.rationale IS NOT NULL{where}
                       AND (j.judge_prompt IS NULL OR (r.snippet IS NOT NULL AND (CASE
-                           WHEN j.harness = 'fastchat' THEN contains(j.judge_prompt, r.snippet)  -- the rendered text
+                           WHEN {H.sql_is("j.harness", H.where(prompt_as_text=True))}
+                                THEN contains(j.judge_prompt, r.snippet)                     -- the rendered text
                            ELSE contains(j.judge_prompt, r.snippet_json)                         -- JSON messages
                                 OR contains(j.judge_prompt, r.snippet_ascii) END)))
                     QUALIFY row_number() OVER (PARTITION BY j.rowid
@@ -437,12 +439,12 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
     if df.empty:
         return _finish(df, "single_bracket", extra)
     parsers = _template_parsers(store, sorted({p for h, p in zip(df["harness"], df["prompt_name"])
-                                               if h == "judgelens" and p}))
+                                               if H.get(h).parsed_by_template and p}))
     keep, cols = [], {k: [] for k in ("match", "match_span", "looks_like", "suspicious", "n_single_brackets",
                                       "context", "evidence")}
     for i, (harness, prompt, text, raw) in enumerate(zip(df["harness"], df["prompt_name"], df["rationale"],
                                                          df["raw_score"])):
-        if harness == "judgelens":  # re-judged: its template's parser decides whether the fallback was used
+        if H.get(harness).parsed_by_template:  # re-judged: its template's parser decides whether the fallback was used
             spec = parsers.get(prompt)
             if spec is None or not _used_fallback(text, spec):
                 continue
@@ -542,10 +544,11 @@ def swallow_turn2_conditioning(store: Store, *, bench: str | None = None, judge:
     sample was generated after). One row per item; extra columns: samples, n_samples, temperature,
     scores."""
     where, params = _filters(bench, judge)
+    sample0 = H.sql_is("harness", H.where(turn2_after_sample0=True))
     df = _df(store, f"""
         WITH t1 AS (
             SELECT bench, {MK.format('model')} AS mk, question_id, sample, md5(coalesce(text, '')) AS h, temperature
-            FROM answers WHERE harness = 'swallow' AND turn = 1
+            FROM answers WHERE {sample0} AND turn = 1
             QUALIFY row_number() OVER (PARTITION BY bench, mk, question_id, sample ORDER BY source_id DESC) = 1),
         diff AS (
             SELECT s.bench, s.mk, s.question_id, s.sample, s.temperature
@@ -559,7 +562,7 @@ def swallow_turn2_conditioning(store: Store, *, bench: str | None = None, judge:
             FROM single_judgments j
             JOIN diff d ON d.bench = j.bench AND d.mk = {MK.format('j.model')} AND d.question_id = j.question_id
                        AND d.sample = j.sample
-            WHERE j.harness = 'swallow' AND j.turn = 2{where}
+            WHERE {H.sql_is("j.harness", H.where(turn2_after_sample0=True))} AND j.turn = 2{where}
             GROUP BY ALL)
         ORDER BY bench, judge, model, {QID_ORDER}""", params)
     extra = ["samples", "n_samples", "temperature", "scores"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from lib import harness as H
 from lib.store import Store
 from lib.errors import UsageError
 
@@ -51,7 +52,7 @@ HARNESS_RULE = (
     "(FastChat) or questions / question-turns (Swallow). Rows of other harnesses (JudgeLens re-judges) follow "
     "the item rule. Grouped by harness always, since each harness has its own rule.")
 
-RULE_LABELS = {"item": "item", "fastchat": "fastchat show_result.py", "swallow": "swallow results file"}
+RULE_LABELS = {"item": "item", **{h.name: h.own_rule_label for h in H.all() if h.own_rule != H.ITEM}}
 
 
 def rule_note(rule: str) -> str:
@@ -101,36 +102,41 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
     keys = ", ".join(by)
     where_sql = " AND ".join(conditions) or "TRUE"
     doc_turn = ", turn" if "turn" in by else ""
+    show_result, results_file = H.where(own_rule=H.SHOW_RESULT), H.where(own_rule=H.RESULTS_FILE)
+    labels = "CASE j.harness " + " ".join(f"WHEN '{h.name}' THEN '{h.own_rule_label}'"
+                                          for h in show_result + results_file) + " END"
     df = _df(store, f"""
         WITH j AS (
-            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score,
+                   {labels} AS rule
             FROM single_judgments j
             LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id),
         f AS (SELECT * FROM j WHERE {where_sql}),
-        fastchat AS (
-            SELECT {keys}, avg(raw_score) AS mean, count(raw_score) AS n, '{RULE_LABELS["fastchat"]}' AS rule
-            FROM f WHERE harness = 'fastchat' AND raw_score <> -1 GROUP BY {keys}),
+        show_result AS (
+            SELECT {keys}, avg(raw_score) AS mean, count(raw_score) AS n, any_value(rule) AS rule
+            FROM f WHERE {H.sql_is("harness", show_result)} AND raw_score <> -1 GROUP BY {keys}),
         sw_items AS (
             SELECT harness, bench, judge, model, question_id, turn, any_value(category) AS category,
-                   avg(raw_score) AS v
-            FROM f WHERE harness = 'swallow' GROUP BY harness, bench, judge, model, question_id, turn),
+                   any_value(rule) AS rule, avg(raw_score) AS v
+            FROM f WHERE {H.sql_is("harness", results_file)} GROUP BY harness, bench, judge, model, question_id, turn),
         sw_docs AS (
-            SELECT harness, bench, judge, model, question_id{doc_turn}, any_value(category) AS category, avg(v) AS v
+            SELECT harness, bench, judge, model, question_id{doc_turn}, any_value(category) AS category,
+                   any_value(rule) AS rule, avg(v) AS v
             FROM sw_items GROUP BY harness, bench, judge, model, question_id{doc_turn}),
-        swallow AS (
-            SELECT {keys}, avg(v) AS mean, count(*) AS n, '{RULE_LABELS["swallow"]}' AS rule
+        results_file AS (
+            SELECT {keys}, avg(v) AS mean, count(*) AS n, any_value(rule) AS rule
             FROM sw_docs WHERE v <> -1 GROUP BY {keys}),
         other AS (
             SELECT {keys}, avg(score) AS mean, count(*) AS n, '{RULE_LABELS["item"]}' AS rule
-            FROM item_scores WHERE harness NOT IN ('fastchat', 'swallow') AND score IS NOT NULL
+            FROM item_scores WHERE {H.sql_is_not("harness", show_result + results_file)} AND score IS NOT NULL
                  AND {where_sql} GROUP BY {keys})
-        SELECT * FROM fastchat UNION ALL SELECT * FROM swallow UNION ALL SELECT * FROM other
+        SELECT * FROM show_result UNION ALL SELECT * FROM results_file UNION ALL SELECT * FROM other
         ORDER BY {keys}""", params)
     return df[[*by, "mean", "n", "rule"]]
 
 
 def overview_counts(store: Store) -> dict[str, int]:
-    sql = """
+    sql = f"""
     SELECT (SELECT count(*) FROM sources) AS sources,
            (SELECT count(DISTINCT harness) FROM sources) AS harnesses,
            (SELECT count(DISTINCT bench) FROM current_questions) AS benches,
@@ -140,7 +146,8 @@ def overview_counts(store: Store) -> dict[str, int]:
            (SELECT count(*) FROM pair_judgments) AS pair_judgments,
            (SELECT count(*) FROM item_scores) AS judged_items,
            (SELECT count(*) FROM single_judgments WHERE parse_status <> 'ok') AS no_score,
-           (SELECT count(*) FROM item_scores WHERE harness = 'fastchat' AND n_rows > 1) AS duplicated_items
+           (SELECT count(*) FROM item_scores WHERE {H.sql_is("harness", H.where(appends_reruns=True))}
+                   AND n_rows > 1) AS duplicated_items
     """
     with store.read() as cur:
         row = cur.execute(sql).fetchone()
@@ -158,7 +165,7 @@ def categories(store: Store, bench: str) -> list[str]:
 def judges_by_harness(store: Store) -> pd.DataFrame:
     """What was judged by whom: one row per harness, bench, judge, model with counts and failures. The analysts'
     verdicts count as judges human:<author> (harness 'human'; judgments = items with a current score)."""
-    return _df(store, """
+    return _df(store, f"""
         SELECT * FROM (
             SELECT harness, bench, judge, model,
                    count(*) AS judgments,
@@ -169,19 +176,29 @@ def judges_by_harness(store: Store) -> pd.DataFrame:
             FROM single_judgments GROUP BY ALL
             UNION ALL
             SELECT harness, bench, judge, model, count(*), count(DISTINCT (question_id, turn)), 0, 0, 0
-            FROM item_scores WHERE harness = 'human' AND score IS NOT NULL GROUP BY ALL)
+            FROM item_scores WHERE harness = '{H.HUMAN.name}' AND score IS NOT NULL GROUP BY ALL)
         ORDER BY harness, bench, judge, model""")
 
 
 def duplicate_items(store: Store) -> pd.DataFrame:
     """Items judged more than once by the same judge (FastChat re-runs append; Swallow samples excluded)."""
-    return _df(store, """
+    return _df(store, f"""
         SELECT harness, bench, judge, model, count(*) AS items, sum(n_rows) AS judgments
-        FROM item_scores WHERE harness = 'fastchat' AND n_rows > 1 GROUP BY ALL ORDER BY ALL""")
+        FROM item_scores WHERE {H.sql_is("harness", H.where(appends_reruns=True))} AND n_rows > 1
+        GROUP BY ALL ORDER BY ALL""")
 
 
-SWALLOW_TURN_METRICS = {1: "judge_score_overall_turn_1_avg", 2: "judge_score_overall_turn_2_avg",
-                        0: "judge_score_overall_avg"}
+def _reported_sql() -> str:
+    """The harnesses' own reported numbers (results files), on the judges' scale, per harness, bench and model."""
+    parts = [f"""SELECT harness, bench, model,
+                   {1 / h.reported_scale:g} * avg(value) FILTER (metric = '{h.reported_metrics[1]}') AS t1_harness,
+                   {1 / h.reported_scale:g} * avg(value) FILTER (metric = '{h.reported_metrics[2]}') AS t2_harness,
+                   {1 / h.reported_scale:g} * avg(value) FILTER (metric = '{h.reported_metrics[0]}') AS overall_harness
+            FROM reported_metrics WHERE harness = '{h.name}' GROUP BY ALL"""
+             for h in H.where(own_rule=H.RESULTS_FILE) if h.reported_metrics]
+    return " UNION ALL ".join(parts) or ("SELECT NULL::VARCHAR AS harness, NULL::VARCHAR AS bench, NULL::VARCHAR AS "
+                                         "model, NULL::DOUBLE AS t1_harness, NULL::DOUBLE AS t2_harness, "
+                                         "NULL::DOUBLE AS overall_harness WHERE FALSE")
 
 
 def leaderboard(store: Store) -> pd.DataFrame:
@@ -203,13 +220,8 @@ def leaderboard(store: Store) -> pd.DataFrame:
                    avg(raw_score) FILTER (turn = 1 AND raw_score <> -1) AS t1_harness,
                    avg(raw_score) FILTER (turn = 2 AND raw_score <> -1) AS t2_harness,
                    avg(raw_score) FILTER (raw_score <> -1) AS overall_harness
-            FROM single_judgments WHERE harness = 'fastchat' GROUP BY ALL),
-        swallow_reported AS (
-            SELECT 'swallow' AS harness, bench, model,
-                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[1]}') AS t1_harness,
-                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[2]}') AS t2_harness,
-                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[0]}') AS overall_harness
-            FROM reported_metrics WHERE harness = 'swallow' GROUP BY ALL)
+            FROM single_judgments WHERE {H.sql_is("harness", H.where(own_rule=H.SHOW_RESULT))} GROUP BY ALL),
+        swallow_reported AS ({_reported_sql()})
         SELECT o.harness, o.bench, o.judge, o.model, o.t1, o.t2, o.overall, o.n_items,
                coalesce(f.t1_harness, s.t1_harness) AS t1_harness,
                coalesce(f.t2_harness, s.t2_harness) AS t2_harness,

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from lib import harness as H
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
 from lib.ingest.formats import fastchat, human, swallow
 from lib.ingest.formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
 from lib import search_index
-from lib.store import HUMAN_HARNESS, Store, insert_verdicts, refresh_human_scores, refresh_item_scores
+from lib.store import Store, insert_verdicts, refresh_human_scores, refresh_item_scores
 
 Progress = Callable[[float, str], None]
 
@@ -668,7 +669,7 @@ def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tup
         cur.execute(
             "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
             "warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, [])",
-            [sid, sha, str(path), path.name, HUMAN_HARNESS, source_kind, bench, size])
+            [sid, sha, str(path), path.name, H.HUMAN.name, source_kind, bench, size])
         if kind == "verdicts":
             added = insert_verdicts(cur, rows, sid)
             refresh_human_scores(cur, {r["bench"] for r in rows})

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
+from lib import harness as H
 from lib.errors import EndpointError, JudgeAPIError, MissingAPIKeyError
 from lib.judging.context import build_contexts
 from lib.judging.deadline import deadline_http_client, total_deadline
@@ -46,7 +47,7 @@ from lib.store import Store
 log = logging.getLogger("judgelens.judge_client")
 
 ENV_KEY = "OPENAI_API_KEY"
-HARNESS = "judgelens"
+HARNESS = H.REJUDGE.name
 RETRYABLE_STATUS = {408, 409, 429}
 FATAL_STATUS = {401, 403, 404}
 

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.store import (HUMAN_HARNESS, HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, current_verdicts_sql,
+from lib import harness as H
+from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, current_verdicts_sql,
                        insert_verdicts, refresh_human_scores)
 from lib.vocab import VERDICT_EXPORT_MARK as EXPORT_MARK
 
@@ -147,7 +148,7 @@ def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | N
         with store.read() as cur:
             judges = [r[0] for r in cur.execute(
                 "SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND harness <> ? AND score IS NOT NULL "
-                "ORDER BY 1", [bench, HUMAN_HARNESS]).fetchall()]
+                "ORDER BY 1", [bench, H.HUMAN.name]).fetchall()]
     if len(judges) < 2:
         return pd.DataFrame(columns=["rank", "bench", "question_id", "model", "turn", "category", "spread",
                                      "decided"])

@@ -19,11 +19,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lib import harness as H
 from lib.errors import FormatError
 from lib.ingest.formats.jsonl import (MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number, as_optional_number, as_text,
                     as_turn, need)
 
-HARNESS = "fastchat"
+HARNESS = H.FASTCHAT.name
 
 KINDS = ("judge_prompts", "questions", "reference_answers", "answers", "single_judgments", "pair_judgments")
 

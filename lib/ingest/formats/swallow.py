@@ -15,14 +15,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lib import harness as H
+from lib.harness.swallow import JUDGE_MODEL as SWALLOW_JUDGE_MODEL
 from lib.errors import FormatError, LineProblem
 from lib.ingest.formats.fastchat import parse_status
 from lib.ingest.formats.jsonl import TOO_DEEP, ParsedFile
 from lib.vocab import REFERENCE_CATEGORIES
 
-HARNESS = "swallow"
+HARNESS = H.SWALLOW.name
 # The fork hard-codes its judge (main.py: JudgeLLMMTBenchSwallow(judge_model_name="gpt-4o-2024-08-06")).
-JUDGE_MODEL = "gpt-4o-2024-08-06"
+JUDGE_MODEL = SWALLOW_JUDGE_MODEL
 
 RUN_ID = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
 RESULTS_NAME = re.compile(r"results_(.+)\.json$")
