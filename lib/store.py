@@ -51,9 +51,12 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import duckdb
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from lib import harness as H
 from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
@@ -937,6 +940,18 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def frame(store: Store, sql: str, params: list | dict | None = None, *, plain: bool = False) -> "pd.DataFrame":
+    """One read query as a DataFrame. ``plain``: plain Python values (lists stay lists, NULL is None) instead of
+    DuckDB's column types (NULL as NaN/NaT, lists as arrays)."""
+    with store.read() as cur:
+        res = cur.execute(sql, params or [])
+        if not plain:
+            return res.df()
+        import pandas as pd
+
+        return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])
 
 
 _CORRUPT = re.compile(r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database|"

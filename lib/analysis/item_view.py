@@ -5,24 +5,14 @@ fetch text for one item only, so they stay fast however big the store is.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 
 from lib import harness as H
+from lib.keys import ItemKey
 from lib.store import Store
 from lib.vocab import QID_ORDER, model_key_sql, split_think
 
 # Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
-
-
-@dataclass(frozen=True)
-class ItemKey:
-    bench: str
-    question_id: str
-    turn: int
-    model: str
-    sample: int = 0
 
 
 def benches(store: Store) -> list[str]:

@@ -11,18 +11,13 @@ from __future__ import annotations
 import pandas as pd
 
 from lib import harness as H
-from lib.store import Store
+from lib.store import Store, frame
 from lib.errors import UsageError
 
 MEAN_RULE = ("n = judged items (question x turn). Repeated judgments of one item (re-runs, Swallow's 5 samples) "
              "are averaged per item first; judgments with no usable score (-1, $ERROR$, out of range) are left out.")
 
 GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
-
-
-def _df(store: Store, sql: str, params: list | dict | None = None) -> pd.DataFrame:
-    with store.read() as cur:
-        return cur.execute(sql, params or []).df()
 
 
 def has_data(store: Store) -> bool:
@@ -93,7 +88,7 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
         keys = ", ".join(by)
         select = f"{keys}, " if by else ""
         group = f"GROUP BY {keys} ORDER BY {keys}" if by else ""
-        df = _df(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
+        df = frame(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
                         f"WHERE {' AND '.join(['score IS NOT NULL'] + conditions)} {group}", params)
         df["rule"] = RULE_LABELS["item"]
         return df
@@ -105,7 +100,7 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
     show_result, results_file = H.where(own_rule=H.SHOW_RESULT), H.where(own_rule=H.RESULTS_FILE)
     labels = "CASE j.harness " + " ".join(f"WHEN '{h.name}' THEN '{h.own_rule_label}'"
                                           for h in show_result + results_file) + " END"
-    df = _df(store, f"""
+    df = frame(store, f"""
         WITH j AS (
             SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score,
                    {labels} AS rule
@@ -165,7 +160,7 @@ def categories(store: Store, bench: str) -> list[str]:
 def judges_by_harness(store: Store) -> pd.DataFrame:
     """What was judged by whom: one row per harness, bench, judge, model with counts and failures. The analysts'
     verdicts count as judges human:<author> (harness 'human'; judgments = items with a current score)."""
-    return _df(store, f"""
+    return frame(store, f"""
         SELECT * FROM (
             SELECT harness, bench, judge, model,
                    count(*) AS judgments,
@@ -182,7 +177,7 @@ def judges_by_harness(store: Store) -> pd.DataFrame:
 
 def duplicate_items(store: Store) -> pd.DataFrame:
     """Items judged more than once by the same judge (FastChat re-runs append; Swallow samples excluded)."""
-    return _df(store, f"""
+    return frame(store, f"""
         SELECT harness, bench, judge, model, count(*) AS items, sum(n_rows) AS judgments
         FROM item_scores WHERE {H.sql_is("harness", H.where(appends_reruns=True))} AND n_rows > 1
         GROUP BY ALL ORDER BY ALL""")
@@ -208,7 +203,7 @@ def leaderboard(store: Store) -> pd.DataFrame:
     counted as extra rows; it prints turn 1 only for benches other than mt_bench, so t2/overall follow its
     mt_bench code); for Swallow, the results JSON metric x 10 (it averages -1 into samples).
     """
-    return _df(store, f"""
+    return frame(store, f"""
         WITH items AS (SELECT * FROM item_scores WHERE score IS NOT NULL),
         ours AS (
             SELECT harness, bench, judge, model,
@@ -250,7 +245,7 @@ def order_by_rank(board: pd.DataFrame, ranked: list[str]) -> pd.DataFrame:
 
 
 def sources(store: Store) -> pd.DataFrame:
-    return _df(store, """
+    return frame(store, """
         SELECT source_id, harness, kind, bench, file_name, rows_imported, rows_skipped,
                array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path
         FROM sources ORDER BY source_id""")

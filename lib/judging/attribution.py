@@ -36,7 +36,7 @@ import pandas as pd
 
 from lib import harness as H
 from lib.analysis import linking
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey
 from lib.analysis.runs import Run, resolve_run
 from lib.errors import UsageError
 from lib.judging.client import JudgeConfig, RejudgeBatch

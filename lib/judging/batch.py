@@ -19,10 +19,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey, PairKey
 from lib.errors import LabelInUseError, UsageError
 from lib.judging.client import HARNESS, CallResult, JudgeConfig, _insert, request_hash
-from lib.judging.context import PairKey, build_contexts
+from lib.judging.context import build_contexts
 from lib.judging.dispatch import Dispatcher, cached, store_in_cache
 from lib.judging.parsers import parse, to_ten_scale
 from lib.judging.templates import Template, _canon, get_template, render_many, save_template

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from lib.judging.context import PairKey
+from lib.keys import PairKey
 
 
 POSITION_CONSISTENCY_MIN = 0.7
