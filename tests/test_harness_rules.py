@@ -70,6 +70,15 @@ def test_swallow_generation_facts_agree_with_its_real_details_files(sample_store
     assert max(v for t, v in most.items() if t > 0) > 1
 
 
+def test_temperature_for_a_category_falls_back_to_the_harness_default():
+    assert H.FASTCHAT.generation.temperature_for("writing") == 0.7
+    assert H.FASTCHAT.generation.temperature_for("stem") == 0.1
+    assert H.FASTCHAT.generation.temperature_for("unheard-of") == 0.7   # gen_api_answer's default
+    assert H.SWALLOW.generation.temperature_for("unheard-of") == 0.0    # CATEGORY_TEMPERATURE_MAP.get(c, 0.0)
+    assert H.SWALLOW.generation.temperature_for(None) == 0.0
+    assert (H.FASTCHAT.judge_max_tokens, H.SWALLOW.judge_max_tokens) == (2048, 4096)
+
+
 def test_swallow_reported_metrics_are_in_its_results_files(sample_store):
     metrics = set(frame(sample_store, "SELECT DISTINCT metric FROM reported_metrics WHERE harness = 'swallow'",
                         plain=True)["metric"])

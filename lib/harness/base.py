@@ -41,6 +41,10 @@ class Generation:
     max_tokens: int | None              # generation max_tokens sent (None: not sent)
     truncate_chars: int | None          # answers cut to this many characters before judging (None: not cut)
 
+    def temperature_for(self, category: str | None) -> float:
+        """The temperature an answer of this category is generated at (the harness's map, else its default)."""
+        return self.temperature.get(category or "", self.temperature_default)
+
 
 @dataclass(frozen=True)
 class Harness:
@@ -65,6 +69,7 @@ class Harness:
     japanese_prompt_prefix: str | None = None  # template name prefix of the harness's variant for Japanese benches
     prompt_as_text: bool = False               # stored judge prompts are the rendered text (False: JSON messages)
     judge_max_tokens: int | None = None        # the judge call's max_tokens
+    judge_temperature: float | None = None     # the judge call's temperature
     judge_model_note: str = ""                 # a sentence about the judge model, for the setup table
     reference_source: str = "judge_files"      # "judge_files": one reference file per judge; "dataset": one set
     parsed_by_template: bool = False           # ratings were parsed by a JudgeLens template's parser (re-judges)

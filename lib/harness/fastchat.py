@@ -27,6 +27,7 @@ FASTCHAT = Harness(
     japanese_prompt_prefix="ja-",
     prompt_as_text=True,              # judgments store the filled user prompt as text
     judge_max_tokens=2048,            # OpenAI judges: temperature 0, max_tokens 2048
+    judge_temperature=0.0,
     reference_source="judge_files",   # reference_answer/<judge>.jsonl
     stores_system_prompt=False,
     stores_temperature=False,

@@ -34,7 +34,8 @@ SWALLOW = Harness(
     judge_sees_think=False,           # reasoning split off before judging (unless the tag was never closed)
     prompt_family="swallow",
     prompt_as_text=False,             # stored judge prompts are the JSON message lists
-    judge_max_tokens=4096,
+    judge_max_tokens=4096,            # chat.completions.create(..., max_tokens=4096, temperature=0.0, n=1)
+    judge_temperature=0.0,
     judge_model_note=f"The Swallow fork hard-codes {JUDGE_MODEL} as its judge.",
     reference_source="dataset",       # the dataset's reference column, one set
     stores_system_prompt=True,        # full_prompt[0][0] of every turn context
