@@ -10,7 +10,8 @@ A reader answers two questions about a file:
 
 Optional: a fast path for big judgment files (``fast(item)`` says whether ``fast_select`` reads this one: a
 DuckDB SELECT over ``read_ndjson`` giving the ``single_judgments`` columns), tested row for row against ``read``.
-``separate`` readers (the analysts' verdicts) are recognised here but written by the importer's own path.
+``stage(loose, dest, bench)``: where an uploaded loose file belongs under ``dest`` so that ``by_name`` knows it
+(None: not this reader's; FormatError: it cannot tell). ``separate`` readers (the analysts' verdicts) are recognised here but written by the importer's own path.
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class Reader:
     bench_after_read: frozenset[str] = field(default_factory=frozenset)   # kinds whose bench the content gives
     fast: Callable[[Any], bool] | None = None   # whether the fast path reads this item
     fast_select: Callable[..., str] | None = None
+    stage: Callable[[Path, Path, str], Path | None] | None = None  # where a loose upload goes in the reader's layout
 
     def claim(self, kind: str, bench: str | None, meta: Any = None) -> Claim:
         if kind not in self.kinds:

@@ -394,6 +394,26 @@ def use_fast_path(item) -> bool:
         return not fh.read(3).startswith(BOM)
 
 
+# the folder of each kind under <bench>/ (stage_upload)
+KIND_FOLDERS = {"questions": "", "reference_answers": "reference_answer", "answers": "model_answer",
+                "single_judgments": "model_judgment", "pair_judgments": "model_judgment"}
+
+
+def stage_upload(loose: Path, dest: Path, bench: str) -> Path | None:
+    """Where an uploaded loose .jsonl goes so that its name says its kind (its first record tells the kind)."""
+    base = loose.name
+    if not base.endswith(".jsonl"):
+        return None
+    kind = sniff(loose, bench).kind
+    if kind == "judge_prompts":
+        return dest / base
+    if kind == "questions":
+        return dest / bench / (base if base.startswith("question") else "question.jsonl")
+    if kind in ("single_judgments", "pair_judgments") and not base.endswith(("_single.jsonl", "_pair.jsonl")):
+        base = base[: -len(".jsonl")] + ("_single.jsonl" if kind == "single_judgments" else "_pair.jsonl")
+    return dest / bench / KIND_FOLDERS[kind] / base
+
+
 READER = Reader(
     name="fastchat", harness=HARNESS, sample="data/sample/shisa-ja-mt-bench-harness",
     kinds={"judge_prompts": ("judge_prompts",), "questions": ("questions",),
@@ -401,4 +421,5 @@ READER = Reader(
            "single_judgments": ("single_judgments",), "pair_judgments": ("pair_judgments",)},
     describes=("FastChat-style .jsonl files (question.jsonl, reference_answer/, model_answer/, "
                "model_judgment/*_single.jsonl and *_pair.jsonl, judge_prompts.jsonl)"),
-    by_name=_by_name, by_content=_by_content, read=read, fast=use_fast_path, fast_select=single_judgments_select)
+    by_name=_by_name, by_content=_by_content, read=read, fast=use_fast_path, fast_select=single_judgments_select,
+    stage=stage_upload)
