@@ -11,7 +11,8 @@ A reader answers two questions about a file:
 Optional: a fast path for big judgment files (``fast(item)`` says whether ``fast_select`` reads this one: a
 DuckDB SELECT over ``read_ndjson`` giving the ``single_judgments`` columns), tested row for row against ``read``.
 ``stage(loose, dest, bench)``: where an uploaded loose file belongs under ``dest`` so that ``by_name`` knows it
-(None: not this reader's; FormatError: it cannot tell). ``separate`` readers (the analysts' verdicts) are recognised here but written by the importer's own path.
+(None: not this reader's; FormatError: it cannot tell). ``separate`` readers (the analysts' verdicts) are
+recognised here but written by the importer's own path.
 """
 from __future__ import annotations
 

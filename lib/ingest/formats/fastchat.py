@@ -22,8 +22,8 @@ from pathlib import Path
 from lib import harness as H
 from lib.errors import FormatError
 from lib.ingest.formats.base import BLANK_NOTE, EMPTY_NOTE, Claim, Reader
-from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, parse_file, as_id, as_name, as_number, as_optional_number, as_text,
-                    as_turn, need)
+from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number,
+                                     as_optional_number, as_text, as_turn, need, parse_file)
 
 HARNESS = H.FASTCHAT.name
 
