@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.analysis import agreement, deltas, distributions, harness_diff, item_view, linking, queries, runs  # noqa: E402
+from lib.keys import ItemKey  # noqa: E402
 from lib.store import Store, migrate, refresh_item_scores  # noqa: E402
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
@@ -110,7 +111,7 @@ def scalar(store: Store, sql: str):
 
 
 def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
-    key = item_view.ItemKey("bench_x", "31", 2, "model-7")
+    key = ItemKey("bench_x", "31", 2, "model-7")
     j2 = judges[:2]
     return {
         "baseline: SELECT count(*)": lambda: scalar(store, "SELECT count(*) FROM single_judgments"),

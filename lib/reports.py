@@ -17,6 +17,7 @@ from lib.analysis import agreement
 from lib.render import charts
 from lib.analysis import deltas
 from lib.analysis import item_view
+from lib.keys import ItemKey
 from lib.store import Store
 
 CSS = """
@@ -80,7 +81,7 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
 
     items = []
     for r in worst.itertuples():
-        key = item_view.ItemKey(r.bench, r.question_id, int(r.turn), r.model)
+        key = ItemKey(r.bench, r.question_id, int(r.turn), r.model)
         verdicts = item_view.verdicts(store, key)
         verdicts = verdicts[verdicts["judge"].isin(judges)]
         q = item_view.question(store, r.bench, r.question_id) or {"turns": [], "category": None}

@@ -51,10 +51,14 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import duckdb
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+from lib import harness as H
 from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
 
 T = TypeVar("T")
@@ -418,7 +422,6 @@ def _refresh_extras(cur, benches, marked=()) -> None:
 # --- the analyst's verdicts (table human_verdicts): what a row may hold, its uid, insert, and the human judge's
 # rows in item_scores. The store keeps them because every write refreshes item_scores; recording verdicts is
 # lib.judging.human, reading verdict files lib.ingest.formats.human.
-HUMAN_HARNESS = "human"
 HUMAN_PREFIX = "human:"
 VERDICT_FIELDS = ("score", "label", "note")
 
@@ -562,12 +565,12 @@ def refresh_human_scores(cur, benches=None) -> None:
         if not benches:
             return
         where, params = "WHERE list_contains($b, bench)", {"b": benches}
-    cur.execute(f"DELETE FROM item_scores WHERE harness = '{HUMAN_HARNESS}' {'AND list_contains($b, bench)' if where else ''}",
+    cur.execute(f"DELETE FROM item_scores WHERE harness = '{H.HUMAN.name}' {'AND list_contains($b, bench)' if where else ''}",
                 params)
     cur.execute(f"""
         INSERT INTO item_scores
         WITH cur AS ({current_verdicts_sql(where)})
-        SELECT '{HUMAN_HARNESS}', c.bench, '{HUMAN_PREFIX}' || c.author, c.model, c.question_id, c.turn, q.category,
+        SELECT '{H.HUMAN.name}', c.bench, '{HUMAN_PREFIX}' || c.author, c.model, c.question_id, c.turn, q.category,
                avg(c.score), count(*), count(c.score), stddev_samp(c.score), 0
         FROM cur c LEFT JOIN current_questions q ON q.bench = c.bench AND q.question_id = c.question_id
         GROUP BY c.bench, c.author, c.model, c.question_id, c.turn, q.category
@@ -988,6 +991,18 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def frame(store: Store, sql: str, params: list | dict | None = None, *, plain: bool = False) -> "pd.DataFrame":
+    """One read query as a DataFrame. ``plain``: plain Python values (lists stay lists, NULL is None) instead of
+    DuckDB's column types (NULL as NaN/NaT, lists as arrays)."""
+    with store.read() as cur:
+        res = cur.execute(sql, params or [])
+        if not plain:
+            return res.df()
+        import pandas as pd
+
+        return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])
 
 
 _CORRUPT = re.compile(r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database|"

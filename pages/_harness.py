@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lib import harness as H
 from lib.analysis import aliases, harness_diff, linking, runs
 from lib.analysis.deltas import LEVEL_LABELS, LEVELS
 from lib.errors import JudgeLensError
@@ -20,10 +21,11 @@ SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: s
 
 
 def _default_pair(candidates) -> tuple[int, int]:
-    """A = the JA harness's gpt-4o run when there is one, B = the first run of another harness or bench."""
+    """A = the default harness's (the JA harness's) gpt-4o run when there is one, B = the first run of another
+    harness or bench."""
     labels = list(candidates["label"])
     a = next((i for i, (h, j) in enumerate(zip(candidates["harness"], candidates["judge"]))
-              if h == "fastchat" and j == "gpt-4o"), 0)
+              if h == H.DEFAULT.name and j == "gpt-4o"), 0)
     b = next((i for i, (h, bn) in enumerate(zip(candidates["harness"], candidates["bench"]))
               if (h, bn) != (candidates["harness"].iloc[a], candidates["bench"].iloc[a])), 1 if len(labels) > 1 else 0)
     return a, b

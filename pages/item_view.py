@@ -6,6 +6,7 @@ All model, judge and file text is shown as text (show_text / st.text), never as 
 import streamlit as st
 
 from lib.analysis import item_view as iv
+from lib.keys import ItemKey
 from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
@@ -68,12 +69,12 @@ c1.selectbox("Bench", benches, key="iv_bench")
 c2.selectbox("Question", qids, key="iv_q", format_func=lambda q: labels.get(q, q))
 c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
 c4.selectbox("Model", models, key="iv_model")
-key = iv.ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
+key = ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
 sample_options = cached_item_query(iv.samples, version, key=key)
 if len(sample_options) > 1:
     keep_valid("iv_sample", sample_options, 0)
     st.segmented_control("Sample (Swallow judges 5 samples per item)", sample_options, key="iv_sample")
-    key = iv.ItemKey(key.bench, key.question_id, key.turn, key.model, int(st.session_state["iv_sample"] or 0))
+    key = ItemKey(key.bench, key.question_id, key.turn, key.model, int(st.session_state["iv_sample"] or 0))
 
 b1, b2, b3, b4 = st.columns([1, 1, 2, 2])
 b1.button("Previous", on_click=go, args=(-1,), icon=":material/arrow_back:", width="stretch", shortcut="K")

@@ -110,7 +110,7 @@ if total:
     results.insert(0, "open", [
         item_view.link(_params) for _params in (
             {**item_view.link_params(r.bench, r.question_id, r.turn, r.model,
-                                     [r.judge] if r.judge else None, harness=r.harness or "fastchat"),
+                                     [r.judge] if r.judge else None, harness=r.harness),
              **({"sample": str(int(r.sample))} if r.sample == r.sample and r.sample not in (None, 0) else {})}
             if r.model else {"bench": r.bench, "q": str(r.question_id), "turn": str(int(r.turn))}
             for r in results.itertuples())])
@@ -133,7 +133,7 @@ if total:
         params = {"bench": r["bench"], "q": str(r["question_id"]), "turn": str(int(r["turn"]))}
         if r["model"]:
             params = item_view.link_params(r["bench"], r["question_id"], r["turn"], r["model"],
-                                           [r["judge"]] if r["judge"] else None, harness=r["harness"] or "fastchat")
+                                           [r["judge"]] if r["judge"] else None, harness=r["harness"])
         st.switch_page("pages/item_view.py", query_params=params)
 else:
     page = 1

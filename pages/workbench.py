@@ -10,6 +10,7 @@ import streamlit as st
 from lib.analysis import queries
 from lib.analysis import item_view as iv
 from lib.judging.batch import RejudgeBatch, default_label, rejudge_one
+from lib.keys import ItemKey
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
@@ -61,7 +62,7 @@ c1.selectbox("Bench", benches, key="wb_bench")
 c2.selectbox("Question", qs["question_id"].tolist(), key="wb_q", format_func=lambda q: labels.get(q, q))
 c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
 c4.selectbox("Model", models, key="wb_model")
-item = iv.ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
+item = ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
 stored = cached_item_query(iv.verdicts, version, key=item)
 judges = stored["judge"].drop_duplicates().tolist()

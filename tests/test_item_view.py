@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from lib.analysis import item_view as iv
+from lib.keys import ItemKey
 
 
 def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_store):
@@ -29,7 +30,7 @@ def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_
         assert len(seen) == 1
         want = {}
         for m in asked:
-            found = iv.answer(sample_store, iv.ItemKey(bench, qid, turn, m, sample))
+            found = iv.answer(sample_store, ItemKey(bench, qid, turn, m, sample))
             if found:
                 want[m] = found["text"]
         assert got == want and list(got) == list(want)

@@ -14,7 +14,7 @@ from lib.judging.config import JudgeConfig
 from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.cli import main
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey
 
 KEY = "sk-probe-test-KEY-5e1d0c7b9a"
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lib.judging import templates as T
-from lib.analysis.item_view import ItemKey
-from lib.judging.context import (CONTEXT_VARIABLES, PairKey, build_context, build_contexts, preprocess_text,
+from lib.keys import ItemKey, PairKey
+from lib.judging.context import (CONTEXT_VARIABLES, build_context, build_contexts, preprocess_text,
                                select_items)
 
 FASTCHAT = ["pair-v2", "pair-v2-multi-turn", "pair-math-v1", "pair-math-v1-multi-turn", "single-v1",

@@ -24,8 +24,9 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from lib import harness as H
 from lib.errors import JudgeChoiceError, UnknownJudgeError, UsageError
-from lib.store import Store
+from lib.store import Store, frame
 from lib.vocab import DOUBLE_BRACKET, QID_ORDER, SINGLE_BRACKET, qid_order
 
 ITEM_KEYS = ("bench", "question_id", "model", "turn")
@@ -48,18 +49,12 @@ AGREEMENT_NOTE = (
     "constant judge).")
 
 
-
-def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
-    with store.read() as cur:
-        return cur.execute(sql, params or {}).df()
-
-
 def known_judges(store: Store) -> list[str]:
     """Every judge that has single judgments in the store, and every analyst with verdicts (human:<author>), sorted."""
     with store.read() as cur:
         return [r[0] for r in cur.execute("SELECT DISTINCT judge FROM single_judgments UNION "
-                                          "SELECT DISTINCT judge FROM item_scores WHERE harness = 'human' "
-                                          "ORDER BY judge").fetchall()]
+                                          "SELECT DISTINCT judge FROM item_scores WHERE harness = ? "
+                                          "ORDER BY judge", [H.HUMAN.name]).fetchall()]
 
 
 def check_judges(store: Store, judges: list[str], minimum: int = 1) -> list[str]:
@@ -128,7 +123,7 @@ def item_matrix(store: Store, judges: list[str], *, bench: str | None = None, mo
     judges = check_judges(store, judges)
     pivot, params = _pivot_sql(judges, bench, model, turn, category)
     cols = ", ".join(f"p.c{i}" for i in range(len(judges)))
-    df = _df(store, f"""
+    df = frame(store, f"""
         WITH p AS ({pivot})
         SELECT p.bench, p.question_id, p.model, p.turn, q.category, {cols}
         FROM p LEFT JOIN current_questions q ON q.bench = p.bench AND q.question_id = p.question_id
@@ -273,7 +268,7 @@ def disagreements(store: Store, judges: list[str], *, bench: str | None = None, 
     params["limit"] = int(limit)
     cols = [f"c{i}" for i in range(len(judges))]
     scored = " + ".join(f"({c} IS NOT NULL)::INT" for c in cols)
-    df = _df(store, f"""
+    df = frame(store, f"""
         WITH p AS ({pivot}),
         top AS (
             SELECT bench, question_id, model, turn, greatest({', '.join(cols)}) - least({', '.join(cols)}) AS spread,
@@ -384,7 +379,7 @@ def pair_win_rates(store: Store, *, judge: str | None = None, bench: str | None 
     """
     sql, params = _pair_sides_sql(policy, judge, bench, baseline)
     not_baseline = "WHERE model <> $baseline" if baseline is not None else ""
-    return _df(store, f"""{sql}
+    return frame(store, f"""{sql}
         SELECT bench, judge, model, {_rate_columns()}
         FROM sides {not_baseline} GROUP BY bench, judge, model
         ORDER BY bench, judge, win_rate_adjusted DESC NULLS LAST, model""", params)
@@ -395,7 +390,7 @@ def pair_matrix(store: Store, *, judge: str | None = None, bench: str | None = N
     """``pair_win_rates`` per ordered model pair: one row per (bench, judge, model, opponent), the
     rates being ``model``'s against ``opponent`` only. Both directions are listed."""
     sql, params = _pair_sides_sql(policy, judge, bench)
-    return _df(store, f"""{sql}
+    return frame(store, f"""{sql}
         SELECT bench, judge, model, opponent, {_rate_columns()}
         FROM sides GROUP BY bench, judge, model, opponent
         ORDER BY bench, judge, model, opponent""", params)
@@ -418,7 +413,7 @@ def position_consistency(store: Store, *, judge: str | None = None, bench: str |
       the "biased toward first/second" counts of Zheng et al. 2023, Table 2.
     """
     where, params = _pair_filters(judge, bench)
-    return _df(store, f"""
+    return frame(store, f"""
         WITH g AS (
             SELECT bench, judge, g1_winner AS g1, g2_winner AS g2, count(*) AS k
             FROM pair_judgments WHERE {where} GROUP BY bench, judge, g1_winner, g2_winner),
@@ -521,7 +516,7 @@ def parse_failures(store: Store, *, harness: str | None = None, bench: str | Non
     conditions, params = _rule_conditions(harness, bench, judge, None, turn)
     if scan_text:
         params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
-    return _df(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, scan_text), params)
+    return frame(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, scan_text), params)
 
 
 def harness_rule_means(store: Store, *, harness: str | None = None, bench: str | None = None,
@@ -535,4 +530,4 @@ def harness_rule_means(store: Store, *, harness: str | None = None, bench: str |
     if unknown or not by:
         raise UsageError(f"group by one or more of {', '.join(RULE_KEYS)}; got {', '.join(by) or 'nothing'}")
     conditions, params = _rule_conditions(harness, bench, judge, model, turn)
-    return _df(store, _rules_sql(by, conditions, False), params)
+    return frame(store, _rules_sql(by, conditions, False), params)

@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from lib.errors import UsageError
-from lib.store import Store
+from lib.store import Store, frame
 from lib.vocab import model_key_sql
 
 GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
@@ -32,11 +32,6 @@ XCM_EXCLUDED = ("coding", "math")
 
 HISTOGRAM_RULE = ("Bins have width 1: bin k holds scores in [k, k+1) for k = 1..9, so 7.5 and an item "
                   "mean of 7.9 fall in bin 7; the last bin, 10, holds exactly 10 (nothing is higher).")
-
-
-def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
-    with store.read() as cur:
-        return cur.execute(sql, params or {}).df()
 
 
 def _check_keys(keys: Iterable[str], allowed: tuple[str, ...], what: str) -> list[str]:
@@ -103,7 +98,7 @@ def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
                coalesce(c.count, 0) AS count
         FROM grid g LEFT JOIN counts c ON c.bin = g.bin AND {join_on}
         ORDER BY {g_keys + ', ' if by else ''}g.bin"""
-    df = _df(store, sql, params)
+    df = frame(store, sql, params)
     if df.empty or df["count"].sum() == 0:  # no scores: no groups, not 10 empty bins
         return df.iloc[0:0].assign(n=pd.Series(dtype="int64"), share=pd.Series(dtype="float64"))
     df["count"] = df["count"].astype("int64")
@@ -127,7 +122,7 @@ def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",
                quantile_cont(score, 0.75) AS q3, max(score) AS max
         FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}
         {f'GROUP BY {keys} ORDER BY {keys}' if by else ''}"""
-    df = _df(store, sql, params)
+    df = frame(store, sql, params)
     if not by and len(df) and df["n"].iloc[0] == 0:
         return df.iloc[0:0]
     df.attrs["unit"] = unit
@@ -145,7 +140,7 @@ def _cells(store: Store, filters: dict | None) -> pd.DataFrame:
     item scores. Every number of ``ja_overall`` and ``radar_frame`` is exact arithmetic on these."""
     params: dict = {}
     where = _where(filters, params)
-    df = _df(store, f"""
+    df = frame(store, f"""
         SELECT harness, bench, judge, model, category, turn, sum(score) AS total, count(score) AS n
         FROM item_scores {'WHERE ' + ' AND '.join(where) if where else ''}
         GROUP BY ALL""", params)
@@ -163,7 +158,7 @@ def _category_means(cells: pd.DataFrame) -> pd.DataFrame:
 
 def _bench_categories(store: Store, cells: pd.DataFrame) -> pd.DataFrame:
     """Every (bench, category) known from the benches' questions or seen in the judgments."""
-    asked = _df(store, "SELECT DISTINCT bench, category FROM current_questions WHERE category IS NOT NULL")
+    asked = frame(store, "SELECT DISTINCT bench, category FROM current_questions WHERE category IS NOT NULL")
     seen = cells.loc[cells["category"].notna(), ["bench", "category"]]
     return pd.concat([asked, seen]).drop_duplicates().astype(object)
 
@@ -298,7 +293,7 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
                m.answer_chars, m.score
         FROM matched m LEFT JOIN current_questions q ON q.bench = m.bench AND q.question_id = m.question_id
         ORDER BY m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample"""
-    df = _df(store, sql, params)
+    df = frame(store, sql, params)
     df.attrs["rule"] = LENGTH_RULE
     return df
 

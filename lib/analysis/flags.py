@@ -63,8 +63,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lib import harness as H
 from lib.analysis.item_view import link, link_params
-from lib.store import Store
+from lib.store import Store, frame
 from lib.errors import UsageError
 from lib.vocab import (DOUBLE_BRACKET, DOUBLE_BRACKET_RE, FASTCHAT_CHAIN_KINDS, MODEL_KEY_SQL as MK, QID_ORDER,
                        SINGLE_BRACKET, SINGLE_BRACKET_RE, THINK_SQL, fastchat_rating, model_key, qid_order)
@@ -110,14 +111,6 @@ def _filters(bench: str | None, judge: str | None, alias: str = "j") -> tuple[st
         conditions.append(f"{alias}.judge = $judge")
         params["judge"] = judge
     return "".join(f" AND {c}" for c in conditions), params
-
-
-def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
-    """The result as a DataFrame of plain Python values (lists stay lists, NULL is None)."""
-    with store.read() as cur:
-        res = cur.execute(sql, params or {})
-        columns = [d[0] for d in res.description]
-        return pd.DataFrame(res.fetchall(), columns=columns)
 
 
 def item_link(harness: str, bench: str, question_id: str, turn: int, model: str, judge: str | None,
@@ -201,7 +194,7 @@ def empty_high_scores(store: Store, *, bench: str | None = None, judge: str | No
         QUALIFY row_number() OVER (PARTITION BY j.rid ORDER BY v.source_id DESC) = 1   -- one answer per judgment
         ORDER BY j.bench, j.judge, j.model, {qid_order('j')}, j.turn,
                  j.sample"""
-    df = _df(store, sql, params)
+    df = frame(store, sql, params, plain=True)
     if df.empty:
         return _finish(df, "empty_high", ["visible_chars", "answer_chars", "reason", "answer_excerpt"])
     reasons, evidence = [], []
@@ -324,7 +317,8 @@ def reference_leaks(store: Store, *, bench: str | None = None, judge: str | None
                     JOIN _jl_ref_snips r ON r.bench = j.bench AND r.question_id = j.question_id AND r.turn = j.turn
                     WHERE j.rationale IS NOT NULL{where}
                       AND (j.judge_prompt IS NULL OR (r.snippet IS NOT NULL AND (CASE
-                           WHEN j.harness = 'fastchat' THEN contains(j.judge_prompt, r.snippet)  -- the rendered text
+                           WHEN {H.sql_is("j.harness", H.where(prompt_as_text=True))}
+                                THEN contains(j.judge_prompt, r.snippet)                     -- the rendered text
                            ELSE contains(j.judge_prompt, r.snippet_json)                         -- JSON messages
                                 OR contains(j.judge_prompt, r.snippet_ascii) END)))
                     QUALIFY row_number() OVER (PARTITION BY j.rowid
@@ -425,24 +419,24 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
     n_single_brackets, context."""
     where, params = _filters(bench, judge)
     params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
-    df = _df(store, f"""
+    df = frame(store, f"""
         SELECT harness, bench, judge, prompt_name, model, question_id, turn, sample, score, raw_score, parse_status,
                rationale
         FROM single_judgments j
         WHERE rationale IS NOT NULL AND contains(rationale, '[') AND parse_status IN ('ok', 'out_of_range'){where}
           AND NOT regexp_matches(rationale, $double) AND regexp_matches(rationale, $single)
-        ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params)
+        ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params, plain=True)
     extra = ["raw_score", "parse_status", "match", "match_span", "looks_like", "suspicious", "n_single_brackets",
              "context"]
     if df.empty:
         return _finish(df, "single_bracket", extra)
     parsers = _template_parsers(store, sorted({p for h, p in zip(df["harness"], df["prompt_name"])
-                                               if h == "judgelens" and p}))
+                                               if H.get(h).parsed_by_template and p}))
     keep, cols = [], {k: [] for k in ("match", "match_span", "looks_like", "suspicious", "n_single_brackets",
                                       "context", "evidence")}
     for i, (harness, prompt, text, raw) in enumerate(zip(df["harness"], df["prompt_name"], df["rationale"],
                                                          df["raw_score"])):
-        if harness == "judgelens":  # re-judged: its template's parser decides whether the fallback was used
+        if H.get(harness).parsed_by_template:  # re-judged: its template's parser decides whether the fallback was used
             spec = parsers.get(prompt)
             if spec is None or not _used_fallback(text, spec):
                 continue
@@ -476,11 +470,11 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
 def out_of_range_ratings(store: Store, *, bench: str | None = None, judge: str | None = None) -> pd.DataFrame:
     """Ratings outside the 1-10 scale. Extra columns: raw_score, parse_status, match, context."""
     where, params = _filters(bench, judge)
-    df = _df(store, f"""
+    df = frame(store, f"""
         SELECT harness, bench, judge, prompt_name, model, question_id, turn, sample, score, raw_score, parse_status
         FROM single_judgments j
         WHERE (parse_status = 'out_of_range' OR (parse_status = 'ok' AND (score < 1 OR score > 10))){where}
-        ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params)
+        ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params, plain=True)
     extra = ["raw_score", "parse_status", "match", "context"]
     if df.empty:
         return _finish(df, "out_of_range", extra)
@@ -542,10 +536,11 @@ def swallow_turn2_conditioning(store: Store, *, bench: str | None = None, judge:
     sample was generated after). One row per item; extra columns: samples, n_samples, temperature,
     scores."""
     where, params = _filters(bench, judge)
-    df = _df(store, f"""
+    sample0 = H.sql_is("harness", H.where(turn2_after_sample0=True))
+    df = frame(store, f"""
         WITH t1 AS (
             SELECT bench, {MK.format('model')} AS mk, question_id, sample, md5(coalesce(text, '')) AS h, temperature
-            FROM answers WHERE harness = 'swallow' AND turn = 1
+            FROM answers WHERE {sample0} AND turn = 1
             QUALIFY row_number() OVER (PARTITION BY bench, mk, question_id, sample ORDER BY source_id DESC) = 1),
         diff AS (
             SELECT s.bench, s.mk, s.question_id, s.sample, s.temperature
@@ -559,9 +554,9 @@ def swallow_turn2_conditioning(store: Store, *, bench: str | None = None, judge:
             FROM single_judgments j
             JOIN diff d ON d.bench = j.bench AND d.mk = {MK.format('j.model')} AND d.question_id = j.question_id
                        AND d.sample = j.sample
-            WHERE j.harness = 'swallow' AND j.turn = 2{where}
+            WHERE {H.sql_is("j.harness", H.where(turn2_after_sample0=True))} AND j.turn = 2{where}
             GROUP BY ALL)
-        ORDER BY bench, judge, model, {QID_ORDER}""", params)
+        ORDER BY bench, judge, model, {QID_ORDER}""", params, plain=True)
     extra = ["samples", "n_samples", "temperature", "scores"]
     if df.empty:
         return _finish(df, "swallow_turn2_conditioning", extra)
@@ -582,7 +577,7 @@ def swallow_truncation(store: Store, *, bench: str | None = None, judge: str | N
     turn's answer, or (turn-2 multi-turn prompts) the turn-1 answer the judge was shown. Extra
     columns: truncated_turn, answer_chars, max_chars, answer_tail."""
     where, params = _filters(bench, judge)
-    df = _df(store, f"""
+    df = frame(store, f"""
         WITH cut AS (
             SELECT bench, {MK.format('model')} AS mk, question_id, turn, sample, length(text) AS answer_chars,
                    max_chars, right(text, 60) AS answer_tail
@@ -597,7 +592,7 @@ def swallow_truncation(store: Store, *, bench: str | None = None, judge: str | N
                   AND (c.turn = j.turn OR (c.turn = 1 AND j.turn = 2 AND j.prompt_name LIKE '%multi-turn%'))
         WHERE TRUE{where}
         ORDER BY j.bench, j.judge, j.model, {qid_order('j')}, j.turn,
-                 j.sample""", params)
+                 j.sample""", params, plain=True)
     extra = ["truncated_turn", "answer_chars", "max_chars", "answer_tail"]
     if df.empty:
         return _finish(df, "swallow_truncation", extra)

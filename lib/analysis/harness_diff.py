@@ -15,6 +15,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from lib import harness as H
 from lib.analysis import linking
 from lib.analysis.item_view import link, link_params
 from lib.analysis.runs import Run, resolve_pair
@@ -322,8 +323,8 @@ def _judge_model(reads: _Reads, ra: Run, rb: Run) -> dict:
     if differs and (ra.judge.startswith(rb.judge) or rb.judge.startswith(ra.judge)):
         ev += (" One name is a dated snapshot of the other: an undated alias points at whichever snapshot was "
                "current when the run was judged, so the two may or may not be the same weights.")
-    if rb.harness == "swallow" or ra.harness == "swallow":
-        ev += " The Swallow fork hard-codes gpt-4o-2024-08-06 as its judge."
+    for note in dict.fromkeys(H.get(r.harness).judge_model_note for r in (ra, rb)):
+        ev += f" {note}" if note else ""
     return _row("judge_model", ra.judge, rb.judge, differs, ev)
 
 
@@ -361,8 +362,7 @@ def _system_prompt(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
         vals[r] = sp
     def text(sp, run):
         if not sp:
-            return ("not recorded (FastChat answer files do not store it)" if run.harness == "fastchat"
-                    else "none recorded")
+            return H.get(run.harness).system_prompt_missing
         return " / ".join(f"“{_short(s, 120)}”" for s in sp[:3])
     differs = None if (not vals[ra] or not vals[rb]) else sorted(vals[ra]) != sorted(vals[rb])
     ev = ("The answers' system prompt is part of how the answers were made (it is not a judge-side factor); "
@@ -418,9 +418,7 @@ def _temperature(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
     for r in (ra, rb):
         df = ans[r].dropna(subset=["temperature"])
         if df.empty:
-            desc[r], vals[r] = ("not recorded" + (" (FastChat answer files do not store it; gen_api_answer uses "
-                                                  "its per-category temperature_config unless forced)"
-                                                  if r.harness == "fastchat" else "")), None
+            desc[r], vals[r] = "not recorded" + H.get(r.harness).temperature_missing, None
             continue
         t = df.groupby("category")["temperature"].agg(lambda s: sorted(set(s)))
         vals[r] = {c: v for c, v in t.items()}
@@ -483,7 +481,7 @@ def _reference_sets(reads: _Reads, run: Run) -> tuple[str, dict]:
     used = run.judge if run.judge in by_judge else sorted(by_judge)[0]
     distinct = {json.dumps(sorted((f"{q}:{t}", linking.normalize(x)) for (q, t), x in v.items()), ensure_ascii=False)
                 for v in by_judge.values()}
-    if run.harness == "swallow":
+    if H.get(run.harness).reference_source == "dataset":
         desc = f"one set (the dataset's reference column, {len({q for q, _ in by_judge[used]})} questions)"
     else:
         desc = (f"{len(by_judge)} file(s) ({', '.join(sorted(by_judge))})"
@@ -516,9 +514,7 @@ def _parse_failures(reads: _Reads, ra: Run, rb: Run) -> dict:
     desc, rates, example = {}, {}, None
     for r in (ra, rb):
         total, failed = reads.stats[r]["total"], reads.stats[r]["failed"]
-        rule = ("the harness drops -1 (show_result)" if r.harness == "fastchat" else
-                "the harness averages -1 into the item's 5-sample mean and drops an item only if that mean is -1"
-                if r.harness == "swallow" else "left out of means")
+        rule = H.get(r.harness).failure_treatment
         desc[r] = f"{failed} of {total} judgments without a rating ({100 * failed / max(total, 1):.1f}%); {rule}"
         rates[r] = (failed, r.harness)
         if failed and example is None:
@@ -536,10 +532,17 @@ def _scale(reads: _Reads, ra: Run, rb: Run) -> dict:
         lo, hi = reads.stats[r]["min"], reads.stats[r]["max"]
         reported = reads.reported[r]
         desc[r] = (f"1-10 per judgment (seen {lo:g}-{hi:g})" if lo is not None else "no scores") + (
-            "; the results file reports 0-1 (means ÷ 10)" if reported and r.harness == "swallow" else "")
+            _reported_scale(r) if reported else "")
     return _row("scale", desc[ra], desc[rb], desc[ra].split(";")[1:] != desc[rb].split(";")[1:],
                 "JudgeLens compares every run on the judges' 1-10 ratings; Swallow's headline numbers are the same "
                 "means divided by 10.")
+
+
+def _reported_scale(run: Run) -> str:
+    h = H.get(run.harness)
+    if h.reported_scale == 1:
+        return ""
+    return f"; the results file reports 0-{h.scale[1] * h.reported_scale:g} (means ÷ {1 / h.reported_scale:g})"
 
 
 def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:

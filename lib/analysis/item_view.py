@@ -5,23 +5,14 @@ fetch text for one item only, so they stay fast however big the store is.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 
+from lib import harness as H
+from lib.keys import ItemKey
 from lib.store import Store
 from lib.vocab import QID_ORDER, model_key_sql, split_think
 
 # Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
-
-
-@dataclass(frozen=True)
-class ItemKey:
-    bench: str
-    question_id: str
-    turn: int
-    model: str
-    sample: int = 0
 
 
 def benches(store: Store) -> list[str]:
@@ -97,11 +88,11 @@ def verdicts(store: Store, key: ItemKey) -> pd.DataFrame:
     """
     with store.read() as cur:
         df = cur.execute(
-            """SELECT harness, judge, prompt_name, sample, raw_score, score, parse_status, rationale, judge_prompt,
+            f"""SELECT harness, judge, prompt_name, sample, raw_score, score, parse_status, rationale, judge_prompt,
                       source_id, tstamp
                FROM single_judgments
                WHERE bench = ? AND question_id = ? AND turn = ? AND model = ?
-                 AND (harness <> 'swallow' OR sample = ?)
+                 AND ({H.sql_is_not("harness", H.where(multi_sample=True))} OR sample = ?)
                ORDER BY harness, judge, source_id, tstamp NULLS LAST""",
             [key.bench, key.question_id, key.turn, key.model, key.sample]).df()
     if df.empty:
@@ -183,8 +174,10 @@ def answers_of(store: Store, bench: str, question_id: str, turn: int, sample: in
 
 
 def link_params(bench: str, question_id: str, turn: int, model: str, judges: list[str] | None = None,
-                harness: str = "fastchat") -> dict[str, str]:
-    """Query parameters that open the item view on this item (optionally with these judge columns)."""
+                harness: str | None = None) -> dict[str, str]:
+    """Query parameters that open the item view on this item (optionally with these judge columns of
+    ``harness``; none given: ``lib.harness.DEFAULT``'s)."""
+    harness = harness or H.DEFAULT.name
     params = {"bench": bench, "q": str(question_id), "turn": str(int(turn)), "model": model}
     if judges:
         params["cols"] = ",".join(f"{harness}:{j}" for j in judges)

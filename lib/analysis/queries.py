@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lib.store import Store
+from lib import harness as H
+from lib.store import Store, frame
 from lib.errors import UsageError
 
 MEAN_RULE = ("n = judged items (question x turn). Repeated judgments of one item (re-runs, Swallow's 5 samples) "
              "are averaged per item first; judgments with no usable score (-1, $ERROR$, out of range) are left out.")
 
 GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
-
-
-def _df(store: Store, sql: str, params: list | dict | None = None) -> pd.DataFrame:
-    with store.read() as cur:
-        return cur.execute(sql, params or []).df()
 
 
 def has_data(store: Store) -> bool:
@@ -51,7 +47,7 @@ HARNESS_RULE = (
     "(FastChat) or questions / question-turns (Swallow). Rows of other harnesses (JudgeLens re-judges) follow "
     "the item rule. Grouped by harness always, since each harness has its own rule.")
 
-RULE_LABELS = {"item": "item", "fastchat": "fastchat show_result.py", "swallow": "swallow results file"}
+RULE_LABELS = {"item": "item", **{h.name: h.own_rule_label for h in H.all() if h.own_rule != H.ITEM}}
 
 
 def rule_note(rule: str) -> str:
@@ -92,7 +88,7 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
         keys = ", ".join(by)
         select = f"{keys}, " if by else ""
         group = f"GROUP BY {keys} ORDER BY {keys}" if by else ""
-        df = _df(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
+        df = frame(store, f"SELECT {select}avg(score) AS mean, count(*) AS n FROM item_scores "
                         f"WHERE {' AND '.join(['score IS NOT NULL'] + conditions)} {group}", params)
         df["rule"] = RULE_LABELS["item"]
         return df
@@ -101,36 +97,41 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
     keys = ", ".join(by)
     where_sql = " AND ".join(conditions) or "TRUE"
     doc_turn = ", turn" if "turn" in by else ""
-    df = _df(store, f"""
+    show_result, results_file = H.where(own_rule=H.SHOW_RESULT), H.where(own_rule=H.RESULTS_FILE)
+    labels = "CASE j.harness " + " ".join(f"WHEN '{h.name}' THEN '{h.own_rule_label}'"
+                                          for h in show_result + results_file) + " END"
+    df = frame(store, f"""
         WITH j AS (
-            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score,
+                   {labels} AS rule
             FROM single_judgments j
             LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id),
         f AS (SELECT * FROM j WHERE {where_sql}),
-        fastchat AS (
-            SELECT {keys}, avg(raw_score) AS mean, count(raw_score) AS n, '{RULE_LABELS["fastchat"]}' AS rule
-            FROM f WHERE harness = 'fastchat' AND raw_score <> -1 GROUP BY {keys}),
+        show_result AS (
+            SELECT {keys}, avg(raw_score) AS mean, count(raw_score) AS n, any_value(rule) AS rule
+            FROM f WHERE {H.sql_is("harness", show_result)} AND raw_score <> -1 GROUP BY {keys}),
         sw_items AS (
             SELECT harness, bench, judge, model, question_id, turn, any_value(category) AS category,
-                   avg(raw_score) AS v
-            FROM f WHERE harness = 'swallow' GROUP BY harness, bench, judge, model, question_id, turn),
+                   any_value(rule) AS rule, avg(raw_score) AS v
+            FROM f WHERE {H.sql_is("harness", results_file)} GROUP BY harness, bench, judge, model, question_id, turn),
         sw_docs AS (
-            SELECT harness, bench, judge, model, question_id{doc_turn}, any_value(category) AS category, avg(v) AS v
+            SELECT harness, bench, judge, model, question_id{doc_turn}, any_value(category) AS category,
+                   any_value(rule) AS rule, avg(v) AS v
             FROM sw_items GROUP BY harness, bench, judge, model, question_id{doc_turn}),
-        swallow AS (
-            SELECT {keys}, avg(v) AS mean, count(*) AS n, '{RULE_LABELS["swallow"]}' AS rule
+        results_file AS (
+            SELECT {keys}, avg(v) AS mean, count(*) AS n, any_value(rule) AS rule
             FROM sw_docs WHERE v <> -1 GROUP BY {keys}),
         other AS (
             SELECT {keys}, avg(score) AS mean, count(*) AS n, '{RULE_LABELS["item"]}' AS rule
-            FROM item_scores WHERE harness NOT IN ('fastchat', 'swallow') AND score IS NOT NULL
+            FROM item_scores WHERE {H.sql_is_not("harness", show_result + results_file)} AND score IS NOT NULL
                  AND {where_sql} GROUP BY {keys})
-        SELECT * FROM fastchat UNION ALL SELECT * FROM swallow UNION ALL SELECT * FROM other
+        SELECT * FROM show_result UNION ALL SELECT * FROM results_file UNION ALL SELECT * FROM other
         ORDER BY {keys}""", params)
     return df[[*by, "mean", "n", "rule"]]
 
 
 def overview_counts(store: Store) -> dict[str, int]:
-    sql = """
+    sql = f"""
     SELECT (SELECT count(*) FROM sources) AS sources,
            (SELECT count(DISTINCT harness) FROM sources) AS harnesses,
            (SELECT count(DISTINCT bench) FROM current_questions) AS benches,
@@ -140,7 +141,8 @@ def overview_counts(store: Store) -> dict[str, int]:
            (SELECT count(*) FROM pair_judgments) AS pair_judgments,
            (SELECT count(*) FROM item_scores) AS judged_items,
            (SELECT count(*) FROM single_judgments WHERE parse_status <> 'ok') AS no_score,
-           (SELECT count(*) FROM item_scores WHERE harness = 'fastchat' AND n_rows > 1) AS duplicated_items
+           (SELECT count(*) FROM item_scores WHERE {H.sql_is("harness", H.where(appends_reruns=True))}
+                   AND n_rows > 1) AS duplicated_items
     """
     with store.read() as cur:
         row = cur.execute(sql).fetchone()
@@ -158,7 +160,7 @@ def categories(store: Store, bench: str) -> list[str]:
 def judges_by_harness(store: Store) -> pd.DataFrame:
     """What was judged by whom: one row per harness, bench, judge, model with counts and failures. The analysts'
     verdicts count as judges human:<author> (harness 'human'; judgments = items with a current score)."""
-    return _df(store, """
+    return frame(store, f"""
         SELECT * FROM (
             SELECT harness, bench, judge, model,
                    count(*) AS judgments,
@@ -169,19 +171,29 @@ def judges_by_harness(store: Store) -> pd.DataFrame:
             FROM single_judgments GROUP BY ALL
             UNION ALL
             SELECT harness, bench, judge, model, count(*), count(DISTINCT (question_id, turn)), 0, 0, 0
-            FROM item_scores WHERE harness = 'human' AND score IS NOT NULL GROUP BY ALL)
+            FROM item_scores WHERE harness = '{H.HUMAN.name}' AND score IS NOT NULL GROUP BY ALL)
         ORDER BY harness, bench, judge, model""")
 
 
 def duplicate_items(store: Store) -> pd.DataFrame:
     """Items judged more than once by the same judge (FastChat re-runs append; Swallow samples excluded)."""
-    return _df(store, """
+    return frame(store, f"""
         SELECT harness, bench, judge, model, count(*) AS items, sum(n_rows) AS judgments
-        FROM item_scores WHERE harness = 'fastchat' AND n_rows > 1 GROUP BY ALL ORDER BY ALL""")
+        FROM item_scores WHERE {H.sql_is("harness", H.where(appends_reruns=True))} AND n_rows > 1
+        GROUP BY ALL ORDER BY ALL""")
 
 
-SWALLOW_TURN_METRICS = {1: "judge_score_overall_turn_1_avg", 2: "judge_score_overall_turn_2_avg",
-                        0: "judge_score_overall_avg"}
+def _reported_sql() -> str:
+    """The harnesses' own reported numbers (results files), on the judges' scale, per harness, bench and model."""
+    parts = [f"""SELECT harness, bench, model,
+                   {1 / h.reported_scale:g} * avg(value) FILTER (metric = '{h.reported_metrics[1]}') AS t1_harness,
+                   {1 / h.reported_scale:g} * avg(value) FILTER (metric = '{h.reported_metrics[2]}') AS t2_harness,
+                   {1 / h.reported_scale:g} * avg(value) FILTER (metric = '{h.reported_metrics[0]}') AS overall_harness
+            FROM reported_metrics WHERE harness = '{h.name}' GROUP BY ALL"""
+             for h in H.where(own_rule=H.RESULTS_FILE) if h.reported_metrics]
+    return " UNION ALL ".join(parts) or ("SELECT NULL::VARCHAR AS harness, NULL::VARCHAR AS bench, NULL::VARCHAR AS "
+                                         "model, NULL::DOUBLE AS t1_harness, NULL::DOUBLE AS t2_harness, "
+                                         "NULL::DOUBLE AS overall_harness WHERE FALSE")
 
 
 def leaderboard(store: Store) -> pd.DataFrame:
@@ -191,7 +203,7 @@ def leaderboard(store: Store) -> pd.DataFrame:
     counted as extra rows; it prints turn 1 only for benches other than mt_bench, so t2/overall follow its
     mt_bench code); for Swallow, the results JSON metric x 10 (it averages -1 into samples).
     """
-    return _df(store, f"""
+    return frame(store, f"""
         WITH items AS (SELECT * FROM item_scores WHERE score IS NOT NULL),
         ours AS (
             SELECT harness, bench, judge, model,
@@ -203,13 +215,8 @@ def leaderboard(store: Store) -> pd.DataFrame:
                    avg(raw_score) FILTER (turn = 1 AND raw_score <> -1) AS t1_harness,
                    avg(raw_score) FILTER (turn = 2 AND raw_score <> -1) AS t2_harness,
                    avg(raw_score) FILTER (raw_score <> -1) AS overall_harness
-            FROM single_judgments WHERE harness = 'fastchat' GROUP BY ALL),
-        swallow_reported AS (
-            SELECT 'swallow' AS harness, bench, model,
-                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[1]}') AS t1_harness,
-                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[2]}') AS t2_harness,
-                   10 * avg(value) FILTER (metric = '{SWALLOW_TURN_METRICS[0]}') AS overall_harness
-            FROM reported_metrics WHERE harness = 'swallow' GROUP BY ALL)
+            FROM single_judgments WHERE {H.sql_is("harness", H.where(own_rule=H.SHOW_RESULT))} GROUP BY ALL),
+        swallow_reported AS ({_reported_sql()})
         SELECT o.harness, o.bench, o.judge, o.model, o.t1, o.t2, o.overall, o.n_items,
                coalesce(f.t1_harness, s.t1_harness) AS t1_harness,
                coalesce(f.t2_harness, s.t2_harness) AS t2_harness,
@@ -238,7 +245,7 @@ def order_by_rank(board: pd.DataFrame, ranked: list[str]) -> pd.DataFrame:
 
 
 def sources(store: Store) -> pd.DataFrame:
-    return _df(store, """
+    return frame(store, """
         SELECT source_id, harness, kind, bench, file_name, rows_imported, rows_skipped,
                array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path
         FROM sources ORDER BY source_id""")

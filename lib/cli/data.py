@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from lib import harness as H
 from lib.analysis import queries
 from lib.cli.common import frame_out, open_store
 from lib.ingest.importer import ingest, remove_source
@@ -52,7 +53,7 @@ def register(sub, parents) -> None:
     p = sub.add_parser("scores", parents=[db, fmt], help="mean score and n per group")
     p.add_argument("--by", default="judge,model,turn", help=f"comma-separated: {','.join(queries.GROUP_KEYS)}")
     p.add_argument("--bench", help="only this bench")
-    p.add_argument("--harness", choices=("fastchat", "swallow"), help="only this harness")
+    p.add_argument("--harness", choices=H.names(imported=True), help="only this harness")
     p.add_argument("--rule", choices=queries.RULES, default="item",
                    help="item (default): mean of item scores, repeats and Swallow samples averaged per item, "
                         "failures left out; harness: each harness's own rule (FastChat show_result.py: rows, "

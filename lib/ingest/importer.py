@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from lib import harness as H
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
-from lib.ingest.formats import fastchat, human, swallow
-from lib.ingest.formats.jsonl import BOM, MAX_LINE_BYTES, ParsedFile, parse_file
+from lib.ingest.formats import human, registry
+from lib.ingest.formats.base import BLANK_NOTE, Reader
+from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
 from lib import search_index
-from lib.store import HUMAN_HARNESS, Store, insert_verdicts, refresh_human_scores, refresh_item_scores
+from lib.store import Store, insert_verdicts, refresh_human_scores, refresh_item_scores
 
 Progress = Callable[[float, str], None]
 
@@ -64,7 +66,7 @@ class ImportFile:
     harness: str
     kind: str
     bench: str | None
-    meta: object  # the format module's description of the file
+    meta: object  # the reader's description of the file
     sha256: str = ""
     size: int = 0
     status: str = "pending"  # imported | unchanged | refused
@@ -76,6 +78,12 @@ class ImportFile:
     tables: dict[str, ParsedFile] = field(default_factory=dict)
     fast: bool = False
     hashing: Future | None = field(default=None, repr=False)  # sha256_of running while the file is inserted
+    reader: Reader | None = field(default=None, repr=False)    # the reader that claimed the file
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        """The tables a file of this kind fills (its reader says)."""
+        return self.reader.kinds[self.kind]
 
     def await_hash(self) -> None:
         """Wait for the hash started in the background (see ``_hash_later``), if any."""
@@ -135,24 +143,12 @@ def _display(path: Path, root: Path | None) -> str:
 
 def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | None:
     display = _display(path, root)
-    sw = swallow.classify(path)
-    if sw is not None:
-        bench = None
-        if sw.kind == "swallow_details":
-            bench = swallow.bench_of_task(swallow.details_task(sw))
-        return ImportFile(path, display, "swallow", sw.kind, bench, sw)
-    fc = fastchat.classify(path)
-    if fc is None and explicit and path.suffix == ".jsonl":
-        fc = fastchat.sniff(path, path.parent.parent.name if path.parent.name else None)
-    if fc is None:
+    found = registry.claim(path, explicit, separate=False)
+    if found is None:
         if explicit:
-            raise FormatError(
-                f"{display}: JudgeLens does not know this file. It reads FastChat-style .jsonl files "
-                "(question.jsonl, reference_answer/, model_answer/, model_judgment/*_single.jsonl and "
-                "*_pair.jsonl, judge_prompts.jsonl) and Swallow/lighteval results_*.json and details_*.parquet."
-            )
+            raise FormatError(f"{display}: JudgeLens does not know this file. It reads {registry.known_files()}.")
         return None
-    return ImportFile(path, display, "fastchat", fc.kind, fc.bench, fc)
+    return ImportFile(path, display, found.reader.harness, found.kind, found.bench, found.meta, reader=found.reader)
 
 
 def _inside(path: Path, roots: list[Path]) -> bool:
@@ -203,9 +199,7 @@ def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = Non
             "folder (results/…/results_*.json, details/…/details_*.parquet).",
             title="Nothing to import",
         )
-    order = {k: i for i, k in enumerate(["judge_prompts", "questions", "reference_answers", "answers",
-                                          "single_judgments", "pair_judgments", "swallow_results",
-                                          "swallow_details"])}
+    order = registry.kind_order()
     return sorted(found, key=lambda f: (order[f.kind], f.display))
 
 
@@ -222,81 +216,14 @@ def sha256_of(path: Path) -> tuple[str, int]:
 # ----------------------------------------------------------------------------------------------
 # Reading
 
-def _read_fastchat(item: ImportFile) -> None:
-    meta: fastchat.FastChatFile = item.meta  # type: ignore[assignment]
-    bench = item.bench or "unknown_bench"
-    kind = item.kind
-    if kind == "questions":
-        convert, table = (lambda o: fastchat.question_rows(o, bench)), "questions"
-    elif kind == "reference_answers":
-        convert, table = (lambda o: fastchat.reference_rows(o, bench, meta.judge or item.path.stem)), kind
-    elif kind == "answers":
-        file_model = fastchat.model_from_file_name(item.path.stem)
-        convert, table = (lambda o: fastchat.answer_rows(o, bench, file_model)), "answers"
-    elif kind == "single_judgments":
-        convert, table = (lambda o: fastchat.single_judgment_rows(o, bench)), kind
-    elif kind == "pair_judgments":
-        convert, table = (lambda o: fastchat.pair_judgment_rows(o, bench)), kind
-    else:
-        convert, table = fastchat.judge_prompt_rows, "judge_prompts"
-    parsed = parse_file(item.path, item.display, convert)
-    item.tables = {table: parsed}
-    item.warnings.extend(parsed.warnings)
-    if parsed.lines_read == 0:
-        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
-    if kind == "answers":
-        ids = {r[3] for r in parsed.rows if r[3]}
-        file_model = fastchat.model_from_file_name(item.path.stem)
-        other = sorted(i for i in ids if fastchat.model_from_file_name(i) != file_model)
-        if other:
-            item.warnings.append(
-                f"model_id {other[0]!r} differs from the file name ({item.path.stem}); judgments may use "
-                "either name and JudgeLens matches both")
-
-
-def _resolve_swallow_model(item: ImportFile, batch: list[ImportFile], store: Store) -> str:
-    meta: swallow.SwallowFile = item.meta  # type: ignore[assignment]
-    if meta.model:
-        return meta.model
-    for other in batch:
-        om = other.meta
-        if other.kind == "swallow_results" and isinstance(om, swallow.SwallowFile) and om.run_id == meta.run_id:
-            model, *_ = swallow.read_results(om, other.display)
-            return model
-    with store.read() as cur:
-        row = cur.execute("SELECT any_value(model) FROM reported_metrics WHERE run_id = ?", [meta.run_id]).fetchone()
-    if row and row[0]:
-        return row[0]
-    raise FormatError(
-        f"{item.display}: cannot tell which model this details file is for. Keep lighteval's folder layout "
-        "(details/<model>/<date_id>/details_….parquet) or import the results_<date_id>.json of the same run "
-        "with it.")
-
-
 def _read(item: ImportFile, batch: list[ImportFile], store: Store) -> None:
-    if item.harness == "fastchat":
-        _read_fastchat(item)
-        return
-    meta: swallow.SwallowFile = item.meta  # type: ignore[assignment]
-    if item.kind == "swallow_results":
-        model, _, rows, warnings, problems = swallow.read_results(meta, item.display)
-        # one document: rows_imported counts it once (lines_read - skipped), its bad metrics are its bad lines
-        parsed = ParsedFile(item.display, rows=rows, problems=problems, lines_read=1 + len(problems))
-        item.tables = {"reported_metrics": parsed}
-        item.warnings.extend(warnings)
-        if rows:
-            item.bench = rows[0][1]
-        return
-    model = _resolve_swallow_model(item, batch, store)
-    item.tables = swallow.read_details(meta, item.display, model)
+    item.reader.read(item, batch, store)
 
 
 def _problems(item: ImportFile) -> list[LineProblem]:
     return [p for parsed in item.tables.values() for p in parsed.problems]
 
 
-EMPTY_NOTE = "empty file: no records"
-BLANK_NOTE = "empty file: no records (it holds only blank lines)"
 
 
 def _skip(item: ImportFile, problems: list[LineProblem]) -> None:
@@ -311,11 +238,8 @@ def _skip(item: ImportFile, problems: list[LineProblem]) -> None:
 
 
 def _use_fast_path(item: ImportFile) -> bool:
-    """Big single-judgment files are read by DuckDB itself (see fastchat.single_judgments_select)."""
-    if item.kind != "single_judgments" or item.harness != "fastchat" or item.size == 0:
-        return False
-    with open(item.path, "rb") as fh:
-        return not fh.read(3).startswith(BOM)
+    """Judgment files the reader's fast path reads: DuckDB itself parses them (``Reader.fast_select``)."""
+    return item.reader.fast is not None and item.reader.fast(item)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -380,7 +304,7 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
     """Insert the file's judgments in one statement that DuckDB parses in parallel; the same pass marks rationales
     and prompts for the search index (``search_index.mark_expression``: half the cost of marking them after)."""
     names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
-    select = fastchat.single_judgments_select(MAX_LINE_BYTES + 1024)
+    select = item.reader.fast_select(MAX_LINE_BYTES + 1024)
     sql = (f"INSERT INTO single_judgments (source_id, {names}, rationale_norm, prompt_norm) "
            f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
            f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')} "
@@ -462,21 +386,26 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
                 _insert_rows(cur, table, source_id, parsed.rows)
             main = next(iter(item.tables.values()), None)
             rows = main.lines_read - len(item.skipped) if main else 0
-        if item.kind in ("single_judgments", "swallow_details"):
+        if "single_judgments" in item.table_names:
             item.warnings.extend(_judgment_notes(cur, source_id))
         cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                     [rows, item.warnings, source_id])
         item.rows, item.source_id, item.status = rows, source_id, "imported"
     # Judgments and questions feed the per-item table (questions give judged items their category).
     refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
-                              and i.kind in ("single_judgments", "pair_judgments", "swallow_details", "questions")],
+                              and SCORED_TABLES.intersection(i.table_names)],
                         marked=[i.source_id for i in todo if i.status == "imported" and i.fast])
+
+
+# tables whose rows change item_scores (questions give judged items their category)
+SCORED_TABLES = frozenset({"single_judgments", "pair_judgments", "questions"})
 
 
 def _judgment_notes(cur, source_id: int) -> list[str]:
     """Facts about a judgment file a user should see: duplicates and parse failures."""
     dup, failed = cur.execute(
-        """SELECT (SELECT count(*) FROM (SELECT 1 FROM single_judgments WHERE source_id = $s AND harness = 'fastchat'
+        f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM single_judgments WHERE source_id = $s
+                   AND {H.sql_is("harness", H.where(appends_reruns=True))}
                    GROUP BY bench, judge, model, question_id, turn HAVING count(*) > 1)),
                   (SELECT count(*) FROM single_judgments WHERE source_id = $s AND parse_status <> 'ok')""",
         {"s": source_id}).fetchone()
@@ -546,8 +475,8 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
             item.fast = True
             continue
         try:
-            if item.harness == "swallow" and item.kind == "swallow_results":
-                _read(item, items, store)  # sets the bench from the file's task names
+            if item.kind in item.reader.bench_after_read:
+                _read(item, items, store)  # the bench comes from the content (Swallow: the results' task names)
             existing = known.get((item.sha256, item.bench, item.kind))
             if existing is not None:
                 item.status, item.existing_source = "unchanged", existing
@@ -596,7 +525,7 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
             _skip(item, file_problems)
     if any(i.status == "imported" for i in items):
         progress(0.97, "linking benches and model names")
-        relink(store, questions_changed=any(i.status == "imported" and i.kind in ("questions", "swallow_details")
+        relink(store, questions_changed=any(i.status == "imported" and "questions" in i.table_names
                                             for i in items))
     _import_human(store, human_items)
     progress(1.0, "done")
@@ -615,9 +544,9 @@ def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[
             rest.append(given)
             continue
         if root.is_file():
-            kind = human.sniff(root) if root.suffix in (".jsonl", ".json") else None
-            if kind:
-                found.append(ImportFile(root, str(root), "human", kind, None, None))
+            own = registry.claim(root, True, separate=True)
+            if own:
+                found.append(ImportFile(root, str(root), own.reader.harness, own.kind, None, None, reader=own.reader))
             else:
                 rest.append(given)
             continue
@@ -628,8 +557,10 @@ def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[
                     continue
                 if roots is not None and not _inside(path.resolve(), roots):
                     continue  # discover() refuses the folder, naming this link
-                if fastchat.classify(path) is None and swallow.classify(path) is None and (kind := human.sniff(path)):
-                    found.append(ImportFile(path, _display(path, root), "human", kind, None, None))
+                own = registry.claim(path, False)  # a file no table reader claims by name, a human one by content
+                if own and own.reader.separate:
+                    found.append(ImportFile(path, _display(path, root), own.reader.harness, own.kind, None, None,
+                                            reader=own.reader))
     return rest, found
 
 
@@ -668,7 +599,7 @@ def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tup
         cur.execute(
             "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
             "warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, [])",
-            [sid, sha, str(path), path.name, HUMAN_HARNESS, source_kind, bench, size])
+            [sid, sha, str(path), path.name, H.HUMAN.name, source_kind, bench, size])
         if kind == "verdicts":
             added = insert_verdicts(cur, rows, sid)
             refresh_human_scores(cur, {r["bench"] for r in rows})

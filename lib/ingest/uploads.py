@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from lib.errors import JudgeLensError, PathNotAllowed
-from lib.ingest.formats import fastchat
+from lib.ingest.formats import registry
 
 from lib.paths import DATA_DIR as REPO_DATA
-KIND_FOLDERS = {"questions": "", "reference_answers": "reference_answer", "answers": "model_answer",
-                "single_judgments": "model_judgment", "pair_judgments": "model_judgment"}
 MAX_ZIP_MEMBERS = 10_000
 # Harness files compress 5-10x (JSON Lines of judge prompts and answers); deflate tops out near 1030x. A member
 # expanding more than MAX_RATIO times its packed size (once past RATIO_FLOOR bytes) is a zip bomb.
@@ -184,9 +182,9 @@ def _bomb(name: str, member: str, size: int, packed: int) -> str:
 def stage_uploads(files: list[tuple[str, bytes]], dest: Path, bench: str) -> Staged:
     """Write uploaded files under ``dest`` in a layout the importers understand; return what to import.
 
-    A zip keeps its own folder layout (members leading outside it are skipped and listed). A loose
-    FastChat .jsonl is placed where its kind belongs in ``<bench>/…`` (its first record tells the kind);
-    Swallow files keep their names. Raises UploadRefused for a zip that is not one, is damaged, is a
+    A zip keeps its own folder layout (members leading outside it are skipped and listed). A loose file is
+    placed where a reader's layout wants it (``Reader.stage``: a FastChat .jsonl goes where its kind belongs in
+    ``<bench>/…``, its first record telling the kind); other files keep their names. Raises UploadRefused for a zip that is not one, is damaged, is a
     bomb or has too many members; the caller removes ``dest`` (see StagingArea).
     """
     dest.mkdir(parents=True, exist_ok=True)
@@ -203,21 +201,14 @@ def stage_uploads(files: list[tuple[str, bytes]], dest: Path, bench: str) -> Sta
         loose.parent.mkdir(parents=True, exist_ok=True)
         loose.write_bytes(data)
         to_import.append(loose)
-        if base.endswith(".jsonl"):
+        for reader in registry.READERS:
             try:
-                kind = fastchat.sniff(loose, bench).kind
+                target = reader.stage(loose, dest, bench) if reader.stage else None
             except JudgeLensError:
-                continue  # leave it loose: the import says what is wrong with it
-            if kind == "judge_prompts":
-                target = dest / base
-            elif kind == "questions":
-                target = dest / bench / (base if base.startswith("question") else "question.jsonl")
-            else:
-                folder = KIND_FOLDERS[kind]
-                if kind in ("single_judgments", "pair_judgments") and not base.endswith(("_single.jsonl", "_pair.jsonl")):
-                    base = base[: -len(".jsonl")] + ("_single.jsonl" if kind == "single_judgments" else "_pair.jsonl")
-                target = dest / bench / folder / base
-            target.parent.mkdir(parents=True, exist_ok=True)
-            loose.replace(target)
-            to_import[-1] = target
+                break  # leave it loose: the import says what is wrong with it
+            if target is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                loose.replace(target)
+                to_import[-1] = target
+                break
     return staged

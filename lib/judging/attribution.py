@@ -34,8 +34,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from lib import harness as H
 from lib.analysis import linking
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey
 from lib.analysis.runs import Run, resolve_run
 from lib.errors import UsageError
 from lib.judging.batch import RejudgeBatch
@@ -65,8 +66,9 @@ class Setup:
 
 
 def _family(store: Store, run: Run) -> str:
-    if run.harness == "swallow":
-        return "swallow"
+    family = H.get(run.harness).prompt_family
+    if family:
+        return family
     with store.read() as cur:
         row = cur.execute("SELECT count(*) FILTER (contains(judge_prompt, ?)), count(judge_prompt) FROM single_judgments "
                           "WHERE harness = ? AND bench = ? AND judge = ? AND model = ?",
@@ -88,11 +90,12 @@ def setup_of(store: Store, run: Run) -> Setup:
         limit = cur.execute("SELECT max(max_chars) FROM answers WHERE bench = ? AND harness = ?",
                             [run.bench, run.harness]).fetchone()[0]
     return Setup(family=_family(store, run), judge=run.judge, reference=_reference_judge(store, run),
-                 truncate=int(limit) if limit else None, strip_think=run.harness == "swallow")
+                 truncate=int(limit) if limit else None,
+                 strip_think=not H.get(run.harness).judge_sees_think)
 
 
 def _kind_templates(family: str) -> dict[str, Template]:
-    prefix = {"swallow": "swallow-", "ja": "ja-", "lmsys": ""}[family]
+    prefix = H.PROMPT_FAMILY_PREFIX[family]
     by_name = {t.name: t for t in builtins()}
     out = {}
     for kind in KINDS:

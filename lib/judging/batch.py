@@ -20,19 +20,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lib.analysis.item_view import ItemKey
+from lib import harness as H
 from lib.errors import LabelInUseError, UsageError
+from lib.keys import ItemKey, PairKey
 from lib.judging import cache
 from lib.judging.calls import CallResult, CallStats
 from lib.judging.client import call_judge
 from lib.judging.config import JudgeConfig
-from lib.judging.context import PairKey, build_contexts
+from lib.judging.context import build_contexts
 from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import parse, to_ten_scale
 from lib.judging.templates import Template, TemplateError, get_template, render_many, save_template
 from lib.store import Store, insert_rows, refresh_item_scores
 
-HARNESS = "judgelens"        # the harness of the verdicts JudgeLens makes
+HARNESS = H.REJUDGE.name      # the harness of the verdicts JudgeLens makes
 
 WRITE_EVERY_S = 0.5          # flush finished verdicts at least this often
 WRITE_EVERY_ROWS = 100

@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass
 
 from lib.errors import ContextError
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey, PairKey
 from lib.store import Store
 from lib.vocab import MODEL_KEY_SQL, model_key, qid_order, split_think
 
@@ -87,18 +87,6 @@ CHAT_TOKENS = re.compile(
     r"|<\|[A-Za-z0-9_.:/\- ]{1,40}\|>"
     r"|<｜[^｜<>\n]{1,40}｜>"
     r"|</?s>|\[/?INST\]|<end_of_turn>|<eos>|<bos>")
-
-
-@dataclass(frozen=True)
-class PairKey:
-    """A pairwise item: model A and model B answering the same question turn."""
-
-    bench: str
-    question_id: str
-    turn: int
-    model_a: str
-    model_b: str
-    sample: int = 0
 
 
 @dataclass

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.store import (HUMAN_HARNESS, HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, current_verdicts_sql,
+from lib import harness as H
+from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, frame, current_verdicts_sql,
                        insert_verdicts, refresh_human_scores)
 from lib.vocab import VERDICT_EXPORT_MARK as EXPORT_MARK
 
@@ -78,11 +79,6 @@ def record(store: Store, *, author: str, bench: str, question_id: str, turn: int
 # ------------------------------------------------------------------------------------------------
 # Reading
 
-def _df(store: Store, sql: str, params: dict | None = None) -> pd.DataFrame:
-    with store.read() as cur:
-        res = cur.execute(sql, params or {})
-        return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])
-
 
 def _filters(**kw) -> tuple[str, dict]:
     conditions, params = [], {}
@@ -100,11 +96,11 @@ def history(store: Store, *, author: str | None = None, bench: str | None = None
     where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
                              sample=sample)
     desc = ", ".join(term + " DESC" for term in VERDICT_ORDER_TERMS)
-    df = _df(store, f"""
+    df = frame(store, f"""
         SELECT {', '.join(VERDICT_COLUMNS)},
                row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
                                   ORDER BY {desc}) = 1 AS latest
-        FROM human_verdicts {where} ORDER BY {desc}""", params)
+        FROM human_verdicts {where} ORDER BY {desc}""", params, plain=True)
     df["latest"] = df["latest"].astype(bool)  # also when empty, so df[df["latest"]] filters rows
     return df
 
@@ -116,8 +112,8 @@ def latest(store: Store, *, author: str | None = None, bench: str | None = None,
     edits = rows)."""
     where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
                              sample=sample)
-    return _df(store, f"SELECT {', '.join(CURRENT_COLUMNS)} FROM ({current_verdicts_sql(where)}) "
-                      "ORDER BY created_at DESC, author, bench, question_id, turn, model, sample", params)
+    return frame(store, f"SELECT {', '.join(CURRENT_COLUMNS)} FROM ({current_verdicts_sql(where)}) "
+                      "ORDER BY created_at DESC, author, bench, question_id, turn, model, sample", params, plain=True)
 
 
 def describe(verdict) -> str:
@@ -147,14 +143,14 @@ def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | N
         with store.read() as cur:
             judges = [r[0] for r in cur.execute(
                 "SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND harness <> ? AND score IS NOT NULL "
-                "ORDER BY 1", [bench, HUMAN_HARNESS]).fetchall()]
+                "ORDER BY 1", [bench, H.HUMAN.name]).fetchall()]
     if len(judges) < 2:
         return pd.DataFrame(columns=["rank", "bench", "question_id", "model", "turn", "category", "spread",
                                      "decided"])
     top = disagreements(store, judges, bench=bench, limit=n)
-    decided = _df(store, f"SELECT DISTINCT bench, question_id, turn, model "
+    decided = frame(store, f"SELECT DISTINCT bench, question_id, turn, model "
                          f"FROM ({current_verdicts_sql('WHERE author = $a AND bench = $b')}) "
-                         "WHERE score IS NOT NULL OR label IS NOT NULL", {"a": author, "b": bench})
+                         "WHERE score IS NOT NULL OR label IS NOT NULL", {"a": author, "b": bench}, plain=True)
     done = set(zip(decided["bench"], decided["question_id"], decided["turn"].astype(int) if len(decided) else [],
                    decided["model"]))
     top.insert(0, "rank", range(1, len(top) + 1))
@@ -262,8 +258,8 @@ def agreement_counts(data: dict, judge1: str, judge2: str, ban: tuple[str, ...])
 
 def pair_votes(store: Store, bench: str | None = None) -> pd.DataFrame:
     where, params = _filters(bench=bench)
-    return _df(store, f"SELECT bench, question_id, turn, model_a, model_b, winner, judge, judge_type "
-                      f"FROM human_pair_votes {where} ORDER BY source_id, question_id, turn", params)
+    return frame(store, f"SELECT bench, question_id, turn, model_a, model_b, winner, judge, judge_type "
+                      f"FROM human_pair_votes {where} ORDER BY source_id, question_id, turn", params, plain=True)
 
 
 def pair_agreement(store: Store, bench: str | None = None, pairs: list[tuple[str, str]] | None = None) -> pd.DataFrame:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from lib import harness as H
 from lib.errors import ParserSpecError, TemplateError, TemplateNotFound
 from lib.judging.parsers import check_spec, mode_of
 from lib.judging.sandbox import RENDER_JOB_ITEMS, SANDBOX_GLOBALS, RenderResult, parse_env, render_in_worker
@@ -625,8 +626,9 @@ def suggest_template(labels: list[str], prompt_name: str | None, bench: str | No
     if prompt_name:
         if "@v" in prompt_name:
             candidates.append(prompt_name)
-        if harness == "fastchat" and bench and ("ja" in bench.split("_") or bench.startswith("japanese")):
-            candidates.append(f"ja-{prompt_name}")
+        prefix = H.get(harness).template_prefix(bench)
+        if prefix:
+            candidates.append(f"{prefix}{prompt_name}")
         candidates.append(prompt_name)
     candidates.append("single-v1")
     for c in candidates:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import random
 import re
 
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey, PairKey
 from lib.errors import ProbeError
-from lib.judging.context import PairKey, build_contexts, select_items, select_pair_items
+from lib.judging.context import build_contexts, select_items, select_pair_items
 from lib.judging.templates import Template, render_many
 from lib.probes.spec import DEFAULT_ITEMS
 from lib.store import Store

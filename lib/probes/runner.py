@@ -8,12 +8,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey, PairKey
 from lib.errors import ProbeError
 from lib.judging import cache
 from lib.judging.calls import CallResult, CallStats
 from lib.judging.config import JudgeConfig
-from lib.judging.context import ContextResult, PairKey, build_contexts
+from lib.judging.context import ContextResult, build_contexts
 from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import ParseResult, check_spec, parse, to_ten_scale
 from lib.judging.templates import Template, get_template, render_many, save_template

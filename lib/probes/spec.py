@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from lib.judging.calls import CallStats
-from lib.judging.context import PairKey
 
 
 POSITION_CONSISTENCY_MIN = 0.7

@@ -19,11 +19,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lib import harness as H
 from lib.errors import FormatError
-from lib.ingest.formats.jsonl import (MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number, as_optional_number, as_text,
-                    as_turn, need)
+from lib.ingest.formats.base import BLANK_NOTE, EMPTY_NOTE, Claim, Reader
+from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number,
+                                     as_optional_number, as_text, as_turn, need, parse_file)
 
-HARNESS = "fastchat"
+HARNESS = H.FASTCHAT.name
 
 KINDS = ("judge_prompts", "questions", "reference_answers", "answers", "single_judgments", "pair_judgments")
 
@@ -332,3 +334,92 @@ def single_judgments_select(max_object_size: int, max_line_bytes: int = MAX_LINE
         ) AS bad
     FROM typed
     """
+
+
+# --- the reader (lib.ingest.formats.registry) ---
+
+def _by_name(path: Path) -> Claim | None:
+    fc = classify(path)
+    return READER.claim(fc.kind, fc.bench, fc) if fc else None
+
+
+def _by_content(path: Path, explicit: bool) -> Claim | None:
+    """A loose .jsonl file given on its own, by the keys of its first record (raises FormatError when they are
+    not a FastChat file's: a given file must be imported or refused, never skipped)."""
+    if not explicit or path.suffix != ".jsonl":
+        return None
+    fc = sniff(path, path.parent.parent.name if path.parent.name else None)
+    return READER.claim(fc.kind, fc.bench, fc)
+
+
+def read(item, batch: list, store) -> None:
+    """Read one FastChat file line by line into ``item.tables`` (bad lines become problems)."""
+    meta: FastChatFile = item.meta
+    bench = item.bench or "unknown_bench"
+    kind = item.kind
+    if kind == "questions":
+        convert = lambda o: question_rows(o, bench)  # noqa: E731
+    elif kind == "reference_answers":
+        convert = lambda o: reference_rows(o, bench, meta.judge or item.path.stem)  # noqa: E731
+    elif kind == "answers":
+        file_model = model_from_file_name(item.path.stem)
+        convert = lambda o: answer_rows(o, bench, file_model)  # noqa: E731
+    elif kind == "single_judgments":
+        convert = lambda o: single_judgment_rows(o, bench)  # noqa: E731
+    elif kind == "pair_judgments":
+        convert = lambda o: pair_judgment_rows(o, bench)  # noqa: E731
+    else:
+        convert = judge_prompt_rows
+    parsed = parse_file(item.path, item.display, convert)
+    item.tables = {READER.kinds[kind][0]: parsed}
+    item.warnings.extend(parsed.warnings)
+    if parsed.lines_read == 0:
+        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
+    if kind == "answers":
+        ids = {r[3] for r in parsed.rows if r[3]}
+        file_model = model_from_file_name(item.path.stem)
+        other = sorted(i for i in ids if model_from_file_name(i) != file_model)
+        if other:
+            item.warnings.append(
+                f"model_id {other[0]!r} differs from the file name ({item.path.stem}); judgments may use "
+                "either name and JudgeLens matches both")
+
+
+def use_fast_path(item) -> bool:
+    """Non-empty single-judgment files without a byte-order mark are read by DuckDB itself
+    (``single_judgments_select``)."""
+    if item.kind != "single_judgments" or item.size == 0:
+        return False
+    with open(item.path, "rb") as fh:
+        return not fh.read(3).startswith(BOM)
+
+
+# the folder of each kind under <bench>/ (stage_upload)
+KIND_FOLDERS = {"questions": "", "reference_answers": "reference_answer", "answers": "model_answer",
+                "single_judgments": "model_judgment", "pair_judgments": "model_judgment"}
+
+
+def stage_upload(loose: Path, dest: Path, bench: str) -> Path | None:
+    """Where an uploaded loose .jsonl goes so that its name says its kind (its first record tells the kind)."""
+    base = loose.name
+    if not base.endswith(".jsonl"):
+        return None
+    kind = sniff(loose, bench).kind
+    if kind == "judge_prompts":
+        return dest / base
+    if kind == "questions":
+        return dest / bench / (base if base.startswith("question") else "question.jsonl")
+    if kind in ("single_judgments", "pair_judgments") and not base.endswith(("_single.jsonl", "_pair.jsonl")):
+        base = base[: -len(".jsonl")] + ("_single.jsonl" if kind == "single_judgments" else "_pair.jsonl")
+    return dest / bench / KIND_FOLDERS[kind] / base
+
+
+READER = Reader(
+    name="fastchat", harness=HARNESS, sample="data/sample/shisa-ja-mt-bench-harness",
+    kinds={"judge_prompts": ("judge_prompts",), "questions": ("questions",),
+           "reference_answers": ("reference_answers",), "answers": ("answers",),
+           "single_judgments": ("single_judgments",), "pair_judgments": ("pair_judgments",)},
+    describes=("FastChat-style .jsonl files (question.jsonl, reference_answer/, model_answer/, "
+               "model_judgment/*_single.jsonl and *_pair.jsonl, judge_prompts.jsonl)"),
+    by_name=_by_name, by_content=_by_content, read=read, fast=use_fast_path, fast_select=single_judgments_select,
+    stage=stage_upload)

@@ -16,7 +16,9 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from lib import harness as H
 from lib.errors import FormatError, UsageError
+from lib.ingest.formats.base import Claim, Reader
 from lib.store import HUMAN_PREFIX, check_verdict
 from lib.vocab import VERDICT_EXPORT_MARK
 
@@ -136,3 +138,17 @@ def pair_bench(path: Path) -> str:
     """A human-judgment file inside <bench>/model_judgment/ belongs to that bench; elsewhere: mt_bench (the
     public set judges MT-Bench)."""
     return path.parent.parent.name if path.parent.name == "model_judgment" else "mt_bench"
+
+
+# --- the reader (lib.ingest.formats.registry): recognised by content; written by the importer's own path ---
+
+def _by_content(path: Path, explicit: bool) -> Claim | None:
+    kind = sniff(path) if path.suffix in (".jsonl", ".json") else None
+    return READER.claim(kind, None) if kind else None
+
+
+READER = Reader(
+    name="human", harness=H.HUMAN.name, sample="tests/data/human",
+    kinds={"verdicts": ("human_verdicts",), "human_pairs": ("human_pair_votes",)},
+    describes="JudgeLens verdict exports and MT-Bench human judgments",
+    by_content=_by_content, content_first=True, separate=True)

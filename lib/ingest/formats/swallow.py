@@ -15,14 +15,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lib import harness as H
+from lib.harness.swallow import JUDGE_MODEL as SWALLOW_JUDGE_MODEL
 from lib.errors import FormatError, LineProblem
 from lib.ingest.formats.fastchat import parse_status
+from lib.ingest.formats.base import Claim, Reader
 from lib.ingest.formats.jsonl import TOO_DEEP, ParsedFile
 from lib.vocab import REFERENCE_CATEGORIES
 
-HARNESS = "swallow"
+HARNESS = H.SWALLOW.name
 # The fork hard-codes its judge (main.py: JudgeLLMMTBenchSwallow(judge_model_name="gpt-4o-2024-08-06")).
-JUDGE_MODEL = "gpt-4o-2024-08-06"
+JUDGE_MODEL = SWALLOW_JUDGE_MODEL
 
 RUN_ID = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
 RESULTS_NAME = re.compile(r"results_(.+)\.json$")
@@ -216,3 +219,58 @@ def _explode_into(out, bench, model, preds, spec, metrics, full_prompt) -> None:
             out["single_judgments"].rows.append((HARNESS, bench, JUDGE_MODEL, prompt_name(category, turn), model,
                                                  qid, turn, s, raw, raw if status == "ok" else None, status,
                                                  rationale, prompt, None))
+
+
+# --- the reader (lib.ingest.formats.registry) ---
+
+def _by_name(path: Path) -> Claim | None:
+    sw = classify(path)
+    if sw is None:
+        return None
+    bench = bench_of_task(details_task(sw)) if sw.kind == "swallow_details" else None  # results: from the content
+    return READER.claim(sw.kind, bench, sw)
+
+
+def _model_of(item, batch: list, store) -> str:
+    """The model of a details file: from the folder layout, else the same run's results file (in this import or
+    already stored)."""
+    meta: SwallowFile = item.meta
+    if meta.model:
+        return meta.model
+    for other in batch:
+        om = other.meta
+        if other.kind == "swallow_results" and isinstance(om, SwallowFile) and om.run_id == meta.run_id:
+            model, *_ = read_results(om, other.display)
+            return model
+    with store.read() as cur:
+        row = cur.execute("SELECT any_value(model) FROM reported_metrics WHERE run_id = ?", [meta.run_id]).fetchone()
+    if row and row[0]:
+        return row[0]
+    raise FormatError(
+        f"{item.display}: cannot tell which model this details file is for. Keep lighteval's folder layout "
+        "(details/<model>/<date_id>/details_….parquet) or import the results_<date_id>.json of the same run "
+        "with it.")
+
+
+def read(item, batch: list, store) -> None:
+    """A results file: its metrics (and the bench its task names give); a details file: questions, references,
+    answers and judgments."""
+    meta: SwallowFile = item.meta
+    if item.kind == "swallow_results":
+        model, _, rows, warnings, problems = read_results(meta, item.display)
+        # one document: rows_imported counts it once (lines_read - skipped), its bad metrics are its bad lines
+        parsed = ParsedFile(item.display, rows=rows, problems=problems, lines_read=1 + len(problems))
+        item.tables = {"reported_metrics": parsed}
+        item.warnings.extend(warnings)
+        if rows:
+            item.bench = rows[0][1]
+        return
+    item.tables = read_details(meta, item.display, _model_of(item, batch, store))
+
+
+READER = Reader(
+    name="swallow", harness=HARNESS, sample="data/sample/swallow",
+    kinds={"swallow_results": ("reported_metrics",),
+           "swallow_details": ("questions", "reference_answers", "answers", "single_judgments")},
+    describes="Swallow/lighteval results_*.json and details_*.parquet",
+    by_name=_by_name, read=read, bench_after_read=frozenset({"swallow_results"}))

@@ -1,0 +1,203 @@
+"""The reader contract: every registered reader (``lib.ingest.formats.registry.READERS``) over its sample folder.
+
+Each reader must recognise its files (by name, and by content where it says it can), read them (the counts below
+follow from the sample's shape), give a few exact values straight from the files, and, where its harness defines
+a number of its own (``lib.harness``: show_result.py, a results file), reproduce that number.
+A new reader gets its entry in ``EXPECTED``: the first test fails until it has one.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from lib import harness as H
+from lib.analysis import queries
+from lib.ingest.formats import registry
+from lib.ingest.importer import discover, ingest
+from lib.store import Store, frame
+
+L70 = "shisa-ai/shisa-v2-llama3.3-70b"
+L8 = "shisa-ai/shisa-v2-llama3.1-8b"
+TABLES = ("judge_prompts", "questions", "reference_answers", "answers", "single_judgments", "pair_judgments",
+          "reported_metrics", "human_verdicts", "human_pair_votes")
+
+EXPECTED = {
+    # the JA MT-Bench harness: 80 questions x 2 turns; 3 judges (one reference file each); 2 models
+    "fastchat": {
+        "files": {"judge_prompts": 1, "questions": 1, "reference_answers": 3, "answers": 2, "single_judgments": 3},
+        "rows": {"judge_prompts": 8, "questions": 80, "reference_answers": 3 * 80 * 2, "answers": 2 * 80 * 2,
+                 "single_judgments": 3 * 2 * 80 * 2},
+        "by_content": ("questions", "answers", "single_judgments"),
+        # fastchat-format.md §11: the JA harness's own show_result.py, (judge, model, turn) -> mean
+        "own": {("gpt-4o", L70, 1): 9.0750, ("gpt-4o", L70, 2): 7.8125, ("gpt-4o", L8, 1): 7.6375,
+                ("gpt-4o", L8, 2): 7.1750, ("gpt-4.1-2025-04-14", L8, 2): 6.5750,
+                ("gpt-4.1-mini-2025-04-14", L70, 1): 8.8875},
+    },
+    # Swallow's fork: 2 runs (models) x 80 questions; 5 samples x 2 turns each; one results file per run
+    "swallow": {
+        "files": {"swallow_results": 2, "swallow_details": 2},
+        "rows": {"questions": 2 * 80, "reference_answers": 2 * 80 * 2, "answers": 2 * 80 * 5 * 2,
+                 "single_judgments": 2 * 80 * 5 * 2,
+                 "reported_metrics": 2 * 9 * 4},  # per run: overall + 8 categories x (3 judge + 1 japanese_ratio)
+        "by_content": (),
+    },
+    # tests/data/human/README.md: 5 verdicts by two analysts, 6 MT-Bench human pairwise votes
+    "human": {
+        "files": {"verdicts": 1, "human_pairs": 1},
+        "rows": {"human_verdicts": 5, "human_pair_votes": 6},
+        "by_content": ("verdicts", "human_pairs"),
+    },
+}
+
+READERS = list(registry.READERS)
+IDS = [r.name for r in READERS]
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict[str, Path]:
+    """One DuckDB file per reader, holding its sample imported (the real import, fast path included)."""
+    out = {}
+    for reader in READERS:
+        path = tmp_path_factory.mktemp(reader.name) / "sample.duckdb"
+        with Store(path) as s:
+            ingest(s, [ROOT / reader.sample])
+        out[reader.name] = path
+    return out
+
+
+def test_every_reader_has_a_sample_and_expectations():
+    assert IDS == list(dict.fromkeys(IDS)), "reader names must be unique"
+    for reader in READERS:
+        assert reader.name in EXPECTED, f"add the expected counts of {reader.name}'s sample to EXPECTED"
+        assert (ROOT / reader.sample).is_dir(), reader.sample
+        assert H.get(reader.harness) is not H.GENERIC, f"{reader.name}: harness {reader.harness!r} has no rules"
+
+
+@pytest.mark.parametrize("reader", READERS, ids=IDS)
+def test_recognises_its_files_by_name_or_content(reader):
+    claimed: dict[str, int] = {}
+    for path in _files(ROOT / reader.sample):
+        found = registry.claim(path, explicit=False)
+        if found is None:
+            continue
+        assert found.reader is reader, f"{path} of {reader.name}'s sample claimed by {found.reader.name}"
+        claimed[found.kind] = claimed.get(found.kind, 0) + 1
+    assert claimed == EXPECTED[reader.name]["files"]
+
+
+@pytest.mark.parametrize("reader", READERS, ids=IDS)
+def test_recognises_files_by_content_under_any_name(reader, tmp_path):
+    """Judgment files without a telling name (issue 22): a copy named x.<suffix>, given on its own."""
+    wanted = EXPECTED[reader.name]["by_content"]
+    seen = set()
+    for path in _files(ROOT / reader.sample):
+        found = registry.claim(path, explicit=False)
+        if found is None or found.kind not in wanted or found.kind in seen:
+            continue
+        copy = tmp_path / found.kind / f"x{path.suffix}"
+        copy.parent.mkdir()
+        shutil.copy(path, copy)
+        again = registry.claim(copy, explicit=True)
+        assert again is not None and (again.reader, again.kind) == (reader, found.kind), path
+        seen.add(found.kind)
+    assert seen == set(wanted)
+
+
+@pytest.mark.parametrize("reader", READERS, ids=IDS)
+def test_reads_its_sample(reader, stores):
+    with Store(stores[reader.name], read_only=True) as s:
+        with s.read() as cur:
+            counts = {t: cur.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+            harnesses = {h for (h,) in cur.execute("SELECT DISTINCT harness FROM sources").fetchall()}
+    assert {t: n for t, n in counts.items() if n} == EXPECTED[reader.name]["rows"]
+    assert harnesses == {reader.harness}
+
+
+@pytest.mark.parametrize("reader", [r for r in READERS if not r.separate], ids=[r.name for r in READERS
+                                                                             if not r.separate])
+def test_the_line_reader_gives_what_the_import_stored(reader, stores):
+    """``Reader.read`` on every file (no fast path) gives the rows the import stored (which may be the fast path)."""
+    with Store(stores[reader.name], read_only=True) as s:
+        items = discover([ROOT / reader.sample])
+        per_table: dict[str, int] = {}
+        for item in items:
+            item.size = item.path.stat().st_size
+            reader.read(item, items, s)
+            assert not [p for parsed in item.tables.values() for p in parsed.problems], item.display
+            for table, parsed in item.tables.items():
+                per_table[table] = per_table.get(table, 0) + len(parsed.rows)
+        assert per_table == EXPECTED[reader.name]["rows"]
+        judgments = [r for item in items if "single_judgments" in item.tables
+                     for r in item.tables["single_judgments"].rows]
+        stored = frame(s, "SELECT harness, bench, judge, prompt_name, model, question_id, turn, sample, raw_score, "
+                          "score, parse_status, rationale FROM single_judgments", plain=True)
+    mine = sorted(tuple(r[:12]) for r in judgments)
+    theirs = sorted(tuple(None if v != v else v for v in row) for row in stored.itertuples(index=False))
+    assert mine == theirs
+
+
+def test_fastchat_exact_values(stores):
+    """The first judgment line of gpt-4o_single.jsonl, as the file says, is stored as one row."""
+    path = ROOT / registry.reader("fastchat").sample / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+    rec = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    with Store(stores["fastchat"], read_only=True) as s:
+        rows = frame(s, "SELECT judge, prompt_name, raw_score, rationale FROM single_judgments WHERE bench = "
+                        "'ja_mt_bench' AND model = ? AND question_id = ? AND turn = ? AND judge = 'gpt-4o'",
+                     [rec["model"], str(rec["question_id"]), rec["turn"]], plain=True)
+        categories = frame(s, "SELECT category, count(*) AS n FROM questions GROUP BY 1 ORDER BY 1", plain=True)
+    assert rows.values.tolist() == [[rec["judge"][0], rec["judge"][1], float(rec["score"]), rec["judgment"]]]
+    assert categories["n"].tolist() == [10] * 8  # MT-Bench: 8 categories of 10 questions
+
+
+def test_swallow_exact_values(stores):
+    """The run's model comes from the folder layout; every item has 5 samples; the judge is the fork's own."""
+    with Store(stores["swallow"], read_only=True) as s:
+        models = frame(s, "SELECT DISTINCT model FROM single_judgments ORDER BY 1", plain=True)["model"].tolist()
+        samples = frame(s, "SELECT DISTINCT count(*) AS n FROM single_judgments GROUP BY model, question_id, turn",
+                        plain=True)["n"].tolist()
+        judges = frame(s, "SELECT DISTINCT judge FROM single_judgments", plain=True)["judge"].tolist()
+    assert models == ["hosted_vllm/fake-org/Fake-JA-Chat-8B", "hosted_vllm/fake-org/Fake-JA-Reasoner-32B"]
+    assert samples == [H.SWALLOW.samples_per_item] == [5]
+    assert judges == ["gpt-4o-2024-08-06"]
+
+
+def test_human_exact_values(stores):
+    """ana's verdict on question 1 keeps her score 4 and later label; her cleared score on question 2 is gone."""
+    with Store(stores["human"], read_only=True) as s:
+        scores = frame(s, "SELECT judge, question_id, score FROM item_scores WHERE harness = 'human' ORDER BY 1, 2",
+                       plain=True)
+        votes = frame(s, "SELECT judge, count(*) AS n FROM human_pair_votes GROUP BY 1 ORDER BY 1", plain=True)
+    assert scores.values.tolist() == [["human:ana", "1", 4.0], ["human:bo", "3", 7.0]]
+    assert dict(votes.values.tolist()) == {"gpt-4:pair-v2": 1, "human:author_0": 1, "human:expert_0": 3,
+                                           "human:expert_1": 1}
+
+
+OWN_NUMBER_READERS = [r for r in READERS if H.get(r.harness).own_rule != H.ITEM]
+
+
+@pytest.mark.parametrize("reader", OWN_NUMBER_READERS, ids=[r.name for r in OWN_NUMBER_READERS])
+def test_the_harness_own_number_is_reproduced(reader, stores):
+    rules = H.get(reader.harness)
+    with Store(stores[reader.name], read_only=True) as s:
+        got = queries.scores(s, by=["judge", "model", "turn"], rule="harness")
+        if rules.own_rule == H.SHOW_RESULT:  # the published show_result.py numbers
+            expected = EXPECTED[reader.name]["own"]
+        else:  # the harness's results file, on the judges' scale
+            reported = frame(s, "SELECT model, metric, value FROM reported_metrics", plain=True)
+            by_metric = {(m, k): v for m, k, v in reported.itertuples(index=False)}
+            judge = got["judge"].iloc[0]
+            expected = {(judge, model, turn): by_metric[(model, rules.reported_metrics[turn])] / rules.reported_scale
+                        for model in got["model"].unique() for turn in (1, 2)}
+    assert set(got["rule"]) == {rules.own_rule_label}
+    table = {(j, m, int(t)): v for j, m, t, v in zip(got["judge"], got["model"], got["turn"], got["mean"])}
+    assert len(expected) >= 4
+    for key, value in expected.items():
+        assert table[key] == pytest.approx(value, abs=5e-5), key
