@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from lib.judging.calls import CallStats
+from lib.keys import PairKey
 
 
 POSITION_CONSISTENCY_MIN = 0.7
