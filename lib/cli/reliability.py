@@ -1,0 +1,46 @@
+"""``reliability``, ``variance``: how far a set of judges can be trusted (Krippendorff's alpha with intervals,
+alpha without each judge) and where the spread of scores comes from (the variance decomposition)."""
+from __future__ import annotations
+
+import sys
+
+from lib.analysis import reliability as reliability_lib
+from lib.cli.common import frame_out, json_out, open_store, records, split_list
+from lib.render.safe_text import csv_text
+
+
+def cmd_reliability(args) -> int:
+    store = open_store(args, read_only=True)
+    judges = split_list(args.judges)
+    res = reliability_lib.reliability(store, judges, bench=args.bench, model=args.model, turn=args.turn,
+                                      category=args.category, n_boot=args.boot, seed=args.seed)
+    table, without = res["overall"], res["without"]
+    note = " ".join(x for x in (reliability_lib.RELIABILITY_NOTE, table.attrs.get("warning")) if x)
+    if args.format == "json":
+        overall = records(table.iloc[:1])[0]
+        overall.pop("group")
+        print(json_out({"judges": judges, **overall, "without": records(without), "groups": records(table.iloc[1:])}))
+    elif args.format == "csv":
+        print(csv_text(table).rstrip("\n"))
+    else:
+        print(frame_out(table, "table") + "\n\n== alpha without each judge\n"
+              + frame_out(without, "table", note))
+    if args.format != "table":
+        print(note, file=sys.stderr)
+    return 0
+
+
+def register(sub, parents) -> None:
+    db, fmt = parents["db"], parents["fmt"]
+    p = sub.add_parser("reliability", parents=[db, fmt],
+                       help="Krippendorff's alpha (interval and ordinal) over several judges, human:NAME included, "
+                            "with 95%% intervals, per category and turn, and alpha without each judge")
+    p.add_argument("--judges", required=True,
+                   help="comma-separated judges (at least two), e.g. gpt-4o,gpt-4.1-2025-04-14,human:ana")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--turn", type=int, choices=(1, 2), help="only this turn")
+    p.add_argument("--model", help="only this answering model")
+    p.add_argument("--category", help="only this question category")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_reliability)
