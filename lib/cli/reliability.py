@@ -30,6 +30,19 @@ def cmd_reliability(args) -> int:
     return 0
 
 
+def cmd_variance(args) -> int:
+    from lib.analysis import variance as variance_lib
+
+    store = open_store(args, read_only=True)
+    df = variance_lib.variance_decomposition(store, split_list(args.judges), bench=args.bench,
+                                             category=args.category, n_boot=args.boot, seed=args.seed)
+    note = df.attrs.get("note", "")
+    print(frame_out(df, args.format, note))
+    if args.format != "table":
+        print(note, file=sys.stderr)
+    return 0
+
+
 def register(sub, parents) -> None:
     db, fmt = parents["db"], parents["fmt"]
     p = sub.add_parser("reliability", parents=[db, fmt],
@@ -44,3 +57,13 @@ def register(sub, parents) -> None:
     p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_reliability)
+
+    p = sub.add_parser("variance", parents=[db, fmt],
+                       help="where the spread of scores comes from: model, question, answer, judge, judge x model, "
+                            "judge x question, residual and sample variance with 95%% intervals")
+    p.add_argument("--judges", required=True, help="comma-separated judges (at least two)")
+    p.add_argument("--bench", help="only this bench (recommended: questions are never pooled across benches)")
+    p.add_argument("--category", help="only this question category")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_variance)
