@@ -252,3 +252,32 @@ def test_item_view_reference_answer_opens_where_the_judge_saw_it(app):
     assert any(c.value == "No reference answer for this question and turn." for c in app.caption)
     app.selectbox(key="iv_q").set_value("128").run()  # another item: the default again (open: coding)
     assert app.session_state["iv_ref_open"] is True and reference_captions()
+
+
+def test_agreement_page_intervals_reliability_and_variance(app):
+    """The intervals wait in an expander (a bootstrap per pair); the Reliability tab shows alpha with intervals,
+    alpha without each judge, and (opened) the variance split as a stacked bar."""
+    app.switch_page("pages/agreement.py").run()
+    assert not any("pearson_ci_low" in str(list(f.columns)) or "n_questions" in f.columns for f in frames(app))
+    app.session_state["agr_ci_open"] = True
+    app.run()
+    assert not app.exception
+    shown = next(f for f in frames(app) if "n_questions" in f.columns)
+    assert set(shown["n_questions"]) == {80} and shown["qwk"].str.match(r"^0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]$").all()
+    assert not app.warning                         # 80 questions: no few-questions warning
+    app.selectbox(key="agr_category").set_value("writing").run()
+    assert any("Fewer than 20 questions" in w.value for w in app.warning)
+    app.selectbox(key="agr_category").set_value("(all)").run()
+    agreement_tab(app, "Reliability")
+    assert not app.exception
+    overall = next(f for f in frames(app) if "alpha_interval" in f.columns and "group" in f.columns)
+    assert overall.iloc[0]["group"] == "all" and overall.iloc[0]["n_units"] == 320
+    assert overall.iloc[0]["alpha_interval_ci_low"] < overall.iloc[0]["alpha_interval"]
+    without = next(f for f in frames(app) if "without" in f.columns)
+    assert sorted(without["without"]) == sorted(JUDGES)
+    charts_before = len(app.get("plotly_chart"))
+    app.session_state["agr_var_open"] = True
+    app.run()
+    assert not app.exception and len(app.get("plotly_chart")) == charts_before + 1
+    parts = next(f for f in frames(app) if "component" in f.columns)
+    assert abs(parts["share"].sum() - 1) < 1e-9
