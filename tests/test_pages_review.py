@@ -281,3 +281,25 @@ def test_agreement_page_intervals_reliability_and_variance(app):
     assert not app.exception and len(app.get("plotly_chart")) == charts_before + 1
     parts = next(f for f in frames(app) if "component" in f.columns)
     assert abs(parts["share"].sum() - 1) < 1e-9
+
+
+def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app):
+    app.run()
+    assert not app.exception
+    assert not any("rank_high" in f.columns for f in frames(app))    # the ranks wait in their expander
+    app.selectbox(key="overview_bench").select("japanese_mt_bench").run()
+    app.session_state["overview_ranks_open"] = True
+    app.run()
+    assert not app.exception
+    ranks = next(f for f in frames(app) if "rank_high" in f.columns)
+    assert set(ranks["bench"]) == {"japanese_mt_bench"} and sorted(ranks["rank"]) == [1, 2, 3, 4]
+    assert ranks[ranks["rank"] == 1]["tied_with_leader"].all()
+    wide = next(f for f in frames(app) if "rank_flip" in f.columns and "judge" not in f.columns)
+    assert wide.iloc[0]["gpt-4o-2024-08-06"].startswith("1 [1-1] *")
+    app.switch_page("pages/compare.py").run()
+    assert not app.exception
+    mde = [i.value for i in app.info if i.value.startswith("With 10 questions a difference under")]
+    assert len(mde) == 1 and "80% of the time" in mde[0]          # category rows: 10 questions each
+    app.segmented_control(key="cmp_level").set_value("all").run()
+    mde = [i.value for i in app.info if i.value.startswith("With 80 questions a difference under")]
+    assert len(mde) == 1 and "(the row with" not in mde[0]
