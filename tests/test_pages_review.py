@@ -303,3 +303,34 @@ def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app)
     app.segmented_control(key="cmp_level").set_value("all").run()
     mde = [i.value for i in app.info if i.value.startswith("With 80 questions a difference under")]
     assert len(mde) == 1 and "(the row with" not in mde[0]
+
+
+def test_review_random_sample_judge_vs_me(app):
+    """The Review page's random sample: scored items count; each judge against the analyst with intervals and the
+    prediction-powered corrected means appear once two sampled items are scored."""
+    from lib.analysis import ppi
+    from lib.judging import human
+    from pages._common import get_store
+
+    app.session_state["jl_author"] = "ana"
+    app.switch_page("pages/review.py").run()
+    app.session_state["rv_tab"] = "Random sample: judge vs me"
+    app.run()
+    assert not app.exception
+    app.selectbox(key="rv_rand_bench").set_value("ja_mt_bench").run()
+    sample = next(f for f in frames(app) if "decided" in f.columns)
+    assert len(sample) == 40 and not sample["decided"].any()
+    assert any("Score at least two sampled items" in i.value for i in app.info)
+    store = get_store()
+    for r in ppi.random_sample(store, "human:ana", bench="ja_mt_bench", n=10).itertuples():
+        human.record(store, author="ana", bench=r.bench, question_id=r.question_id, turn=r.turn, model=r.model,
+                     score=6.0)
+    app.run()
+    assert not app.exception
+    sample = next(f for f in frames(app) if "decided" in f.columns)
+    assert sample["decided"].sum() == 10 and sample["decided"].head(10).all()
+    assert not app.warning                                   # scored in order: no warning
+    agreement = next(f for f in frames(app) if "qwk_ci_low" in f.columns)
+    assert set(agreement["judge_b"]) == {"human:ana"} and set(agreement["n"]) == {10}
+    corrected = next(f for f in frames(app) if "corrected_mean" in f.columns)
+    assert len(corrected) == 6 and (corrected["human_mean_sampled"] == 6.0).all()
