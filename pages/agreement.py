@@ -4,11 +4,11 @@ import streamlit as st
 
 from lib.analysis import queries
 from lib.analysis import agreement
-from lib.analysis import agreement_ci, reliability, variance
+from lib.analysis import agreement_ci, reliability, setup_warnings, variance
 from lib.render import charts
 from lib.analysis import item_view
 from lib.render.report import build_report
-from lib.render.safe_text import csv_text
+from lib.render.safe_text import csv_text, md_escape
 from pages._common import cached_chart, cached_query, keep_picks, page_start, show_chart, show_table
 
 
@@ -55,6 +55,7 @@ def agreement_tab() -> None:
         show_table(table, f"agreement_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("pearson", "spearman", "kendall", "qwk", "exact", "within1", "mean_diff", "mae")})
+        setup_lines(judges, filters["model"])
         stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
                                     default="qwk", key="agr_stat")
         show_chart(cached_chart(charts.agreement_heatmap, table, stat or "qwk"), f"agreement_heatmap_{bench}")
@@ -68,6 +69,12 @@ def agreement_tab() -> None:
                 show_chart(cached_chart(charts.scatter_grid_counts,
                                         cached_query(agreement.pair_counts, version, judges=judges, **filters)),
                            f"agreement_scatter_{bench}")
+
+def setup_lines(chosen: list[str], model) -> None:
+    """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
+    for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model).itertuples():
+        st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
+
 
 def intervals_table() -> None:
     """Every pair statistic with its 95% interval (cluster bootstrap over questions) and n_questions."""

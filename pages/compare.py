@@ -4,7 +4,7 @@ import streamlit as st
 from lib.analysis import queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from lib.analysis import deltas, ranking
+from lib.analysis import deltas, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from pages._common import cached_chart, cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
 from pages._harness import harness_compare
@@ -93,6 +93,10 @@ st.caption(
     "Red: significant after Holm; orange: the interval excludes 0 but the difference does not survive Holm; "
     "grey: the interval includes 0, the difference is inside the noise. A category has only 10 questions: "
     "expect wide intervals. Same numbers: python -m lib.cli compare.")
+if mode == "two judges on the same answers":
+    for row in cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
+                            model=a.get("model")).itertuples():
+        st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
 mde = compare_mde(table)
 if mde:
     st.info(mde, icon=":material/straighten:")
