@@ -83,11 +83,7 @@ def intervals_table() -> None:
     few = table[table["n_questions"] < agreement_ci.FEW_QUESTIONS]
     if len(few):
         st.warning(agreement_ci.FEW_QUESTIONS_NOTE, icon=":material/warning:")
-    shown = table[["judge_a", "judge_b", "n", "n_questions"]].copy()
-    for s in agreement_ci.CI_STATS:
-        shown[s] = [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if v == v and lo == lo else ("" if v != v else f"{v:.3f}")
-                    for v, lo, hi in zip(table[s], table[f"{s}_ci_low"], table[f"{s}_ci_high"])]
-    st.dataframe(shown, hide_index=True, width="stretch")
+    st.dataframe(agreement_ci.interval_text(table), hide_index=True, width="stretch")
     st.download_button("Intervals as CSV", csv_text(table).encode(), f"agreement_intervals_{bench}.csv", "text/csv",
                        on_click="ignore", icon=":material/download:", key="agr_ci_csv")
 

@@ -299,6 +299,16 @@ def pairwise_agreement_ci(matrix: pd.DataFrame, judges: list[str], *, n_boot: in
     return df
 
 
+def interval_text(table: pd.DataFrame) -> pd.DataFrame:
+    """The intervals table for reading: judge_a, judge_b, n, n_questions, then per statistic "0.842 [0.767, 0.893]"
+    (just the value when it has no interval; empty when undefined)."""
+    shown = table[["judge_a", "judge_b", "n", "n_questions"]].copy()
+    for s in CI_STATS:
+        shown[s] = [("" if v != v else f"{v:.3f}") if lo != lo else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+                    for v, lo, hi in zip(table[s], table[f"{s}_ci_low"], table[f"{s}_ci_high"])]
+    return shown
+
+
 def agreement_ci(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
                  turn: int | None = None, category: str | None = None, n_boot: int = N_BOOT,
                  method: str = "expanded", seed: int = 0) -> pd.DataFrame:
