@@ -5,7 +5,8 @@ question, a question effect and per-judge question leniencies, integer 1-10 scor
 questions, and runs every statistic through the page's cluster bootstrap over questions
 (``lib.analysis.agreement_ci``) with each interval method. Per statistic, method and number of questions:
 
-- coverage: share of replicates whose interval holds the planted value (goal 0.93-0.97; the +- is 2 SE);
+- coverage: share of replicates whose interval holds the planted value (goal 0.93-0.97; the +- is 2 SE); the
+  statistics are the pair statistics and Krippendorff's alpha (interval, ordinal) of the two judges;
 - width: mean interval width; below / above: the truth fell below / above the interval.
 
 A last block resamples *items* instead of questions at 80 questions, for contrast (the wrong unit).

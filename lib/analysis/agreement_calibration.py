@@ -21,6 +21,10 @@ import numpy as np
 
 from lib.analysis.agreement_ci import (CI_STATS, METHODS, cluster_weights, interval, jackknife_weights,
                                        replicate_stats, table_stats)
+from lib.analysis.reliability import METRICS, alpha_from_coincidences
+
+ALPHAS = tuple(f"alpha_{m}" for m in METRICS)   # Krippendorff's alpha of the two judges, same replicates
+STATS = CI_STATS + ALPHAS
 
 SCALE = np.arange(1.0, 11.0)
 ITEMS_PER_QUESTION = 4      # 2 models x 2 turns
@@ -45,13 +49,20 @@ def simulate_tables(n_questions: int, rng: np.random.Generator, replicates: int 
     return flat.reshape(replicates, n_questions, 10, 10).astype(float)
 
 
+def alphas(tables: np.ndarray) -> dict[str, np.ndarray]:
+    """Krippendorff's alpha of joint tables (..., 10, 10): two raters, each item a pairable unit, so the
+    coincidence matrix is the table plus its transpose."""
+    o = tables + np.swapaxes(tables, -1, -2)
+    return {f"alpha_{m}": alpha_from_coincidences(o, SCALE, m) for m in METRICS}
+
+
 def planted_truth(seed: int = 12345, population: int = POPULATION) -> dict[str, float]:
     """Each statistic on a population of ``population`` questions (what the estimators converge to)."""
     rng = np.random.default_rng(seed)
     total = np.zeros((10, 10))
     for start in range(0, population, 50_000):
         total += simulate_tables(min(50_000, population - start), rng)[0].sum(0)
-    return {s: float(v) for s, v in table_stats(total, SCALE, SCALE).items()}
+    return {s: float(v) for s, v in (table_stats(total, SCALE, SCALE) | alphas(total)).items()}
 
 
 def calibrate(n_questions: int, replicates: int, seed: int = 0, *, n_boot: int = 1000, alpha: float = 0.05,
@@ -62,8 +73,8 @@ def calibrate(n_questions: int, replicates: int, seed: int = 0, *, n_boot: int =
     ``item_level=True`` resamples *items* instead of questions (the wrong unit, for contrast)."""
     truth = truth or planted_truth()
     rng = np.random.default_rng(seed)
-    hits = {(s, m): np.zeros(4) for s in CI_STATS for m in METHODS}   # covered, width sum, below, above
-    missing = {(s, m): 0 for s in CI_STATS for m in METHODS}
+    hits = {(s, m): np.zeros(4) for s in STATS for m in METHODS}   # covered, width sum, below, above
+    missing = {(s, m): 0 for s in STATS for m in METHODS}
     for _ in range(replicates):
         tables = simulate_tables(n_questions, rng)[0]
         if item_level:   # one cluster per item: split each question's table into its items
@@ -72,10 +83,13 @@ def calibrate(n_questions: int, replicates: int, seed: int = 0, *, n_boot: int =
             tables[np.arange(len(cells)), cells] = 1
             tables = tables.reshape(-1, 10, 10)
         g = tables.shape[0]
-        point = table_stats(tables.sum(0), SCALE, SCALE)
-        boot = replicate_stats(tables, cluster_weights(g, n_boot, rng), SCALE, SCALE)
-        jack = replicate_stats(tables, jackknife_weights(g), SCALE, SCALE)
-        for s in CI_STATS:
+        point = table_stats(tables.sum(0), SCALE, SCALE) | alphas(tables.sum(0))
+        weights = cluster_weights(g, n_boot, rng)
+        flat = tables.reshape(g, 100)
+        boot = replicate_stats(tables, weights, SCALE, SCALE) | alphas((weights @ flat).reshape(-1, 10, 10))
+        jack = replicate_stats(tables, jackknife_weights(g), SCALE, SCALE) | alphas(
+            (jackknife_weights(g) @ flat).reshape(-1, 10, 10))
+        for s in STATS:
             for m in METHODS:
                 lo, hi = interval(point[s], boot[s], jack[s], alpha, m, g)
                 if not (np.isfinite(lo) and np.isfinite(hi)):
