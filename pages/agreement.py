@@ -172,6 +172,15 @@ def pairwise_tab() -> None:
         show_table(cached_query(agreement.position_consistency, version, bench=bench), f"position_consistency_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("consistency", "first_position_bias")})
+        verdict_agreement = cached_query(agreement_ci.pairwise_verdict_agreement, version, bench=bench)
+        if len(verdict_agreement):
+            st.markdown("**Do the pairwise judges pick the same winner?**")
+            st.caption(agreement_ci.PAIR_VERDICT_NOTE)
+            if (verdict_agreement["n_questions"] < agreement_ci.FEW_QUESTIONS).any():
+                st.warning(agreement_ci.FEW_QUESTIONS_NOTE, icon=":material/warning:")
+            show_table(verdict_agreement, f"pair_verdict_agreement_{bench}",
+                       column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                      for c in verdict_agreement.columns if c.startswith("agreement")})
 
 def failures_tab() -> None:
     """Parse failures per judge, under each harness's rule."""

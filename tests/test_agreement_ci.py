@@ -129,3 +129,34 @@ def test_cli_warns_below_twenty_questions(sample_store, capsys):
     assert main(["agreement", "--db", db, "--judges", ",".join(JA_JUDGES[:2]), "--bench", "ja_mt_bench",
                  "--category", "writing", "--ci", "--boot", "200"]) == 0
     assert ci.FEW_QUESTIONS_NOTE in capsys.readouterr().out
+
+
+def insert_pair_rows(store, rows):
+    """rows: (judge, question_id, turn, model_1, model_2, g1_winner, g2_winner)."""
+    with store.write() as cur:
+        for judge, qid, turn, m1, m2, g1, g2 in rows:
+            cur.execute("INSERT INTO pair_judgments (source_id, harness, bench, judge, model_1, model_2, question_id, "
+                        "turn, g1_winner, g2_winner) VALUES (1, 'fastchat', 'b', ?, ?, ?, ?, ?, ?, ?)",
+                        [judge, m1, m2, str(qid), turn, g1, g2])
+
+
+def test_pairwise_verdict_agreement_on_crafted_rows(store):
+    rows = []
+    for q in range(1, 21):
+        rows.append(("A", q, 1, "x", "y", "model_1", "model_1"))            # A: x wins
+        # B judged the pair in the other order: y first. Agrees on odd questions, calls even ones for y
+        rows.append(("B", q, 1, "y", "x", "model_2" if q % 2 else "model_1", "model_2" if q % 2 else "model_1"))
+        rows.append(("A", q, 2, "x", "y", "model_1", "model_2"))            # inconsistent games: a tie
+        rows.append(("B", q, 2, "x", "y", "tie", "tie"))
+    rows.append(("B", 99, 1, "x", "y", "error", "model_1"))                 # an error row: dropped
+    insert_pair_rows(store, rows)
+    verdicts = ci.pair_verdicts(store, ["A", "B"], bench="b")
+    assert len(verdicts) == 40 and verdicts[["A", "B"]].notna().all().all()
+    df = ci.pairwise_verdict_agreement(store, bench="b", n_boot=500)
+    row = df.iloc[0]
+    assert (row["judge_a"], row["judge_b"], row["n"], row["n_questions"]) == ("A", "B", 40, 20)
+    assert row["agreement"] == pytest.approx(30 / 40)          # 10 decisive agreements + 20 ties agreeing
+    assert row["n_without_ties"] == 20 and row["agreement_without_ties"] == pytest.approx(0.5)
+    assert row["agreement_ci_low"] < 0.75 < row["agreement_ci_high"]
+    assert row["agreement_without_ties_ci_low"] < 0.5 < row["agreement_without_ties_ci_high"]
+    assert ci.pairwise_verdict_agreement(store, bench="b", judges=["A"]).empty

@@ -320,3 +320,90 @@ def agreement_ci(store: Store, judges: list[str], *, bench: str | None = None, m
     judges = check_judges(store, judges, minimum=2)
     matrix = item_matrix(store, judges, bench=bench, model=model, turn=turn, category=category)
     return pairwise_agreement_ci(matrix, list(judges), n_boot=n_boot, method=method, seed=seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairwise verdicts: do two pairwise judges pick the same winner?
+# ---------------------------------------------------------------------------------------------
+
+PAIR_VERDICT_COLUMNS = ["judge_a", "judge_b", "n", "n_questions", "agreement", "agreement_ci_low",
+                        "agreement_ci_high", "n_without_ties", "agreement_without_ties",
+                        "agreement_without_ties_ci_low", "agreement_without_ties_ci_high"]
+PAIR_VERDICT_NOTE = (
+    "Two pairwise judges on the same rows (bench, question, turn, model pair; the pair's order normalised): a "
+    "judge's verdict is FastChat's (errors dropped; games that disagree after the A/B swap = tie; repeated rows "
+    "voted). agreement: both gave the same verdict, ties included; without_ties: over rows neither called a tie "
+    "(as FastChat's compute_agreement.py). 95% intervals: cluster bootstrap over questions, expanded percentile.")
+
+
+def pair_verdicts(store: Store, judges: list[str], *, bench: str | None = None) -> pd.DataFrame:
+    """One row per (bench, question_id, turn, model_a, model_b) with model_a < model_b, one column per judge:
+    +1 model_a wins, -1 model_b wins, 0 tie (the sign of the mean over the judge's repeated rows), NaN if not
+    judged (or only with errors)."""
+    params = {f"j{i}": j for i, j in enumerate(judges)}
+    where = f"judge IN ({', '.join(f'$j{i}' for i in range(len(judges)))}) AND g1_winner <> 'error' " \
+            "AND g2_winner <> 'error'"
+    if bench is not None:
+        where += " AND bench = $bench"
+        params["bench"] = bench
+    cols = ", ".join(f"sign(avg(v) FILTER (WHERE judge = $j{i})) AS c{i}" for i in range(len(judges)))
+    with store.read() as cur:
+        df = cur.execute(f"""
+            WITH r AS (
+                SELECT bench, question_id, turn, judge, least(model_1, model_2) AS model_a,
+                       greatest(model_1, model_2) AS model_b,
+                       (CASE WHEN g1_winner <> g2_winner OR g1_winner = 'tie' THEN 0
+                             WHEN g1_winner = 'model_1' THEN 1 ELSE -1 END)
+                       * (CASE WHEN model_1 < model_2 THEN 1 ELSE -1 END) AS v
+                FROM pair_judgments WHERE {where})
+            SELECT bench, question_id, turn, model_a, model_b, {cols}
+            FROM r GROUP BY ALL ORDER BY ALL""", params).df()
+    return df.rename(columns={f"c{i}": j for i, j in enumerate(judges)})
+
+
+def pair_verdict_agreement(verdicts: pd.DataFrame, judges: list[str], *, n_boot: int = N_BOOT,
+                           alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """``PAIR_VERDICT_COLUMNS`` for every judge pair over the rows both judged (see ``PAIR_VERDICT_NOTE``)."""
+    rows = []
+    for ja, jb in combinations(judges, 2):
+        both = verdicts.dropna(subset=[ja, jb])
+        row = {"judge_a": ja, "judge_b": jb, "n": len(both)}
+        keys = question_key(both)
+        labels, index = np.unique(keys, return_inverse=True)
+        g = len(labels)
+        a, b = both[ja].to_numpy(float), both[jb].to_numpy(float)
+        same = (a == b).astype(float)
+        decisive = ((a != 0) & (b != 0)).astype(float)
+        per_q = np.stack([np.bincount(index, weights=w, minlength=g) for w in
+                          (same, np.ones(len(both)), same * decisive, decisive)], axis=1)   # (G, 4)
+        row["n_questions"], row["n_without_ties"] = g, int(decisive.sum())
+        w = cluster_weights(g, n_boot, np.random.default_rng(seed)) if g >= 2 else None
+        for name, num, den in (("agreement", 0, 1), ("agreement_without_ties", 2, 3)):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                est = per_q[:, num].sum() / per_q[:, den].sum() if g else math.nan
+                row[name] = float(est)
+                if w is None or not np.isfinite(est):
+                    row[f"{name}_ci_low"] = row[f"{name}_ci_high"] = math.nan
+                    continue
+                boot = (w @ per_q[:, num]) / (w @ per_q[:, den])
+            lo, hi = interval(est, boot, None, alpha, "expanded", g)
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = float(lo), float(hi)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=PAIR_VERDICT_COLUMNS)
+
+
+def pair_judges(store: Store, *, bench: str | None = None) -> list[str]:
+    """The judges with pairwise judgments (on ``bench``), sorted."""
+    where, params = ("WHERE bench = $b", {"b": bench}) if bench is not None else ("", {})
+    with store.read() as cur:
+        return [r[0] for r in cur.execute(f"SELECT DISTINCT judge FROM pair_judgments {where} ORDER BY 1",
+                                          params).fetchall()]
+
+
+def pairwise_verdict_agreement(store: Store, *, bench: str | None = None, judges: list[str] | None = None,
+                               n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """``pair_verdict_agreement`` of the pairwise judges (every one on ``bench`` unless named)."""
+    judges = list(judges) if judges is not None else pair_judges(store, bench=bench)
+    if len(judges) < 2:
+        return pd.DataFrame(columns=PAIR_VERDICT_COLUMNS)
+    return pair_verdict_agreement(pair_verdicts(store, judges, bench=bench), judges, n_boot=n_boot, seed=seed)
