@@ -160,3 +160,15 @@ def test_pairwise_verdict_agreement_on_crafted_rows(store):
     assert row["agreement_ci_low"] < 0.75 < row["agreement_ci_high"]
     assert row["agreement_without_ties_ci_low"] < 0.5 < row["agreement_without_ties_ci_high"]
     assert ci.pairwise_verdict_agreement(store, bench="b", judges=["A"]).empty
+
+
+def test_cli_pairwise_json_carries_the_judges_agreement(store, capsys):
+    insert_pair_rows(store, [(j, q, 1, "x", "y", w, w) for q in range(1, 9) for j, w in
+                             (("A", "model_1"), ("B", "model_1" if q < 7 else "model_2"))])
+    db = str(store.path)
+    store.close()
+    assert main(["pairwise", "--db", db, "--bench", "b", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = out["judge_agreement"][0]
+    assert (row["judge_a"], row["judge_b"], row["n"]) == ("A", "B", 8) and row["agreement"] == 0.75
+    assert row["agreement_ci_low"] < 0.75 < row["agreement_ci_high"]
