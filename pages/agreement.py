@@ -91,8 +91,14 @@ def intervals_table() -> None:
 def reliability_tab() -> None:
     """Krippendorff's alpha over the chosen judges (human verdicts too), alpha without each, and the variance split."""
     if len(judges) < 2:
-        st.info("Pick two or more judges (your own verdicts, human:<name>, count as a judge).")
-        return
+        st.info("Alpha needs two or more judges (your own verdicts, human:<name>, count as a judge).")
+    else:
+        reliability_tables()
+    variance_split()
+
+
+def reliability_tables() -> None:
+    """Alpha with intervals (all, per category and turn) and alpha without each judge."""
     result = cached_query(reliability.reliability, version, judges=judges, **filters)
     st.caption(reliability.RELIABILITY_NOTE)
     table = result["overall"]
@@ -107,6 +113,12 @@ def reliability_tab() -> None:
         show_table(result["without"], f"reliability_without_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in result["without"].columns
                                   if c.startswith("alpha")})
+
+
+def variance_split() -> None:
+    """The variance decomposition of the chosen judges' scores (lazy: an expander)."""
+    if not judges:
+        return
     with st.expander("Where the spread of scores comes from (variance decomposition)", key="agr_var_open",
                      on_change="rerun") as var_box:
         if var_box.open:

@@ -334,3 +334,18 @@ def test_review_random_sample_judge_vs_me(app):
     assert set(agreement["judge_b"]) == {"human:ana"} and set(agreement["n"]) == {10}
     corrected = next(f for f in frames(app) if "corrected_mean" in f.columns)
     assert len(corrected) == 6 and (corrected["human_mean_sampled"] == 6.0).all()
+
+
+def test_reliability_tab_with_one_judge_still_splits_the_variance(app):
+    """Swallow's bench has one judge: no alpha, but the variance split shows the five samples' share."""
+    app.switch_page("pages/agreement.py").run()
+    app.selectbox(key="agr_bench").set_value("japanese_mt_bench").run()
+    agreement_tab(app, "Reliability")
+    assert not app.exception
+    assert any(i.value.startswith("Alpha needs two or more judges") for i in app.info)
+    app.session_state["agr_var_open"] = True
+    app.run()
+    assert not app.exception
+    parts = next(f for f in frames(app) if "component" in f.columns).set_index("component")
+    assert parts.loc["sample", "share"] > 0 and parts.loc["judge", "variance"] == 0
+    assert any(c.value.startswith("One judge:") for c in app.caption)

@@ -82,3 +82,32 @@ def test_sample_and_cli(sample_store, capsys):
     for r, expected in zip(rows, df.itertuples()):
         assert r["variance"] == pytest.approx(expected.variance) and r["share"] == pytest.approx(expected.share)
         assert set(r) >= {"component", "variance", "share", "ci_low", "ci_high"}
+
+
+def test_one_judge_with_five_samples_on_swallow(sample_store):
+    """Swallow's bench has one judge and five samples per item: the sample part is the pooled spread of the five
+    scores, the judge parts are not separable (0, with a note saying the answer part holds them)."""
+    df = va.variance_decomposition(sample_store, ["gpt-4o-2024-08-06"], bench="japanese_mt_bench", n_boot=200)
+    parts = df.set_index("component")
+    with sample_store.read() as cur:
+        ss, dof = cur.execute("SELECT sum((n_valid - 1) * score_std ^ 2), sum(n_valid - 1) FROM item_scores "
+                              "WHERE bench = 'japanese_mt_bench' AND n_valid > 1").fetchone()
+    assert parts.loc["sample", "variance"] == pytest.approx(ss / dof) and ss > 0
+    assert (parts.loc[["judge", "judge_x_model", "judge_x_question", "residual"], "variance"] == 0).all()
+    assert df.attrs["n_models"] == 4 and df.attrs["note"].startswith("One judge:")
+    assert df["share"].sum() == pytest.approx(1)
+
+
+def test_one_judge_recovers_model_and_question():
+    rng = np.random.default_rng(9)
+    est = {"model": [], "question": [], "answer": []}
+    for _ in range(40):
+        y, clusters = simulate(rng, judges=1, models=8)
+        df = va.decompose(y, clusters, n_boot=50).set_index("component")
+        for c in est:
+            est[c].append(df.loc[c, "variance"])
+    s = TRUE_SD
+    assert np.mean(est["question"]) == pytest.approx(s["question"] ** 2 + s["judge_x_question"] ** 2, rel=0.12)
+    assert np.mean(est["answer"]) == pytest.approx(s["answer"] ** 2 + s["residual"] ** 2,
+                                                   rel=0.12)
+    assert np.mean(est["model"]) == pytest.approx(s["model"] ** 2 + s["judge_x_model"] ** 2, rel=0.45)

@@ -90,9 +90,23 @@ def decompose(y: np.ndarray, clusters, *, sample_var: float = 0.0, samples_per_i
     labels, index = np.unique(np.asarray(clusters), return_inverse=True)
     g = len(labels)
 
+    one_judge = y.shape[-3] == 1
+
     def components(arr) -> dict[str, np.ndarray]:
-        raw = mean_squares_components(arr)
-        raw["residual"] = raw["residual"] - sample_var / samples_per_item
+        if one_judge:   # model x prompt, one score per cell: the answer part holds judge x answer too
+            z = arr[..., 0, :, :]
+            m, p = z.shape[-2:]
+            zm, zp, zz = z.mean(-1, keepdims=True), z.mean(-2, keepdims=True), z.mean((-2, -1), keepdims=True)
+            ms_m = ((zm - zz) ** 2).sum((-2, -1)) * p / (m - 1)
+            ms_p = ((zp - zz) ** 2).sum((-2, -1)) * m / (p - 1)
+            ms_mp = ((z - zm - zp + zz) ** 2).sum((-2, -1)) / ((m - 1) * (p - 1))
+            zero = np.zeros(np.shape(ms_m))
+            raw = {"model": (ms_m - ms_mp) / p, "question": (ms_p - ms_mp) / m,
+                   "answer": ms_mp - sample_var / samples_per_item, "judge": zero, "judge_x_model": zero,
+                   "judge_x_question": zero, "residual": zero}
+        else:
+            raw = mean_squares_components(arr)
+            raw["residual"] = raw["residual"] - sample_var / samples_per_item
         out = {c: np.maximum(raw[c], 0.0) for c in COMPONENTS if c != "sample"}
         out["sample"] = np.full(np.shape(raw["residual"]), float(sample_var))
         total = sum(out.values())
@@ -161,7 +175,7 @@ def variance_decomposition(store: Store, judges: list[str], *, bench: str | None
                            category: str | None = None, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """``decompose`` of the judges' scores on ``bench`` (the prompts every judge scored for every model).
     ``attrs``: n_judges, n_models, n_prompts, n_questions and a ``note`` on how to read it."""
-    judges = check_judges(store, judges, minimum=2)
+    judges = check_judges(store, judges, minimum=1)
     matrix = item_matrix(store, judges, bench=bench, category=category)
     y, models, clusters = balanced_array(matrix, judges)
     svar, per_item = sample_variance(store, judges, bench)
@@ -170,10 +184,13 @@ def variance_decomposition(store: Store, judges: list[str], *, bench: str | None
     else:
         df = decompose(y, clusters, sample_var=svar, samples_per_item=per_item, n_boot=n_boot, seed=seed)
     n_q = len(np.unique(clusters))
+    one = ("One judge: judge parts cannot be told apart, so the answer part includes the judge's reading of each "
+           "answer (judge x answer). ") if len(judges) == 1 else ""
+    plural = "s" if len(judges) > 1 else ""
+    note = (one + f"{len(judges)} judge{plural} x {len(models)} models x {y.shape[2]} prompts ({n_q} questions, "
+            "both turns) that every judge scored for every model; ANOVA estimates, negative ones shown as 0; 95% "
+            "intervals: cluster bootstrap over questions. With few judges or models the judge and model components "
+            "rest on that many values: their intervals cover only the question sampling.")
     df.attrs.update(n_judges=len(judges), n_models=len(models), n_prompts=int(y.shape[2]), n_questions=n_q,
-                    note=(f"{len(judges)} judges x {len(models)} models x {y.shape[2]} prompts ({n_q} questions, "
-                          "both turns) that every judge scored for every model; ANOVA estimates, negative ones shown "
-                          "as 0; 95% intervals: cluster bootstrap over questions. With few judges or models the "
-                          "judge and model components rest on that many values: their intervals cover only the "
-                          "question sampling."))
+                    note=note)
     return df

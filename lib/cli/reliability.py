@@ -61,7 +61,7 @@ def register(sub, parents) -> None:
     p = sub.add_parser("variance", parents=[db, fmt],
                        help="where the spread of scores comes from: model, question, answer, judge, judge x model, "
                             "judge x question, residual and sample variance with 95%% intervals")
-    p.add_argument("--judges", required=True, help="comma-separated judges (at least two)")
+    p.add_argument("--judges", required=True, help="comma-separated judges (one is enough: its judge parts then merge into the answer part)")
     p.add_argument("--bench", help="only this bench (recommended: questions are never pooled across benches)")
     p.add_argument("--category", help="only this question category")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
