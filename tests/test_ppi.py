@@ -77,3 +77,26 @@ def test_random_sample_is_fixed_and_judge_vs_human_on_the_sample(sample_store):
         assert row.ci_low < row.corrected_mean < row.ci_high or row.n_sampled < 2
     agreement = res["agreement"]
     assert agreement["judge_b"].tolist() == ["human:ana", "human:ana"] and agreement["n"].tolist() == [20, 20]
+
+
+def test_cli_judge_vs_human(sample_store, capsys):
+    import json
+
+    from lib.cli import main
+
+    for r in ppi.random_sample(sample_store, "human:ana", bench="ja_mt_bench", n=12).itertuples():
+        human.record(sample_store, author="ana", bench=r.bench, question_id=r.question_id, turn=r.turn, model=r.model,
+                     score=7.0)
+    expected = ppi.judge_vs_human(sample_store, JA_JUDGES, "human:ana", bench="ja_mt_bench", n=40, n_boot=100)
+    db = str(sample_store.path)
+    sample_store.close()
+    assert main(["judge-vs-human", "--db", db, "--bench", "ja_mt_bench", "--human", "ana",
+                 "--judges", ",".join(JA_JUDGES), "--boot", "100", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["human"], out["sampled"], out["scored"]) == ("human:ana", 40, 12)
+    got = {(r["judge"], r["model"]): r for r in out["corrected"]}
+    for row in expected["corrected"].itertuples():
+        assert got[(row.judge, row.model)]["corrected_mean"] == pytest.approx(row.corrected_mean)
+        assert got[(row.judge, row.model)]["ci_low"] == pytest.approx(row.ci_low)
+    assert main(["judge-vs-human", "--db", db, "--bench", "ja_mt_bench", "--human", "nobody"]) == 2
+    assert "Unknown judge(s): human:nobody." in capsys.readouterr().err

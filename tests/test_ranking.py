@@ -75,3 +75,16 @@ def test_rankings_on_the_sample(sample_store):
     sw = df[df["bench"] == "japanese_mt_bench"].set_index("model")
     means = sw["mean"].sort_values(ascending=False)
     assert sw.loc[means.index, "rank"].tolist() == [1, 2, 3, 4]
+
+
+def test_cli_ranks_json(sample_store, capsys):
+    import json
+
+    from lib.cli import main
+
+    db = str(sample_store.path)
+    sample_store.close()
+    assert main(["ranks", "--db", db, "--bench", "japanese_mt_bench", "--boot", "200", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4]
+    assert rows[0]["tied_with_leader"] is True and all(r["rank_low"] <= r["rank"] <= r["rank_high"] for r in rows)

@@ -1,10 +1,13 @@
-"""``reliability``, ``variance``: how far a set of judges can be trusted (Krippendorff's alpha with intervals,
-alpha without each judge) and where the spread of scores comes from (the variance decomposition)."""
+"""``reliability``, ``variance``, ``ranks``, ``judge-vs-human``: how far a set of judges can be trusted
+(Krippendorff's alpha with intervals, alpha without each judge), where the spread of scores comes from (the
+variance decomposition), how a leaderboard depends on the judge (ranks with intervals, ties, flips) and how a
+judge compares with the analyst's verdicts on a random sample (prediction-powered corrected means)."""
 from __future__ import annotations
 
 import sys
 
 from lib.analysis import reliability as reliability_lib
+from lib.analysis.agreement import check_judges
 from lib.cli.common import frame_out, json_out, open_store, records, split_list
 from lib.render.safe_text import csv_text
 
@@ -43,6 +46,36 @@ def cmd_variance(args) -> int:
     return 0
 
 
+def cmd_ranks(args) -> int:
+    from lib.analysis import ranking
+
+    df = ranking.judge_rankings(open_store(args, read_only=True), bench=args.bench, n_boot=args.boot, seed=args.seed)
+    print(frame_out(df, args.format, ranking.RANK_NOTE))
+    if args.format != "table":
+        print(ranking.RANK_NOTE, file=sys.stderr)
+    return 0
+
+
+def cmd_judge_vs_human(args) -> int:
+    from lib.analysis import ppi
+
+    store = open_store(args, read_only=True)
+    human = args.human if args.human.startswith("human:") else f"human:{args.human}"
+    judges = split_list(args.judges) or ppi.bench_judges(store, bench=args.bench)
+    check_judges(store, [*judges, human], minimum=2)
+    res = ppi.judge_vs_human(store, judges, human, bench=args.bench, n=args.n, n_boot=args.boot)
+    done = int(res["sample"]["decided"].sum())
+    note = f"{done} of {len(res['sample'])} sampled items scored by {human}. {ppi.PPI_NOTE}"
+    if args.format == "json":
+        print(json_out({"human": human, "sampled": len(res["sample"]), "scored": done,
+                        "agreement": records(res["agreement"]), "corrected": records(res["corrected"])}))
+    else:
+        print(frame_out(res["corrected"], args.format, note))
+    if args.format != "table":
+        print(note, file=sys.stderr)
+    return 0
+
+
 def register(sub, parents) -> None:
     db, fmt = parents["db"], parents["fmt"]
     p = sub.add_parser("reliability", parents=[db, fmt],
@@ -67,3 +100,20 @@ def register(sub, parents) -> None:
     p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_variance)
+
+    p = sub.add_parser("ranks", parents=[db, fmt],
+                       help="per-judge leaderboards with 95%% rank intervals, ties with the leader and rank flips")
+    p.add_argument("--bench", help="only this bench")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_ranks)
+
+    p = sub.add_parser("judge-vs-human", parents=[db, fmt],
+                       help="each judge against your verdicts on the random sample (the Review page's), with "
+                            "prediction-powered corrected model means")
+    p.add_argument("--bench", required=True)
+    p.add_argument("--human", required=True, metavar="NAME", help="the analyst: NAME or human:NAME")
+    p.add_argument("--judges", help="comma-separated LLM judges (default: every judge of the bench)")
+    p.add_argument("--n", type=int, default=40, help="the random sample's size (default 40, as on the Review page)")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates for the agreement intervals")
+    p.set_defaults(func=cmd_judge_vs_human)
