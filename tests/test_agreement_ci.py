@@ -63,10 +63,13 @@ def test_undefined_statistics_have_no_interval():
 
 
 def test_intervals_cover_the_planted_agreement_at_80_questions(truth):
+    """The goal band 0.93-0.97 (bench/calibrate_agreement.py: 0.954-0.968 at 500 replicates), widened by this
+    small run's simulation error: 150 replicates, 2 SE of the pooled coverage is about 0.015."""
     rows = sim.calibrate(80, 150, seed=20261125, n_boot=400, truth=truth)
     mine = [r for r in rows if r["method"] == "expanded"]
+    assert {r["statistic"] for r in mine} == set(sim.STATS)      # the pair statistics and both alphas
     pooled = np.mean([r["coverage"] for r in mine])
-    assert 0.93 <= pooled <= 0.975, pooled
+    assert 0.915 <= pooled <= 0.985, pooled
     for r in mine:   # 150 replicates: 2.5 SE below 0.95 is 0.905
         assert r["coverage"] >= 0.89, r
 
