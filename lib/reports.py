@@ -13,7 +13,7 @@ import html
 
 import pandas as pd
 
-from lib.analysis import agreement
+from lib.analysis import agreement, agreement_ci, reliability
 from lib.render import charts
 from lib.analysis import deltas
 from lib.analysis import item_view
@@ -55,6 +55,8 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
     matrix = agreement.item_matrix(store, judges, **filters)
     table = agreement.pairwise_agreement(matrix, judges)
+    intervals = agreement_ci.pairwise_agreement_ci(matrix, judges)
+    alpha = reliability.reliability_table(matrix, judges, by=())
     worst = agreement.disagreements(store, judges, limit=top, **filters)
 
     figures = [("Agreement (quadratic weighted kappa)", charts.agreement_heatmap(table, "qwk")),
@@ -106,6 +108,9 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
 <p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · filters: {_e(shown_filters)} ·
 {len(matrix)} items with a score from at least one of these judges.</p>
 <h2>Agreement</h2><p class="note">{_e(agreement.AGREEMENT_NOTE)}</p>{_table(table)}
+<h3>95% intervals</h3><p class="note">{_e(intervals.attrs["note"])} {_e(intervals.attrs["warning"])}</p>
+{_table(agreement_ci.interval_text(intervals))}
+<h3>Krippendorff's alpha (all these judges)</h3><p class="note">{_e(reliability.RELIABILITY_NOTE)}</p>{_table(alpha)}
 {''.join(sections)}
 <h2>Charts</h2>{''.join(chart_html)}
 <h2>Largest disagreements</h2><p class="note">Items ranked by spread (highest minus lowest score of these judges),

@@ -4,12 +4,29 @@ import streamlit as st
 from lib.analysis import queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from lib.analysis import deltas
+from lib.analysis import deltas, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from pages._common import cached_chart, cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
 from pages._harness import harness_compare
 
 store, version = page_start("Compare")
+
+
+def compare_mde(rows) -> str:
+    """The minimum detectable difference for the widest row shown (the overall row, or the row with most questions):
+    its interval's half-width and the delta found 80% of the time, at this number of questions."""
+    from scipy import stats
+
+    usable = rows[rows["n_questions"] >= 2]
+    if usable.empty:
+        return ""
+    row = usable.loc[usable["n_questions"].idxmax()]
+    se = (row["ci_high"] - row["ci_low"]) / 2 / stats.t.ppf(0.975, int(row["n_questions"]) - 1)
+    return ranking.mde_sentence(int(row["n_questions"]), float(se)) + (
+        " (the row with the most questions; a category row has fewer, so its threshold is higher)"
+        if len(usable) > 1 else "")
+
+
 
 seed_from_url("cmp", {"view": "cmp_view"})
 keep_valid("cmp_view", ["bench", "harness"], "bench")
@@ -76,6 +93,13 @@ st.caption(
     "Red: significant after Holm; orange: the interval excludes 0 but the difference does not survive Holm; "
     "grey: the interval includes 0, the difference is inside the noise. A category has only 10 questions: "
     "expect wide intervals. Same numbers: python -m lib.cli compare.")
+if mode == "two judges on the same answers":
+    for row in cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
+                            model=a.get("model")).itertuples():
+        st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
+mde = compare_mde(table)
+if mde:
+    st.info(mde, icon=":material/straighten:")
 differs = "judge" if a.get("judge") != b.get("judge") else "model"
 show_chart(cached_chart(charts.delta_forest, table, str(a[differs]), str(b[differs])), f"delta_{bench}")
 shown = table.drop(columns=["level"] + ([] if per_model else ["model"]))

@@ -2,10 +2,10 @@
 import streamlit as st
 
 from lib.render import charts
-from lib.analysis import aliases, linking, queries, runs
-from lib.render.safe_text import csv_text
+from lib.analysis import aliases, linking, queries, ranking, runs
+from lib.render.safe_text import csv_text, md_escape
 from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_subset,
-                           show_chart)
+                           show_chart, show_table)
 
 MAX_CHART_JUDGES = 6
 
@@ -57,6 +57,18 @@ st.dataframe(
 )
 st.download_button("Download leaderboard (CSV)", lambda: csv_text(shown).encode(),
                    "judgelens_leaderboard.csv", "text/csv", icon=":material/download:", on_click="ignore")
+with st.expander("Ranks with 95% intervals, ties with the leader, and rank flips between judges",
+                 key="overview_ranks_open", on_change="rerun") as ranks_box:
+    if ranks_box.open:  # a bootstrap per leaderboard: computed when opened, cached until the data changes
+        ranks = cached_query(ranking.judge_rankings, version, bench=None if bench == "All benches" else bench)
+        st.caption(ranking.RANK_NOTE + " In the side-by-side view a * marks a model statistically tied with that "
+                   "judge's leader.")
+        for b in sorted(ranks["bench"].unique()):
+            st.markdown(f"**{md_escape(b)}**: one column per judge")
+            st.dataframe(ranking.side_by_side(ranks, b), hide_index=True, width="stretch")
+        show_table(ranks, "overview_ranks", column_config={
+            c: st.column_config.NumberColumn(format="%.3f")
+            for c in ("mean", "diff_to_leader", "diff_ci_low", "diff_ci_high")})
 
 st.markdown("**Chart**")
 # One row per model: a model's names in the harnesses (joined by aliases, as in the matrix below) share a row.

@@ -77,3 +77,16 @@ def test_report_opens_offline_in_chromium(sample_store, tmp_path, chromium):
     page.wait_for_function("() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= 3")
     page.close()
     assert requests == [out.as_uri()]
+
+
+def test_report_has_intervals_and_alpha(sample_store):
+    from lib.analysis import agreement as ag
+    from lib.analysis import agreement_ci, reliability
+
+    judges = ["gpt-4o", "gpt-4.1-2025-04-14"]
+    text = build_report(sample_store, judges, bench="ja_mt_bench", top=1)
+    matrix = ag.item_matrix(sample_store, judges, bench="ja_mt_bench")
+    row = agreement_ci.interval_text(agreement_ci.pairwise_agreement_ci(matrix, judges)).iloc[0]
+    assert "<h3>95% intervals</h3>" in text and f"<td class=\"t\">{row['qwk']}</td>" in text
+    alpha = reliability.krippendorff_alpha(matrix, judges)
+    assert "Krippendorff" in text and f"{alpha:.3f}" in text

@@ -287,3 +287,22 @@ def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B
         fig.update_yaxes(range=[max(0.0, min(finite) - 1.5), min(10.5, max(finite) + 1.0)])
     fig.update_layout(yaxis_title="mean score (1-10)", xaxis_title="", showlegend=False)
     return _layout(fig, 420)
+
+
+def variance_bar(components: pd.DataFrame, labels: dict[str, str] | None = None) -> go.Figure:
+    """One horizontal bar split into the variance components' shares (``lib.analysis.variance``: columns
+    component, share, share_ci_low, share_ci_high), largest share labelled with its percentage; the hover
+    gives each share's 95 % interval."""
+    labels = labels or {}
+    fig = go.Figure()
+    for row in components.itertuples():
+        low, high = getattr(row, "share_ci_low", np.nan), getattr(row, "share_ci_high", np.nan)
+        interval = "" if pd.isna(low) else f" (95% interval {low:.0%}-{high:.0%})"
+        fig.add_trace(go.Bar(
+            x=[row.share], y=["scores"], orientation="h", name=labels.get(row.component, row.component),
+            text=[f"{row.share:.0%}" if row.share >= 0.04 else ""], textposition="inside",
+            hovertext=[f"{labels.get(row.component, row.component)}: {row.share:.1%}{interval}"],
+            hoverinfo="text"))
+    fig.update_layout(barmode="stack", xaxis=dict(tickformat=".0%", range=[0, 1], title_text="share of the variance"),
+                      yaxis=dict(showticklabels=False), legend=dict(orientation="h", y=-0.4))
+    return _layout(fig, 230)
