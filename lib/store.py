@@ -55,7 +55,7 @@ from typing import Callable, Iterator, TypeVar
 
 import duckdb
 
-from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
+from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError, redact
 
 T = TypeVar("T")
 
@@ -568,6 +568,22 @@ def parse_lake(target: str) -> tuple[str, str]:
     return catalog, where
 
 
+_PG_UNREACHABLE = re.compile(r'Unable to connect to Postgres at "(?:[^"\\]|\\.)*": ', re.S)
+
+
+def lake_open_reason(exc: BaseException) -> str:
+    """Why attaching a DuckLake store failed, without the conninfo DuckDB repeats (twice, password included):
+    libpq's own words (``password authentication failed``, ``Connection refused``, ``database "x" does not
+    exist``) where there are some; redacted in any case."""
+    text = str(exc)
+    found = _PG_UNREACHABLE.search(text)
+    if found:
+        text = text[found.end():]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    text = " ".join(line if line[-1] in ".?!" else line + "." for line in lines)
+    return redact(text).rstrip(".")
+
+
 def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -648,6 +664,7 @@ class Store:
             return
         self.data_path = None
         self.path = Path(target)
+        self.shown = str(self.path)
         check_database_file(self.path, read_only)
         if not read_only:
             try:
@@ -730,7 +747,8 @@ class Store:
     # -- DuckLake
     def _open_lake(self, target: str, data_path) -> None:
         catalog, where = parse_lake(target)
-        self.path = target  # what identifies the store (cache keys, messages); no file of its own
+        self.path = target  # what identifies the store (cache keys); no file of its own
+        self.shown = redact(target)  # what messages and ``store info`` show: no password
         self.catalog, self.catalog_location = catalog, where
         config = dict(CONNECT_CONFIG)  # extensions only from the installed wheels, loaded below
         if not os.environ.get("HOME") and not Path("~").expanduser().is_dir():
@@ -763,7 +781,9 @@ class Store:
             con.close()
             hint = ("" if data_path is not None or catalog != "postgres" else
                     " A new PostgreSQL-backed store needs a data folder: set JUDGELENS_DATA_PATH (or --data-path).")
-            raise DatabaseBusyError(f"Could not open the DuckLake store {target}: {exc}.{hint}",
+            reason = lake_open_reason(exc)
+            end = "" if reason.endswith("?") else "."
+            raise DatabaseBusyError(f"Could not open the DuckLake store {self.shown}: {reason}{end}{hint}",
                                     title="Could not open the store") from exc
         except BaseException:
             con.close()
@@ -830,7 +850,7 @@ class Store:
         except duckdb.Error as exc:
             if _retryable(exc):
                 raise DatabaseBusyError(
-                    f"The store {self.path} was changed by other processes {COMMIT_ATTEMPTS} times while this "
+                    f"The store {self.shown} was changed by other processes {COMMIT_ATTEMPTS} times while this "
                     f"change was being written; nothing was written. Try again. ({exc})",
                     title="The store is busy") from exc
             raise
@@ -917,7 +937,8 @@ class Store:
         if not self.lake:
             return {"kind": "duckdb file", "store": str(self.path), "data": str(self.path),
                     "bytes": self.path.stat().st_size if self.path.exists() else 0}
-        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.path, "catalog": self.catalog_location,
+        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.shown,
+                "catalog": redact(self.catalog_location),
                 "data": self.data_path}
         with self.read() as cur:
             files = cur.execute(
@@ -1015,7 +1036,7 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         have = cur.execute("SELECT count(*) FROM sources").fetchone()[0] + cur.execute(
             "SELECT count(*) FROM templates").fetchone()[0]
     if have:
-        raise UsageError(f"The store {target.path} already holds data; migrate into a new, empty store.",
+        raise UsageError(f"The store {target.shown} already holds data; migrate into a new, empty store.",
                          title="Target store is not empty")
     alias = "jl_migrate_source"
     try:

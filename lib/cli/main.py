@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 from lib.cli import data, harness, judging, links, review, search, stats, store, verdicts
 from lib.cli.common import parents
-from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
+from lib.errors import DatabaseBusyError, IngestError, JudgeLensError, redact
 
 COMMAND_MODULES = (data, review, stats, judging, links, harness, search, verdicts, store)
 
@@ -42,8 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         print("Interrupted.", file=sys.stderr)
         return 130
     except DatabaseBusyError as exc:
-        print(exc.message, file=sys.stderr)
+        print(redact(exc.message), file=sys.stderr)
         return 3
     except JudgeLensError as exc:
-        print(exc.message, file=sys.stderr)
+        print(redact(exc.message), file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug, or a DuckDB / libpq error nothing above turned into words
+        shown = traceback.format_exc()
+        if redact(shown) == shown:
+            raise
+        print(redact(shown), file=sys.stderr)  # the traceback as Python would print it, without the password
+        return 1
