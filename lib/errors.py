@@ -148,6 +148,18 @@ class UnknownJudgeError(JudgeChoiceError):
     title = "Unknown judge"
 
 
+class SearchTooSlow(JudgeLensError):
+    """A search ran past its time limit and was interrupted (``lib.analysis.search``)."""
+
+    title = "Search stopped"
+
+
+class SearchCancelled(JudgeLensError):
+    """The one who asked for a search went away (a closed browser tab); the search was interrupted."""
+
+    title = "Search stopped"
+
+
 # -- judging ----------------------------------------------------------------------------------------------
 
 class TemplateError(JudgeLensError):
