@@ -218,5 +218,12 @@ class LabelInUseError(JudgeLensError):
     title = "Label already used"
 
 
+class BatchRunningError(DatabaseBusyError):
+    """A re-judge batch with the same label (same template version, model, URL, parameters) is running elsewhere:
+    this one would pay again for its requests and store its verdicts twice."""
+
+    title = "Another batch with this label is running"
+
+
 class ProbeError(JudgeLensError):
     title = "Cannot run the probes"

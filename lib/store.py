@@ -10,6 +10,7 @@ Tables (one row per thing, every row tagged with the ``source_id`` of the file i
                          rationale, rendered judge prompt, judge model, prompt name
 - ``pair_judgments``     one pairwise comparison (two games: A/B and swapped)
 - ``judge_prompts``      judge prompt templates shipped with a harness (judge_prompts.jsonl)
+- ``work_claims``        work one process is doing that no other may start meanwhile (``Store.claim``)
 - ``reported_metrics``   numbers a harness reported about itself (Swallow results_*.json, 0–1 scale)
 
 Probes (``lib.probes``): ``probe_runs`` (one probe suite run of a template version against a judge)
@@ -204,6 +205,16 @@ CREATE TABLE IF NOT EXISTS judge_cache (
     completion_tokens INTEGER,
     latency_s         DOUBLE,
     created_at        TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+-- Work one writer does while others wait or stand back (``Store.claim``): e.g. ``rejudge:<run sha256>``, a re-judge
+-- batch running, so a second batch with that label neither pays for its requests again nor doubles its verdicts.
+CREATE TABLE IF NOT EXISTS work_claims (
+    claim       VARCHAR NOT NULL,
+    token       VARCHAR NOT NULL,              -- host:pid:random of the holder
+    host        VARCHAR NOT NULL,
+    pid         INTEGER NOT NULL,
+    claimed_at  DOUBLE NOT NULL,               -- epoch seconds
+    note        VARCHAR
 );
 CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged single_judgments row
     source_id    INTEGER NOT NULL,
@@ -927,6 +938,39 @@ class Store:
                     cur.execute("RESET memory_limit")
                 cur.close()
 
+    # -- claims: one holder at a time for a piece of work, across threads, processes and machines
+    def claim(self, name: str, note: str = "") -> tuple[str | None, dict | None]:
+        """Take the claim ``name``: ``(token, None)``, or ``(None, holder)`` while a live holder has it (a dict
+        with ``host``, ``pid``, ``claimed_at``, ``note``). Atomic: on a DuckDB file under the write lock, on
+        DuckLake by the write clock (two claimers at once conflict; the re-run sees the winner). A holder is dead
+        when its process on this host is gone, or, from another host, after ``CLAIM_STALE_S``. Give the claim
+        back with ``release``."""
+        import socket
+        import uuid
+
+        host, pid = socket.gethostname(), os.getpid()
+        token = f"{host}:{pid}:{uuid.uuid4().hex}"
+
+        def take(cur):
+            holders = cur.execute("SELECT token, host, pid, claimed_at, note FROM work_claims WHERE claim = ?",
+                                  [name]).fetchall()
+            for tok, h, p, at, n in holders:
+                if _claim_alive(h, int(p), float(at), tok):
+                    return None, {"host": h, "pid": int(p), "claimed_at": float(at), "note": n}
+            cur.execute("DELETE FROM work_claims WHERE claim = ?", [name])  # dead holders' claims
+            cur.execute("INSERT INTO work_claims VALUES (?, ?, ?, ?, ?, ?)", [name, token, host, pid, time.time(), note])
+            return token, None
+
+        got, holder = self.transaction(take)
+        if got:
+            _LIVE_CLAIMS.add(got)
+        return got, holder
+
+    def release(self, name: str, token: str) -> None:
+        _LIVE_CLAIMS.discard(token)
+        self.transaction(lambda cur: cur.execute("DELETE FROM work_claims WHERE claim = ? AND token = ?",
+                                                 [name, token]))
+
     def set_meta(self, cur, key: str, value: str) -> None:
         """Set a ``meta`` row inside the caller's write transaction (no ON CONFLICT on DuckLake)."""
         cur.execute("DELETE FROM meta WHERE key = ?", [key])
@@ -958,6 +1002,28 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+CLAIM_STALE_S = 6 * 3600  # a claim held from another machine counts as abandoned after this long
+_LIVE_CLAIMS: set[str] = set()  # claims this process holds and has not released
+
+
+def _claim_alive(host: str, pid: int, claimed_at: float, token: str) -> bool:
+    """Whether a claim's holder may still be working: this process (a claim it has not released), another live
+    process on this host, or another host within ``CLAIM_STALE_S``."""
+    import socket
+
+    if host != socket.gethostname():
+        return time.time() - claimed_at < CLAIM_STALE_S
+    if pid == os.getpid():
+        return token in _LIVE_CLAIMS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _CORRUPT = re.compile(r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database|"

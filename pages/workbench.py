@@ -266,6 +266,8 @@ def batch_form() -> None:
                 try:
                     job["summary"] = batch.run(api_key=api_key, concurrency=int(concurrency), cancel=job["cancel"],
                                                progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
+                except JudgeLensError as exc:  # e.g. another batch with this label is running: title and message
+                    job["error"] = exc
                 except BaseException as exc:  # shown on the page; the batch keeps what it wrote
                     job["error"] = str(exc)
                 finally:
@@ -303,7 +305,9 @@ def batch_status():
         if st.button("Cancel", icon=":material/stop:", key="wb_cancel"):
             job["cancel"].set()
         return
-    if job["error"]:
+    if isinstance(job["error"], JudgeLensError):
+        show_error(job["error"])
+    elif job["error"]:
         st.error(job["error"])
     if job["summary"] is not None:
         st.success(f"Stored as judge {job['label']}.")
