@@ -44,6 +44,7 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 from __future__ import annotations
 
 import glob
+import numbers
 import os
 import random
 import re
@@ -417,6 +418,11 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     """(author, score, cleared) of a verdict row the store may hold, else UsageError: an author (one line), a 1-10
     score or none, the fields it empties (``cleared``: score, label, note; none it also sets), and at least one
     thing to record (a score, a label, a note or a field to empty)."""
+    if author is not None and not isinstance(author, str):
+        raise UsageError(f"An author name is text; got {_shown(author)}.")
+    for name, value in (("label", label), ("note", note)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"A verdict's {name} is text; got {_shown(value)}.")
     author = (author or "").strip()
     if not author:
         raise UsageError("Set your name first (--author, the sidebar, or [judgelens] author in secrets): "
@@ -424,6 +430,8 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     if any(c in author for c in "\n\r\t"):
         raise UsageError("An author name is one line of text.")
     if score is not None:
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise UsageError(f"A verdict's score is a number 1-10; got {_shown(score)}.")
         score = float(score)
         if not 1 <= score <= 10:
             raise UsageError(f"A verdict's score is 1-10; got {score:g}.")
@@ -437,6 +445,88 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     if not any(given.values()) and not cleared:
         raise UsageError("A verdict needs a score, a label or a note (or a field to clear).")
     return author, score, cleared
+
+
+VERDICT_TURNS = (1, 2)  # MT-Bench questions have two turns (a bench's own questions may have fewer)
+VERDICT_SAMPLES = 5  # Swallow judges each item 5 times (samples 0-4); FastChat once (sample 0)
+
+
+def _shown(value) -> str:
+    """A value as the file has it (JSON), for messages: [16], 16.0, null, true, "x"."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)[:80]
+    except (TypeError, ValueError):
+        return repr(value)[:80]
+
+
+def _verdict_id(value, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise UsageError(f"A verdict's {name} is a non-empty string or an integer; got {_shown(value)}.")
+    return str(value).strip()
+
+
+def check_verdict_key(bench, question_id, turn, model, sample) -> tuple[str, str, int, str, int]:
+    """(bench, question_id, turn, model, sample) of the item a verdict is on, else UsageError: ids are strings or
+    integers (never a list, a float or null turned into text), ``turn`` an integer in VERDICT_TURNS, ``sample`` an
+    integer 0-4 (absent: 0). The store's own limits (the question's turns, the item's samples, items it does not
+    hold) are ``verdict_item_problems``."""
+    bench, question_id, model = (_verdict_id(bench, "bench"), _verdict_id(question_id, "question_id"),
+                                 _verdict_id(model, "model"))
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn not in VERDICT_TURNS:
+        raise UsageError(f"A verdict's turn is 1 or 2; got {_shown(turn)}.")
+    sample = 0 if sample is None else sample
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample < VERDICT_SAMPLES:
+        raise UsageError(f"A verdict's sample is 0-{VERDICT_SAMPLES - 1} (Swallow's samples; FastChat has sample 0 "
+                         f"only); got {_shown(sample)}.")
+    return bench, question_id, int(turn), model, int(sample)
+
+
+def verdict_item_problems(cur, rows: list[dict]) -> tuple[dict[int, str], dict[int, str]]:
+    """What the store says about the items of verdict ``rows`` (dicts with bench, question_id, turn, model, sample):
+    ``(refused, unknown)``, each row index -> why. Refused: a turn the stored question does not have, a sample the
+    stored item does not have (a FastChat item has sample 0 only). Unknown: a bench, question or model the store
+    does not hold (the verdict is kept; the import names it in a note)."""
+    if not rows:
+        return {}, {}
+    import pyarrow as pa
+
+    keys = pa.table({"i": list(range(len(rows))), "bench": [r["bench"] for r in rows],
+                     "question_id": [str(r["question_id"]) for r in rows], "model": [r["model"] for r in rows]})
+    cur.register("_verdict_keys", keys)
+    try:
+        found = cur.execute("""
+            SELECT k.i,
+                   EXISTS (SELECT 1 FROM current_questions q WHERE q.bench = k.bench) OR
+                   EXISTS (SELECT 1 FROM single_judgments j WHERE j.bench = k.bench) AS bench_known,
+                   (SELECT max(len(q.turns)) FROM current_questions q
+                    WHERE q.bench = k.bench AND q.question_id = k.question_id) AS turns,
+                   EXISTS (SELECT 1 FROM single_judgments j WHERE j.bench = k.bench
+                           AND j.question_id = k.question_id) AS judged,
+                   (SELECT max(s) FROM (SELECT sample AS s FROM answers a WHERE a.bench = k.bench
+                                          AND a.question_id = k.question_id AND a.model = k.model
+                                        UNION ALL SELECT sample FROM single_judgments j WHERE j.bench = k.bench
+                                          AND j.question_id = k.question_id AND j.model = k.model)) AS top_sample
+            FROM _verdict_keys k""").fetchall()
+    finally:
+        cur.unregister("_verdict_keys")
+    refused, unknown = {}, {}
+    for i, bench_known, turns, judged, top in found:
+        r = rows[i]
+        where = f"bench {r['bench']} question {r['question_id']}"
+        if not bench_known:
+            unknown[i] = f"no bench {r['bench']!r} in this store"
+        elif turns is None and not judged:
+            unknown[i] = f"no question {r['question_id']} in bench {r['bench']}"
+        elif top is None:
+            unknown[i] = f"no answer or judgment of model {r['model']!r} on {where}"
+        if turns is not None and r["turn"] > turns:
+            refused[i] = f"turn {r['turn']}: {where} has {turns} turn(s)"
+        elif top is not None and int(r.get("sample") or 0) > top:
+            refused[i] = (f"sample {r.get('sample')}: the store holds " + ("sample 0 only" if top == 0 else
+                          f"samples 0-{top}") + f" of {where} model {r['model']}")
+    return refused, unknown
 
 
 def verdict_uid(author, created_at, bench, question_id, turn, model, sample, score, label, note, cleared=()) -> str:
