@@ -203,3 +203,25 @@ def test_app_shows_the_failure_without_the_password(pg_pw, tmp_path, monkeypatch
     shown = repr([(el.type, getattr(el, "value", None)) for el in at.main]) + repr(at.sidebar)
     for secret in (SECRET, WRONG):
         assert secret not in shown
+
+
+def test_cli_an_unexpected_error_quoting_a_password_prints_a_redacted_traceback(monkeypatch, capsys):
+    from lib.cli import store as store_cli
+    from lib.cli.main import main as cli_main
+
+    def boom(args):
+        raise RuntimeError(f'Unable to connect to Postgres at "host=h password={SECRET}": gone')
+
+    monkeypatch.setattr(store_cli, "cmd_info", boom)
+    assert cli_main(["store", "info"]) == 1
+    err = capsys.readouterr().err
+    assert SECRET not in err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith('RuntimeError: Unable to connect to Postgres at "host=h password=*** gone\n')
+
+    def plain(args):
+        raise RuntimeError("a bug without secrets")
+
+    monkeypatch.setattr(store_cli, "cmd_info", plain)
+    with pytest.raises(RuntimeError, match="a bug without secrets"):  # left to Python as before
+        cli_main(["store", "info"])

@@ -3,7 +3,7 @@
 
 Exit codes: 0 success, 1 bad input (nothing imported; ``rejudge``: not one request succeeded), 2 usage or
 a user error (unknown format, a bad template, a refused API key, ...), 3 the database is in use by another
-process (or a DuckLake store stayed busy), 130 interrupted (Ctrl-C; ``rejudge`` keeps every verdict that
+process (or a DuckLake store stayed busy, or a re-judge batch with the same label is running), 130 interrupted (Ctrl-C; ``rejudge`` keeps every verdict that
 arrived). ``probe``: 0 every
 deciding probe passed, 1 a canary or position-swap probe failed or could not be evaluated.
 ``flags`` always exits 0 on success: flags are findings to review.
@@ -52,5 +52,5 @@ def main(argv: list[str] | None = None) -> int:
         shown = traceback.format_exc()
         if redact(shown) == shown:
             raise
-        print(redact(shown), file=sys.stderr)  # the traceback as Python would print it, without the password
+        print(redact(shown), end="", file=sys.stderr)  # the traceback as Python prints it, without the password
         return 1
