@@ -203,6 +203,9 @@ def test_app_shows_the_failure_without_the_password(pg_pw, tmp_path, monkeypatch
     shown = repr([(el.type, getattr(el, "value", None)) for el in at.main]) + repr(at.sidebar)
     for secret in (SECRET, WRONG):
         assert secret not in shown
+    # what Streamlit logs (an uncaught exception's traceback) passes the redacting filter too
+    handlers = logging.getLogger("streamlit.error_util").handlers
+    assert handlers and all(any(isinstance(f, RedactingFilter) for f in h.filters) for h in handlers)
 
 
 def test_cli_an_unexpected_error_quoting_a_password_prints_a_redacted_traceback(monkeypatch, capsys):
