@@ -158,3 +158,21 @@ def test_a_refused_import_lists_the_bad_lines_of_the_fast_path_files_too(store, 
         f"ja_mt_bench/model_judgment/gpt-4o_single.jsonl:{n_judgments}: \"score\" must be a number, got \"N/A\""]
     with store.read() as cur:
         assert cur.execute("SELECT count(*) FROM sources").fetchone()[0] == 0
+
+
+def test_a_bad_verdict_file_refuses_the_harness_files_of_the_same_import(store, tmp_path):
+    """One import is one refusal: a bad verdict record stops the harness files given with it before they are
+    written (nothing half-imported)."""
+    import shutil
+
+    from conftest import JA
+
+    bench = tmp_path / "ja_mt_bench"
+    shutil.copytree(JA / "ja_mt_bench", bench)
+    bad = write(tmp_path / "v.jsonl", [verdict(turn=3)])
+    with pytest.raises(IngestError) as caught:
+        ingest(store, [bench, tmp_path / "v.jsonl"])
+    assert [str(p) for p in caught.value.problems] == [
+        f"{bad}:1: not a JudgeLens verdict (A verdict's turn is 1 or 2; got 3.)"]
+    with store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM sources").fetchone()[0] == 0

@@ -77,6 +77,7 @@ class ImportFile:
     tables: dict[str, ParsedFile] = field(default_factory=dict)
     fast: bool = False
     hashing: Future | None = field(default=None, repr=False)  # sha256_of running while the file is inserted
+    records: list | None = field(default=None, repr=False)  # a human file's rows, read before the import writes
 
     def await_hash(self) -> None:
         """Wait for the hash started in the background (see ``_hash_later``), if any."""
@@ -498,6 +499,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
     """
     progress = progress or (lambda f, m: None)
     paths, human_items = _human_files(list(paths), allowed_roots)  # verdict exports, MT-Bench human judgments
+    _read_human(human_items)  # their bad records refuse the import before any file of it is written
     try:
         items = discover(paths, allowed_roots) if paths else []
     except PathNotAllowed:
@@ -645,9 +647,26 @@ def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[
     return rest, found
 
 
+def _read_human(items: list[ImportFile]) -> None:
+    """Read every human file (verdict exports, human pairwise judgments) now: FormatError / IngestError listing the
+    bad records of all of them, before anything of the import is written."""
+    problems: list[LineProblem] = []
+    for item in items:
+        try:
+            if item.kind == "verdicts":
+                item.records = human.read_verdicts(item.path, item.display)
+            else:
+                item.records = human.read_pair_votes(item.path, item.display, human.pair_bench(item.path))
+        except IngestError as exc:
+            problems += exc.problems
+    if problems:
+        raise IngestError(problems, hint=human.VERDICT_HINT)
+
+
 def _import_human(store: Store, items: list[ImportFile]) -> None:
     for item in items:
-        source_id, added, present, new, notes = _import_human_file(store, item.path, item.kind, item.display)
+        source_id, added, present, new, notes = _import_human_file(store, item.path, item.kind, item.display,
+                                                                   item.records)
         item.rows = added
         if new:
             item.status, item.source_id = "imported", source_id
@@ -659,7 +678,8 @@ def _import_human(store: Store, items: list[ImportFile]) -> None:
             item.status, item.existing_source = "unchanged", source_id
 
 
-def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tuple[int, int, int, bool, list[str]]:
+def _import_human_file(store: Store, path: Path, kind: str, display: str,
+                       read: list[dict] | None = None) -> tuple[int, int, int, bool, list[str]]:
     """Import a verdict export (kind 'verdicts') or a human pairwise judgment file ('human_pairs') in one
     transaction. Returns (source_id, rows added, rows already present, new source?, notes): the same bytes imported
     before change nothing; a verdict already in the store (same fields) is not added again. A verdict on a turn or
@@ -668,10 +688,10 @@ def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tup
     data = path.read_bytes()  # verdict files are small
     sha, size = hashlib.sha256(data).hexdigest(), len(data)
     if kind == "verdicts":
-        rows, bench = human.read_verdicts(path, display), None
+        rows, bench = read if read is not None else human.read_verdicts(path, display), None
     else:
         bench = human.pair_bench(path)
-        rows = human.read_pair_votes(path, display, bench)
+        rows = read if read is not None else human.read_pair_votes(path, display, bench)
     source_kind = "human_verdicts" if kind == "verdicts" else "human_pair_votes"
 
     def write(cur):  # Store.transaction: may run again on a DuckLake store
