@@ -19,7 +19,7 @@ SECRET_MASK = "***"
 _KEYWORD_PASSWORD = re.compile(
     r"""(password\s*=\s*)(?:\*\*\*(?=[\s:;,."')\]]|$)|'(?:[^'\\]|\\.)*(?:'|$)|[^\s]+)""", re.I)
 # URI userinfo: ``postgresql://user:secret@host`` (any scheme: s3://key:secret@bucket too)
-_URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s/@:'\"]*:)[^\s@]*@", re.I)
+_URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s/@:'\"]*:)[^\s@/]*@", re.I)  # RFC 3986: no / in userinfo
 
 
 def redact(text) -> str:
