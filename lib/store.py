@@ -10,6 +10,7 @@ Tables (one row per thing, every row tagged with the ``source_id`` of the file i
                          rationale, rendered judge prompt, judge model, prompt name
 - ``pair_judgments``     one pairwise comparison (two games: A/B and swapped)
 - ``judge_prompts``      judge prompt templates shipped with a harness (judge_prompts.jsonl)
+- ``work_claims``        work one process is doing that no other may start meanwhile (``Store.claim``)
 - ``reported_metrics``   numbers a harness reported about itself (Swallow results_*.json, 0–1 scale)
 
 Probes (``lib.probes``): ``probe_runs`` (one probe suite run of a template version against a judge)
@@ -43,6 +44,7 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 from __future__ import annotations
 
 import glob
+import numbers
 import os
 import random
 import re
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from lib import harness as H
-from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
+from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError, redact
 
 T = TypeVar("T")
 
@@ -208,6 +210,16 @@ CREATE TABLE IF NOT EXISTS judge_cache (
     completion_tokens INTEGER,
     latency_s         DOUBLE,
     created_at        TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+-- Work one writer does while others wait or stand back (``Store.claim``): e.g. ``rejudge:<run sha256>``, a re-judge
+-- batch running, so a second batch with that label neither pays for its requests again nor doubles its verdicts.
+CREATE TABLE IF NOT EXISTS work_claims (
+    claim       VARCHAR NOT NULL,
+    token       VARCHAR NOT NULL,              -- host:pid:random of the holder
+    host        VARCHAR NOT NULL,
+    pid         INTEGER NOT NULL,
+    claimed_at  DOUBLE NOT NULL,               -- epoch seconds
+    note        VARCHAR
 );
 CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged single_judgments row
     source_id    INTEGER NOT NULL,
@@ -431,6 +443,11 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     """(author, score, cleared) of a verdict row the store may hold, else UsageError: an author (one line), a 1-10
     score or none, the fields it empties (``cleared``: score, label, note; none it also sets), and at least one
     thing to record (a score, a label, a note or a field to empty)."""
+    if author is not None and not isinstance(author, str):
+        raise UsageError(f"An author name is text; got {_shown(author)}.")
+    for name, value in (("label", label), ("note", note)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"A verdict's {name} is text; got {_shown(value)}.")
     author = (author or "").strip()
     if not author:
         raise UsageError("Set your name first (--author, the sidebar, or [judgelens] author in secrets): "
@@ -438,6 +455,8 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     if any(c in author for c in "\n\r\t"):
         raise UsageError("An author name is one line of text.")
     if score is not None:
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise UsageError(f"A verdict's score is a number 1-10; got {_shown(score)}.")
         score = float(score)
         if not 1 <= score <= 10:
             raise UsageError(f"A verdict's score is 1-10; got {score:g}.")
@@ -451,6 +470,88 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     if not any(given.values()) and not cleared:
         raise UsageError("A verdict needs a score, a label or a note (or a field to clear).")
     return author, score, cleared
+
+
+VERDICT_TURNS = (1, 2)  # MT-Bench questions have two turns (a bench's own questions may have fewer)
+VERDICT_SAMPLES = 5  # Swallow judges each item 5 times (samples 0-4); FastChat once (sample 0)
+
+
+def _shown(value) -> str:
+    """A value as the file has it (JSON), for messages: [16], 16.0, null, true, "x"."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)[:80]
+    except (TypeError, ValueError):
+        return repr(value)[:80]
+
+
+def _verdict_id(value, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise UsageError(f"A verdict's {name} is a non-empty string or an integer; got {_shown(value)}.")
+    return str(value).strip()
+
+
+def check_verdict_key(bench, question_id, turn, model, sample) -> tuple[str, str, int, str, int]:
+    """(bench, question_id, turn, model, sample) of the item a verdict is on, else UsageError: ids are strings or
+    integers (never a list, a float or null turned into text), ``turn`` an integer in VERDICT_TURNS, ``sample`` an
+    integer 0-4 (absent: 0). The store's own limits (the question's turns, the item's samples, items it does not
+    hold) are ``verdict_item_problems``."""
+    bench, question_id, model = (_verdict_id(bench, "bench"), _verdict_id(question_id, "question_id"),
+                                 _verdict_id(model, "model"))
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn not in VERDICT_TURNS:
+        raise UsageError(f"A verdict's turn is 1 or 2; got {_shown(turn)}.")
+    sample = 0 if sample is None else sample
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample < VERDICT_SAMPLES:
+        raise UsageError(f"A verdict's sample is 0-{VERDICT_SAMPLES - 1} (Swallow's samples; FastChat has sample 0 "
+                         f"only); got {_shown(sample)}.")
+    return bench, question_id, int(turn), model, int(sample)
+
+
+def verdict_item_problems(cur, rows: list[dict]) -> tuple[dict[int, str], dict[int, str]]:
+    """What the store says about the items of verdict ``rows`` (dicts with bench, question_id, turn, model, sample):
+    ``(refused, unknown)``, each row index -> why. Refused: a turn the stored question does not have, a sample the
+    stored item does not have (a FastChat item has sample 0 only). Unknown: a bench, question or model the store
+    does not hold (the verdict is kept; the import names it in a note)."""
+    if not rows:
+        return {}, {}
+    import pyarrow as pa
+
+    keys = pa.table({"i": list(range(len(rows))), "bench": [r["bench"] for r in rows],
+                     "question_id": [str(r["question_id"]) for r in rows], "model": [r["model"] for r in rows]})
+    cur.register("_verdict_keys", keys)
+    try:
+        found = cur.execute("""
+            SELECT k.i,
+                   EXISTS (SELECT 1 FROM current_questions q WHERE q.bench = k.bench) OR
+                   EXISTS (SELECT 1 FROM single_judgments j WHERE j.bench = k.bench) AS bench_known,
+                   (SELECT max(len(q.turns)) FROM current_questions q
+                    WHERE q.bench = k.bench AND q.question_id = k.question_id) AS turns,
+                   EXISTS (SELECT 1 FROM single_judgments j WHERE j.bench = k.bench
+                           AND j.question_id = k.question_id) AS judged,
+                   (SELECT max(s) FROM (SELECT sample AS s FROM answers a WHERE a.bench = k.bench
+                                          AND a.question_id = k.question_id AND a.model = k.model
+                                        UNION ALL SELECT sample FROM single_judgments j WHERE j.bench = k.bench
+                                          AND j.question_id = k.question_id AND j.model = k.model)) AS top_sample
+            FROM _verdict_keys k""").fetchall()
+    finally:
+        cur.unregister("_verdict_keys")
+    refused, unknown = {}, {}
+    for i, bench_known, turns, judged, top in found:
+        r = rows[i]
+        where = f"bench {r['bench']} question {r['question_id']}"
+        if not bench_known:
+            unknown[i] = f"no bench {r['bench']!r} in this store"
+        elif turns is None and not judged:
+            unknown[i] = f"no question {r['question_id']} in bench {r['bench']}"
+        elif top is None:
+            unknown[i] = f"no answer or judgment of model {r['model']!r} on {where}"
+        if turns is not None and r["turn"] > turns:
+            refused[i] = f"turn {r['turn']}: {where} has {turns} turn(s)"
+        elif top is not None and int(r.get("sample") or 0) > top:
+            refused[i] = (f"sample {r.get('sample')}: the store holds " + ("sample 0 only" if top == 0 else
+                          f"samples 0-{top}") + f" of {where} model {r['model']}")
+    return refused, unknown
 
 
 def verdict_uid(author, created_at, bench, question_id, turn, model, sample, score, label, note, cleared=()) -> str:
@@ -622,6 +723,22 @@ def parse_lake(target: str) -> tuple[str, str]:
     return catalog, where
 
 
+_PG_UNREACHABLE = re.compile(r'Unable to connect to Postgres at "(?:[^"\\]|\\.)*": ', re.S)
+
+
+def lake_open_reason(exc: BaseException) -> str:
+    """Why attaching a DuckLake store failed, without the conninfo DuckDB repeats (twice, password included):
+    libpq's own words (``password authentication failed``, ``Connection refused``, ``database "x" does not
+    exist``) where there are some; redacted in any case."""
+    text = str(exc)
+    found = _PG_UNREACHABLE.search(text)
+    if found:
+        text = text[found.end():]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    text = " ".join(line if line[-1] in ".?!" else line + "." for line in lines)
+    return redact(text).rstrip(".")
+
+
 def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -702,6 +819,7 @@ class Store:
             return
         self.data_path = None
         self.path = Path(target)
+        self.shown = str(self.path)
         check_database_file(self.path, read_only)
         if not read_only:
             try:
@@ -784,7 +902,8 @@ class Store:
     # -- DuckLake
     def _open_lake(self, target: str, data_path) -> None:
         catalog, where = parse_lake(target)
-        self.path = target  # what identifies the store (cache keys, messages); no file of its own
+        self.path = target  # what identifies the store (cache keys); no file of its own
+        self.shown = redact(target)  # what messages and ``store info`` show: no password
         self.catalog, self.catalog_location = catalog, where
         config = dict(CONNECT_CONFIG)  # extensions only from the installed wheels, loaded below
         if not os.environ.get("HOME") and not Path("~").expanduser().is_dir():
@@ -817,7 +936,9 @@ class Store:
             con.close()
             hint = ("" if data_path is not None or catalog != "postgres" else
                     " A new PostgreSQL-backed store needs a data folder: set JUDGELENS_DATA_PATH (or --data-path).")
-            raise DatabaseBusyError(f"Could not open the DuckLake store {target}: {exc}.{hint}",
+            reason = lake_open_reason(exc)
+            end = "" if reason.endswith("?") else "."
+            raise DatabaseBusyError(f"Could not open the DuckLake store {self.shown}: {reason}{end}{hint}",
                                     title="Could not open the store") from exc
         except BaseException:
             con.close()
@@ -884,7 +1005,7 @@ class Store:
         except duckdb.Error as exc:
             if _retryable(exc):
                 raise DatabaseBusyError(
-                    f"The store {self.path} was changed by other processes {COMMIT_ATTEMPTS} times while this "
+                    f"The store {self.shown} was changed by other processes {COMMIT_ATTEMPTS} times while this "
                     f"change was being written; nothing was written. Try again. ({exc})",
                     title="The store is busy") from exc
             raise
@@ -961,6 +1082,39 @@ class Store:
                     cur.execute("RESET memory_limit")
                 cur.close()
 
+    # -- claims: one holder at a time for a piece of work, across threads, processes and machines
+    def claim(self, name: str, note: str = "") -> tuple[str | None, dict | None]:
+        """Take the claim ``name``: ``(token, None)``, or ``(None, holder)`` while a live holder has it (a dict
+        with ``host``, ``pid``, ``claimed_at``, ``note``). Atomic: on a DuckDB file under the write lock, on
+        DuckLake by the write clock (two claimers at once conflict; the re-run sees the winner). A holder is dead
+        when its process on this host is gone, or, from another host, after ``CLAIM_STALE_S``. Give the claim
+        back with ``release``."""
+        import socket
+        import uuid
+
+        host, pid = socket.gethostname(), os.getpid()
+        token = f"{host}:{pid}:{uuid.uuid4().hex}"
+
+        def take(cur):
+            holders = cur.execute("SELECT token, host, pid, claimed_at, note FROM work_claims WHERE claim = ?",
+                                  [name]).fetchall()
+            for tok, h, p, at, n in holders:
+                if _claim_alive(h, int(p), float(at), tok):
+                    return None, {"host": h, "pid": int(p), "claimed_at": float(at), "note": n}
+            cur.execute("DELETE FROM work_claims WHERE claim = ?", [name])  # dead holders' claims
+            cur.execute("INSERT INTO work_claims VALUES (?, ?, ?, ?, ?, ?)", [name, token, host, pid, time.time(), note])
+            return token, None
+
+        got, holder = self.transaction(take)
+        if got:
+            _LIVE_CLAIMS.add(got)
+        return got, holder
+
+    def release(self, name: str, token: str) -> None:
+        _LIVE_CLAIMS.discard(token)
+        self.transaction(lambda cur: cur.execute("DELETE FROM work_claims WHERE claim = ? AND token = ?",
+                                                 [name, token]))
+
     def set_meta(self, cur, key: str, value: str) -> None:
         """Set a ``meta`` row inside the caller's write transaction (no ON CONFLICT on DuckLake)."""
         cur.execute("DELETE FROM meta WHERE key = ?", [key])
@@ -971,7 +1125,8 @@ class Store:
         if not self.lake:
             return {"kind": "duckdb file", "store": str(self.path), "data": str(self.path),
                     "bytes": self.path.stat().st_size if self.path.exists() else 0}
-        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.path, "catalog": self.catalog_location,
+        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.shown,
+                "catalog": redact(self.catalog_location),
                 "data": self.data_path}
         with self.read() as cur:
             files = cur.execute(
@@ -1003,6 +1158,28 @@ def frame(store: Store, sql: str, params: list | dict | None = None, *, plain: b
         import pandas as pd
 
         return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])
+
+
+CLAIM_STALE_S = 6 * 3600  # a claim held from another machine counts as abandoned after this long
+_LIVE_CLAIMS: set[str] = set()  # claims this process holds and has not released
+
+
+def _claim_alive(host: str, pid: int, claimed_at: float, token: str) -> bool:
+    """Whether a claim's holder may still be working: this process (a claim it has not released), another live
+    process on this host, or another host within ``CLAIM_STALE_S``."""
+    import socket
+
+    if host != socket.gethostname():
+        return time.time() - claimed_at < CLAIM_STALE_S
+    if pid == os.getpid():
+        return token in _LIVE_CLAIMS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _CORRUPT = re.compile(r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database|"
@@ -1081,7 +1258,7 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         have = cur.execute("SELECT count(*) FROM sources").fetchone()[0] + cur.execute(
             "SELECT count(*) FROM templates").fetchone()[0]
     if have:
-        raise UsageError(f"The store {target.path} already holds data; migrate into a new, empty store.",
+        raise UsageError(f"The store {target.shown} already holds data; migrate into a new, empty store.",
                          title="Target store is not empty")
     alias = "jl_migrate_source"
     try:

@@ -14,7 +14,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
-from lib.errors import DatabaseFileError, JudgeLensError
+from lib.errors import DatabaseFileError, JudgeLensError, install_log_redaction, redact
 from lib.store import Store, default_data_path, default_db_path
 
 
@@ -78,7 +78,9 @@ def store_target() -> tuple[str, str | None]:
 
 
 def get_store() -> Store:
-    """The one store of this server process. On failure, say why and stop the page."""
+    """The one store of this server process. On failure, say why and stop the page. Every log handler there is
+    gets the redacting filter first: an uncaught exception Streamlit logs may quote a store's password."""
+    install_log_redaction()
     try:
         return _open_store(*store_target())
     except JudgeLensError as exc:
@@ -248,8 +250,8 @@ def show_text(text: str, height: int | None = None) -> None:
 
 
 def show_error(exc: JudgeLensError) -> None:
-    st.error(f"**{exc.title}**")
-    st.code(exc.message, language=None, wrap_lines=True)
+    st.error(f"**{redact(exc.title)}**")
+    st.code(redact(exc.message), language=None, wrap_lines=True)
 
 
 def empty_state() -> None:

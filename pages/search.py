@@ -4,7 +4,11 @@ Case-insensitive substring after NFKC (full-width = half-width), or a regular ex
 (text, fields, filters, page) lives in the URL, so the address bar is a deep link. Snippets are plain text in
 a dataframe, the hit between « and »: text is never rendered as HTML or Markdown.
 """
+import math
+
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from lib.analysis import item_view
 from lib.analysis import search as S
@@ -24,14 +28,27 @@ seed_from_url("sr", {"q": "sr_q", "in": "sr_in", "re": "sr_re", "bench": "sr_ben
                      "smin": "sr_smin", "smax": "sr_smax", "parse": "sr_parse", "flag": "sr_flag",
                      "dis": "sr_dis", "page": "sr_page"},
               ints=("page",), lists=("in", "judge", "flag"))
-# URL values arrive as text; coerce the few non-text widgets
-for key, cast in (("sr_smin", float), ("sr_smax", float), ("sr_dis", float)):
+# URL values arrive as text; coerce the few non-text widgets. A value a widget cannot hold (smin=nan, smax=11,
+# turn=3) is dropped with a message: silently kept it would find nothing, silently dropped it would find too much.
+bad_link = []
+for param, key, top in (("smin", "sr_smin", 10.0), ("smax", "sr_smax", 10.0), ("dis", "sr_dis", 9.0)):
     value = st.session_state.get(key)
     if isinstance(value, str):
         try:
-            st.session_state[key] = cast(value)
+            number = float(value)
         except ValueError:
+            number = math.nan
+        if math.isfinite(number) and 0.0 <= number <= top:
+            st.session_state[key] = number
+        else:
             del st.session_state[key]
+            bad_link.append(f"{param}={value!r} (a number from 0 to {top:g})")
+if st.session_state.get("sr_turn") not in (None, ANY, "1", "2"):
+    bad_link.append(f"turn={st.session_state['sr_turn']!r} (1 or 2)")
+    del st.session_state["sr_turn"]
+if bad_link:
+    st.warning("This link's " + "; ".join(bad_link) + " cannot be used: left out of the search below.",
+               icon=":material/link_off:")
 if isinstance(st.session_state.get("sr_re"), str):
     st.session_state["sr_re"] = st.session_state["sr_re"] in ("1", "true", "True")
 
@@ -57,7 +74,7 @@ c1, c2 = st.columns([4, 1])
 st.session_state.setdefault("sr_in", list(S.FIELDS))
 st.session_state["sr_in"] = [f for f in st.session_state["sr_in"] if f in S.FIELDS] or list(S.FIELDS)
 fields = c1.multiselect("In", list(S.FIELDS), key="sr_in", on_change=reset_page)
-regex = c2.toggle("Regular expression", key="sr_re", on_change=reset_page)
+regex = c2.toggle("Regular expression", key="sr_re", on_change=reset_page, help=S.REGEX_HELP)
 
 with st.expander("Filters", expanded=True):
     f1, f2, f3, f4 = st.columns(4)
@@ -90,9 +107,21 @@ if not text and not (bench or harness or judges or model or category or turn or 
     publish_to_url("sr", {})
     st.stop()
 
+def session_gone():
+    """A callable for ``S.stop_when``: true once this browser session has ended (the tab closed), so its search
+    is interrupted instead of running on for nobody."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return lambda: False
+    runtime, session = Runtime.instance(), ctx.session_id
+    return lambda: not runtime.is_active_session(session)
+
+
+stop = session_gone()
 try:
-    by_field = cached_query(S.count_by_field, version, q=query)
-except JudgeLensError as exc:
+    with S.stop_when(stop):
+        by_field = cached_query(S.count_by_field, version, q=query)
+except JudgeLensError as exc:  # a bad pattern, one too long, a search past its time limit
     show_error(exc)
     st.stop()
 total = sum(by_field.values())
@@ -106,7 +135,12 @@ st.caption(" · ".join(f"{f}: {by_field.get(f, 0):,}" for f in S.FIELDS if f in 
 if total:
     p1, p2 = st.columns([1, 4])
     page = p1.number_input(f"Page (of {pages:,})", 1, pages, key="sr_page")
-    results = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    try:
+        with S.stop_when(stop):
+            results = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    except JudgeLensError as exc:
+        show_error(exc)
+        st.stop()
     results.insert(0, "open", [
         item_view.link(_params) for _params in (
             {**item_view.link_params(r.bench, r.question_id, r.turn, r.model,

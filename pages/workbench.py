@@ -293,7 +293,9 @@ def batch_status():
         if st.button("Cancel", icon=":material/stop:", key="wb_cancel"):
             run.cancel.set()
         return
-    if run.error is not None:  # shown on the page; the batch keeps what it wrote
+    if isinstance(run.error, JudgeLensError):  # e.g. another batch with this label is running
+        show_error(run.error)
+    elif run.error is not None:  # shown on the page; the batch keeps what it wrote
         st.error(str(run.error))
     if run.result is not None:
         st.success(f"Stored as judge {job['label']}.")

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI
@@ -148,3 +150,58 @@ def test_the_endpoint_form_is_closed_until_opened_and_keeps_what_was_typed(sampl
     assert any("judge-q at api.openai.com" in c for c in captions())  # closed, still judge-q
     at.switch_page("pages/probes.py").run()                                   # and on another page
     assert any("judge-q at api.openai.com" in c for c in captions())
+
+
+def _tab(server) -> AppTest:
+    """Another browser tab on the same server: a second AppTest in this process shares the app's store."""
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update(ITEM)
+    at.switch_page("pages/workbench.py").run()
+    at.session_state["ep_open"] = True
+    at.run()
+    at.text_input(key="ep_url").set_value(server.url)
+    at.text_input(key="ep_model").set_value("judge-x")
+    at.text_input(key="ep_key").set_value(KEY).run()
+    return at
+
+
+def test_the_same_batch_in_two_tabs_is_paid_once(app, server):
+    """Issue 27: the second tab says "Another batch with this label is running" (no raw constraint error, no second
+    round of paid calls); requests counted at the judge server."""
+    import re
+    import socket
+    import threading
+
+    gate = threading.Event()
+    server.responder = lambda body: (gate.wait(120), "Rating: [[3]]")[1]
+    other = _tab(server)
+    for tab in (app, other):
+        _open_batch(tab)
+        tab.number_input(key="wb_b_limit").set_value(5)
+        tab.text_input(key="wb_b_label").set_value("two-tabs").run()
+    button(app, "Estimate and run").click().run()
+    deadline = time.time() + 60
+    while not server.chat_requests() and time.time() < deadline:
+        time.sleep(0.05)
+    button(other, "Estimate and run").click().run()
+    while not other.session_state["wb_job"]["done"] and time.time() < deadline:
+        time.sleep(0.05)
+    other.run()
+    gate.set()
+    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
+        time.sleep(0.05)
+    app.run()
+    assert not other.exception and not app.exception
+    assert [e.value for e in other.error] == ["**Another batch with this label is running**"]
+    message = next(c.value for c in other.code if c.value.startswith("Another batch"))
+    assert re.fullmatch(re.escape(f"Another batch with this label is running: 'two-tabs' (process {os.getpid()} on "
+                                  f"{socket.gethostname()}, started ") + r"\d+" + re.escape(
+        " s ago). Nothing was sent. When it has finished, run this batch again: it resumes from that batch's "
+        "verdicts and pays only for what is still missing."), message)
+    assert app.session_state["wb_job"]["summary"].written == 5
+    assert len(server.chat_requests()) == 5
+    store = Store(os.environ["JUDGELENS_DB"])
+    with store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM sources WHERE kind = 'rejudge'").fetchone()[0] == 1
+        assert cur.execute("SELECT count(*) FROM single_judgments WHERE judge = 'two-tabs'").fetchone()[0] == 5

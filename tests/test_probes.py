@@ -416,3 +416,25 @@ def test_items_are_stratified_by_category(sample_store):
     assert all(i.turn == 2 for i in multi)
     with pytest.raises(P.ProbeError, match="pairwise"):
         P.sample_items(sample_store, T.get_template(sample_store, "pair-v2"), 2)
+
+
+def test_a_judge_reply_without_a_rating_is_reported_as_not_parsed(sample_store, server):
+    """Issue 27: a canary failed only because no rating could be read says so, not "the judge grades an answer it
+    was not given"."""
+    from lib.probes.spec import PROBES
+
+    careful = careful_judge_for(sample_store)
+
+    def judge(body: dict) -> str:
+        reply = careful(body)
+        return "The assistant gave no answer at all." if reply.startswith("The assistant gave no answer") else reply
+
+    server.responder = judge
+    run = P.run_probes(sample_store, "single-v1", cfg(server), n_items=3, api_key=KEY, probes=["canaries"])
+    empty = run.result("empty_answer")
+    assert empty.status == "fail" and [i["score"] for i in empty.items] == [None, None, None]
+    lines = run.summary.splitlines()
+    assert f"single-v1 on {PROBES['empty_answer'].label}: no rating could be parsed from the judge's reply on 3 of 3 " \
+           "item(s): fix the template's output format or its parser (the judge's own words below)." in lines
+    assert "grades an answer it was not given" not in run.summary
+    assert "scores" not in " ".join(l for l in lines if l.startswith("single-v1 on "))

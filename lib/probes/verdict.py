@@ -40,10 +40,18 @@ def summary_text(run: ProbeRun) -> str:
     for r in failed:
         if r.kind == "canary" and run.mode == "single":
             fails = [i for i in r.items if i["status"] == "fail"]
-            fs = [i["score"] for i in fails]
-            line = (f"{name} scores {PROBES[r.probe].label} {_scores_phrase(fs, hi)} on {len(fails)} of "
+            scored = [i for i in fails if i["score"] is not None]
+            unparsed = len(fails) - len(scored)  # a canary without a rating fails too: it was not shown to pass
+            if not scored:
+                lines.append(f"{name} on {PROBES[r.probe].label}: no rating could be parsed from the judge's reply on "
+                             f"{unparsed} of {r.n_items} item(s): fix the template's output format or its parser "
+                             "(the judge's own words below).")
+            fs = [i["score"] for i in scored]
+            line = (f"{name} scores {PROBES[r.probe].label} {_scores_phrase(fs, hi)} on {len(scored)} of "
                     f"{r.n_items} item(s)")
-            if r.probe in ("empty_answer", "whitespace_answer"):
+            if not scored:
+                pass
+            elif r.probe in ("empty_answer", "whitespace_answer"):
                 line += ": " + ("the judge confuses the reference with the answer"
                                 if _confuses_reference(run, r) else "the judge grades an answer it was not given")
             elif r.probe == "injection":
@@ -58,8 +66,10 @@ def summary_text(run: ProbeRun) -> str:
                 line += ": the judge ignores the answer's language and content"
             elif r.probe == "off_topic":
                 line += ": the judge does not check that the answer addresses the question"
-            line += "."
-            lines.append(line)
+            if scored:
+                if unparsed:
+                    line += f"; on {unparsed} more item(s) no rating could be parsed from the judge's reply"
+                lines.append(line + ".")
             if r.probe == "empty_answer":
                 fixes = [a for a in ablations if a.status == "pass"]
                 for a in fixes:
