@@ -19,7 +19,8 @@ from conftest import EN, ROOT, lake_target
 from lib.analysis.item_view import ItemKey
 from lib.errors import BatchRunningError
 from lib.ingest.importer import ingest
-from lib.judging import client as J
+from lib.judging.batch import RejudgeBatch
+from lib.judging.config import JudgeConfig
 from lib.judging.context import select_items
 from lib.judging.templates import get_template
 from lib.store import Store
@@ -127,12 +128,12 @@ def test_two_workbench_batches_on_one_file_do_not_pay_twice(_sample_db, tmp_path
 
     with FakeOpenAI() as server, Store(db) as store:
         server.responder = responder
-        config = J.JudgeConfig(base_url=server.url, model="judge-x", max_retries=0)
+        config = JudgeConfig(base_url=server.url, model="judge-x", max_retries=0)
         template = get_template(store, "single-v1")
         items = select_items(store, bench="mt_bench", limit=6)
         assert len(items) == 6 and all(isinstance(i, ItemKey) for i in items)
-        tab1 = J.RejudgeBatch(store, template, config, items)
-        tab2 = J.RejudgeBatch(store, template, config, items)
+        tab1 = RejudgeBatch(store, template, config, items)
+        tab2 = RejudgeBatch(store, template, config, items)
         tab1.prepare()
         tab2.prepare()  # both estimated before either runs, as two tabs can
         box = {}

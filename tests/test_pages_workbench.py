@@ -185,12 +185,10 @@ def test_the_same_batch_in_two_tabs_is_paid_once(app, server):
     while not server.chat_requests() and time.time() < deadline:
         time.sleep(0.05)
     button(other, "Estimate and run").click().run()
-    while not other.session_state["wb_job"]["done"] and time.time() < deadline:
-        time.sleep(0.05)
+    assert other.session_state["wb_job"]["run"].wait(60)   # joins the refused batch
     other.run()
     gate.set()
-    while not app.session_state["wb_job"]["done"] and time.time() < deadline:
-        time.sleep(0.05)
+    assert app.session_state["wb_job"]["run"].wait(60)   # joins the paid batch
     app.run()
     assert not other.exception and not app.exception
     assert [e.value for e in other.error] == ["**Another batch with this label is running**"]
@@ -199,7 +197,7 @@ def test_the_same_batch_in_two_tabs_is_paid_once(app, server):
                                   f"{socket.gethostname()}, started ") + r"\d+" + re.escape(
         " s ago). Nothing was sent. When it has finished, run this batch again: it resumes from that batch's "
         "verdicts and pays only for what is still missing."), message)
-    assert app.session_state["wb_job"]["summary"].written == 5
+    assert app.session_state["wb_job"]["run"].result.written == 5
     assert len(server.chat_requests()) == 5
     store = Store(os.environ["JUDGELENS_DB"])
     with store.read() as cur:
