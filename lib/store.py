@@ -403,6 +403,7 @@ def _refresh_extras(cur, benches, marked=()) -> None:
 # lib.judging.human, reading verdict files lib.ingest.formats.human.
 HUMAN_HARNESS = "human"
 HUMAN_PREFIX = "human:"
+REJUDGE_HARNESS = "judgelens"  # the harness of verdicts JudgeLens itself asked for (Workbench and CLI re-judges)
 VERDICT_FIELDS = ("score", "label", "note")
 
 

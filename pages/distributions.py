@@ -5,7 +5,7 @@ so; every figure is drawn from aggregates (bins, quartiles, category means), nev
 """
 import streamlit as st
 
-from lib.analysis import distributions, queries
+from lib.analysis import coverage, distributions, queries
 from lib.render import charts
 from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
                            show_table)
@@ -20,15 +20,16 @@ c1, c2 = st.columns([1.2, 4])
 bench = c1.selectbox("Bench", benches, key="dist_bench",
                      help="Question ids and categories only mean the same thing within one bench.")
 here = loaded[loaded["bench"] == bench]
-all_judges = sorted(here["judge"].unique())
-keep_picks("dist_judges", all_judges, all_judges[:MAX_JUDGES])
-judges = c2.multiselect("Judges", all_judges, key="dist_judges")
-if len(all_judges) > MAX_JUDGES:
-    c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
+cover = cached_query(coverage.judge_items, version, bench=bench)
+all_judges = coverage.rank_judges(here["judge"].unique(), cover)  # most judged items first
+keep_picks("dist_judges", all_judges, coverage.default_judges(all_judges, cover, MAX_JUDGES))
+judges = c2.multiselect("Judges", all_judges, key="dist_judges",
+                        help="First shown: the judges with the most judged items on this bench.")
+c2.caption(coverage.showing_judges(judges, all_judges))
 means = cached_query(queries.scores, version, by=("model",), where={"bench": bench})
 ranked = means.sort_values(["mean", "model"], ascending=[False, True])["model"].tolist()
 ranked += sorted(set(here["model"]) - set(ranked))
-models = readable_subset(ranked, "dist_models", rank_note="by mean score over all judges")
+models = readable_subset(ranked, "dist_models", noun=f"models on {bench}", rank_note="by mean score over all judges")
 if not judges or not models:
     st.info("Pick at least one judge and one model.")
     st.stop()

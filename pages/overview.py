@@ -2,7 +2,7 @@
 import streamlit as st
 
 from lib.render import charts
-from lib.analysis import aliases, linking, queries, runs
+from lib.analysis import aliases, coverage, linking, queries, runs
 from lib.render.safe_text import csv_text
 from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_subset,
                            show_chart)
@@ -11,12 +11,23 @@ MAX_CHART_JUDGES = 6
 
 store, version = page_start("Overview")
 
-counts = cached_query(queries.overview_counts, version)
+counts = dict(cached_query(queries.overview_counts, version))
+board = cached_query(queries.leaderboard, version)
+judge_cover = cached_query(coverage.judge_items, version)
+# One row per model: a model's names in the harnesses (joined by aliases, as in the chart and the matrix below).
+alias_version = version + linking.links_version(store)  # the data and the aliases: the chart's and matrix's key
+# Every stored model's canonical name, cached on the versions alone: passing the 1,250 ranked names as the cache
+# key cost each run 0.1-0.3 s at 1M judgments in Streamlit's hashing of them, on a cache hit.
+canonical = cached_query(aliases.canonical_map, alias_version)
+model_count = coverage.model_counts(board["model"].unique(), canonical)
+judge_names = judge_cover["judge"].tolist()
+reviewers = int(judge_cover["human"].sum())
+counts["models"], counts["judges"] = model_count["models"], len(judge_names) - reviewers
 cols = [*st.columns(4), *st.columns(4)]  # two rows: seven numbers in one row cut "1,000,800" to "1,000…"
 for col, (label, key, helptext) in zip(cols, [
     ("Sources", "sources", "Imported files"),
-    ("Models", "models", "Answering models with judgments"),
-    ("Judges", "judges", "Judge models"),
+    ("Models", "models", coverage.MODELS_RULE + f" {model_count['names']:,} names in the files."),
+    ("Judges", "judges", coverage.JUDGES_RULE + f" Reviewers: {reviewers:,}."),
     ("Judged items", "judged_items", "harness x bench x judge x model x question x turn"),
     ("Judgments", "single_judgments", "Single-answer judgment rows (Swallow: 5 samples per item)"),
     ("No usable score", "no_score", "Rating not parsed (-1), \\$ERROR\\$ or out of 1-10; kept, left out of means"),
@@ -24,13 +35,12 @@ for col, (label, key, helptext) in zip(cols, [
 ]):
     col.metric(label, f"{counts[key]:,}", help=helptext)
 
-board = cached_query(queries.leaderboard, version)
 st.subheader("Leaderboard")
 benches = sorted(board["bench"].unique())
 left, mid, _ = st.columns([1, 1.5, 1.5])
 bench = left.selectbox("Bench", ["All benches", *benches], key="overview_bench")
 shown = board if bench == "All benches" else board[board["bench"] == bench]
-judges = sorted(shown["judge"].unique())
+judges = coverage.rank_judges(shown["judge"].unique(), judge_cover)  # most judged items first
 MEAN_OVER_JUDGES = "mean over judges"
 keep_valid("overview_rank", [MEAN_OVER_JUDGES, *judges], MEAN_OVER_JUDGES)
 rank_by = mid.selectbox("Rank models by", [MEAN_OVER_JUDGES, *judges], key="overview_rank",
@@ -59,19 +69,15 @@ st.download_button("Download leaderboard (CSV)", lambda: csv_text(shown).encode(
                    "judgelens_leaderboard.csv", "text/csv", icon=":material/download:", on_click="ignore")
 
 st.markdown("**Chart**")
-# One row per model: a model's names in the harnesses (joined by aliases, as in the matrix below) share a row.
-alias_version = version + linking.links_version(store)  # the data and the aliases: the chart's and matrix's key
-# Every stored model's canonical name, cached on the versions alone: passing the 1,250 ranked names as the cache
-# key cost each run 0.1-0.3 s at 1M judgments in Streamlit's hashing of them, on a cache hit.
-canonical = cached_query(aliases.canonical_map, alias_version)
 names = {m: canonical.get(m, m) for m in ranked}
 models = readable_subset(list(dict.fromkeys(names[m] for m in ranked)), "overview_models",
                          rank_note=f"by overall ({rank_by})")
-chart_judges = judges
-if len(judges) > MAX_CHART_JUDGES:
-    keep_picks("overview_chart_judges", judges, judges[:MAX_CHART_JUDGES])
-    chart_judges = st.multiselect("Judges in the chart", judges, key="overview_chart_judges") or judges[:MAX_CHART_JUDGES]
-    st.caption(f"Showing {len(chart_judges):,} of {len(judges):,} judges.")
+default = coverage.default_judges(judges, judge_cover, MAX_CHART_JUDGES)
+keep_picks("overview_chart_judges", judges, default)
+chart_judges = st.multiselect("Judges in the chart", judges, key="overview_chart_judges",
+                              help="First shown: the judges with the most judged items (a partial re-judge and "
+                                   "the reviewers are one pick away).") or default
+st.caption(coverage.showing_judges(chart_judges, judges) + " " + coverage.MODELS_RULE)
 if models:
     charted = shown[shown["model"].map(names).isin(models) & shown["judge"].isin(chart_judges)]
     # the names of the charted models only: the chart's cache key is hashed on every run

@@ -41,12 +41,12 @@ from lib.judging.context import build_contexts
 from lib.judging.deadline import deadline_http_client, total_deadline
 from lib.judging.parsers import parse
 from lib.judging.templates import Template, TemplateError, render_many
-from lib.store import Store
+from lib.store import REJUDGE_HARNESS, Store
 
 log = logging.getLogger("judgelens.judge_client")
 
 ENV_KEY = "OPENAI_API_KEY"
-HARNESS = "judgelens"
+HARNESS = REJUDGE_HARNESS
 RETRYABLE_STATUS = {408, 409, 429}
 FATAL_STATUS = {401, 403, 404}
 
