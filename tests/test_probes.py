@@ -416,3 +416,15 @@ def test_items_are_stratified_by_category(sample_store):
     assert all(i.turn == 2 for i in multi)
     with pytest.raises(P.ProbeError, match="pairwise"):
         P.sample_items(sample_store, T.get_template(sample_store, "pair-v2"), 2)
+
+
+def test_a_judge_off_the_templates_scale_could_not_be_evaluated_not_failed(sample_store, server):
+    """order-bug-demo asks for 1-5; a judge answering 7 to everything gives no score on that scale: the verdict
+    says the probes could not be evaluated and why, never "FAILS 8 of 8"."""
+    server.responder = lambda body: "Rating: [[7]]"
+    run = P.run_probes(sample_store, "order-bug-demo", cfg(server), n_items=2, api_key=KEY, probes=["canaries"])
+    head = run.summary.splitlines()[0]
+    assert "FAILS" not in head
+    assert head.startswith("order-bug-demo@v1 judged by judge-x on 2 item(s): could not evaluate ")
+    assert head.endswith("(no rating on the template's 1-5 scale could be parsed).")
+    assert not any(line.startswith("order-bug-demo scores") for line in run.summary.splitlines())
