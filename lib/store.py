@@ -47,6 +47,7 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 """
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import random
@@ -776,6 +777,17 @@ class _FileGate:
             con, self.con = self.con, None
             con.close()  # a read-write connection checkpoints its WAL into the file here
 
+    @classmethod
+    def close_all(cls) -> None:
+        """At exit: close every idle connection, so a read-write one checkpoints its WAL into the file (the file
+        alone then holds everything; a copy of it is complete)."""
+        with cls._gates_lock:
+            gates = list(cls._gates.values())
+        for gate in gates:
+            with gate.cond:
+                if gate.users == 0:
+                    gate._close()
+
     def close_store(self) -> None:
         with _FileGate._gates_lock:
             self.stores -= 1
@@ -785,6 +797,9 @@ class _FileGate:
         with self.cond:
             if self.users == 0:
                 self._close()
+
+
+atexit.register(_FileGate.close_all)
 
 
 class Store:

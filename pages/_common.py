@@ -266,9 +266,30 @@ def show_chart(fig, name: str) -> None:
                        help="Self-contained: opens offline. For a PNG, use the camera icon on the chart.")
 
 
+def readable_dataframe(df, **kwargs):
+    """``st.dataframe`` without raw nulls: a column holding a missing value shows an em dash there and p-values
+    read ``< 0.001`` (``lib.render.tables.for_display``), formatted as its ``column_config`` says."""
+    from lib.render.tables import for_display
+
+    config = dict(kwargs.pop("column_config", None) or {})
+    formats = {}
+    for col, conf in config.items():
+        type_config = conf.get("type_config", {}) if isinstance(conf, dict) else {}
+        if type_config.get("format"):
+            formats[col] = type_config["format"]
+    shown, converted = for_display(df, formats)
+    for col in converted:  # now text: keep the label and help, drop the number type
+        conf = config.get(col)
+        label = conf.get("label") if isinstance(conf, dict) else None
+        help_ = conf.get("help") if isinstance(conf, dict) else None
+        config[col] = st.column_config.TextColumn(label or str(col), help=help_)
+    return st.dataframe(shown, column_config=config or None, **kwargs)
+
+
 def show_table(df, name: str, page_size: int = 50, noun: str = "rows", **kwargs) -> None:
-    """A table with a CSV download of all its rows; long tables are shown a page at a time (``paged``)."""
-    st.dataframe(paged(df, f"tbl_{name}", noun, page_size), hide_index=True, width="stretch", **kwargs)
+    """A table with a CSV download of all its rows; long tables are shown a page at a time (``paged``). Missing
+    values read as an em dash, p-values as ``< 0.001`` (``readable_dataframe``); the CSV keeps the raw values."""
+    readable_dataframe(paged(df, f"tbl_{name}", noun, page_size), hide_index=True, width="stretch", **kwargs)
     st.download_button("Table as CSV", data=lambda: csv_text(df).encode(), file_name=f"{name}.csv",
                        mime="text/csv", on_click="ignore", icon=":material/download:", key=f"csv_{name}")
 

@@ -4,8 +4,8 @@ import streamlit as st
 from lib.render import charts
 from lib.analysis import aliases, coverage, linking, queries, runs
 from lib.render.safe_text import csv_text
-from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_subset,
-                           show_chart)
+from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_dataframe,
+                           readable_subset, show_chart)
 
 MAX_CHART_JUDGES = 6
 
@@ -53,7 +53,7 @@ st.caption(
     "dropped, duplicates counted again; it prints turn 1 only for benches other than `mt_bench`, so T2 and "
     "Overall (harness) follow its `mt_bench` code). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
     "question's 5-sample mean). Where they differ, the difference is how failures and duplicates are treated.")
-st.dataframe(
+readable_dataframe(
     paged(shown, "overview_board", "leaderboard rows"), hide_index=True, width="stretch",
     column_config={
         "t1": st.column_config.NumberColumn("T1", format="%.3f"),
@@ -96,7 +96,7 @@ with st.expander("One row per model, one column per run (harness · bench · jud
                    "and run (harness · bench · judge). Each run's JudgeLens mean (the rule above) stands beside the "
                    "harness's own number, '(harness)'. To see why two harnesses disagree on a model, open Compare → "
                    "one model under two harnesses.")
-        st.dataframe(paged(matrix, "overview_matrix", "models"), hide_index=True, width="stretch",
+        readable_dataframe(paged(matrix, "overview_matrix", "models"), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in matrix.columns
                                     if c != "model"})
 
