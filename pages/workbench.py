@@ -249,31 +249,50 @@ def batch_form() -> None:
         else:
             st.caption("This bench has one judge: items are taken in question order instead.")
 
-    if st.button("Estimate and run", icon=":material/play_arrow:",
-                 disabled=running or messages is None or config is None):
+    # Two steps, always (prices of 0 included): the estimate, then an explicit confirmation naming requests and
+    # tokens. Nothing is sent before the second click.
+    if st.button("Estimate", icon=":material/calculate:", disabled=running or messages is None or config is None):
         items = select_items(store, **filters)
         try:
             batch = J.RejudgeBatch(store, template, config, items, label or None,
                                    judge_hint=st.session_state.get("wb_judge"))
-            estimate = batch.prepare()
+            st.session_state["wb_pending"] = (batch, batch.prepare(), int(concurrency))
         except (JudgeLensError, ValueError) as exc:
+            st.session_state.pop("wb_pending", None)
             st.error(str(exc))
-        else:
-            job = {"done": False, "progress": (0, estimate.to_send, None), "summary": None, "error": None,
-                   "cancel": threading.Event(), "estimate": estimate, "label": batch.label, "started": time.time()}
+    pending = st.session_state.get("wb_pending")
+    if pending is None or running:
+        return
+    batch, estimate, conc = pending
+    cost = (f"; cost about ${estimate.cost_expected:.4f}, at most ${estimate.cost_upper:.4f}"
+            if estimate.cost_upper is not None else "; no prices set, so no cost estimate")
+    st.info(f"{estimate.items:,} item(s) as judge {md_escape(batch.label)}: {estimate.to_send:,} request(s) to send, "
+            f"{estimate.cached:,} answered from the cache. About {estimate.prompt_tokens:,} prompt tokens and up to "
+            f"{estimate.max_completion_tokens:,} completion tokens (typically "
+            f"{estimate.completion_tokens_typical * estimate.to_send:,}){cost}.", icon=":material/receipt_long:")
+    r1, r2, _ = st.columns([1, 1, 3])
+    go = r1.button(f"Run {estimate.to_send:,} request(s)", type="primary", icon=":material/play_arrow:",
+                   key="wb_b_confirm")
+    if r2.button("Cancel", key="wb_b_cancel_estimate"):
+        st.session_state.pop("wb_pending", None)
+        st.rerun()
+    if go:
+        st.session_state.pop("wb_pending", None)
+        job = {"done": False, "progress": (0, estimate.to_send, None), "summary": None, "error": None,
+               "cancel": threading.Event(), "estimate": estimate, "label": batch.label, "started": time.time()}
 
-            def work(job=job, batch=batch):
-                try:
-                    job["summary"] = batch.run(api_key=api_key, concurrency=int(concurrency), cancel=job["cancel"],
-                                               progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
-                except BaseException as exc:  # shown on the page; the batch keeps what it wrote
-                    job["error"] = str(exc)
-                finally:
-                    job["done"] = True
+        def work(job=job, batch=batch):
+            try:
+                job["summary"] = batch.run(api_key=api_key, concurrency=conc, cancel=job["cancel"],
+                                           progress=lambda d, t, eta: job.__setitem__("progress", (d, t, eta)))
+            except BaseException as exc:  # shown on the page; the batch keeps what it wrote
+                job["error"] = str(exc)
+            finally:
+                job["done"] = True
 
-            threading.Thread(target=work, daemon=True, name="judgelens-batch").start()
-            st.session_state["wb_job"] = job
-            st.rerun()
+        threading.Thread(target=work, daemon=True, name="judgelens-batch").start()
+        st.session_state["wb_job"] = job
+        st.rerun()
 
 
 job = st.session_state.get("wb_job")

@@ -365,3 +365,11 @@ def test_an_imported_judge_prompts_file_becomes_templates(sample_store):
     assert "{{ question }}" in single.messages[-1]["content"] and single.parser["kind"] == "fastchat_single"
     again = T.save_stored_prompts(sample_store, int(sources["source_id"].iloc[0]), prefix="fork-")
     assert [t.template_id for t in again] == [t.template_id for t in added]   # same content: same versions
+
+
+def test_suggestion_starts_from_the_shipped_prompt_not_a_later_edit():
+    """A batch on an edited built-in stored ja-single-v1@v2; the next visit still starts from the prompt the
+    harness's verdict was made with (v1), so an edit is not applied twice."""
+    labels = ["ja-single-v1@v1", "ja-single-v1@v2", "ja-single-v1@v3", "single-v1@v1"]
+    assert T.suggest_template(labels, "single-v1", "ja_mt_bench", "fastchat") == "ja-single-v1@v1"
+    assert T.suggest_template(labels, "ja-single-v1@v3", "ja_mt_bench", "judgelens") == "ja-single-v1@v3"
