@@ -14,7 +14,8 @@ from lib.errors import JudgeLensError
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
-from pages._common import cached_chart, cached_query, keep_valid, publish_to_url, seed_from_url, show_chart, show_error, show_table
+from pages._common import (cached_chart, cached_query, keep_valid, publish_to_url, readable_dataframe, seed_from_url,
+                           show_chart, show_error, show_table)
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
 
@@ -132,7 +133,7 @@ def harness_compare(store, version: tuple) -> None:
     with st.expander("As a table (with a link to an example item per row)", key="hx_setup_table_open",
                      on_change="rerun") as table_box:
         if table_box.open:
-            st.dataframe(shown, hide_index=True, width="stretch", key="hx_setup",
+            readable_dataframe(shown, hide_index=True, width="stretch", key="hx_setup",
                          column_config={"example": st.column_config.LinkColumn("example", display_text="open item"),
                                         "evidence": st.column_config.TextColumn("evidence", width="large")})
     st.download_button("Setup table as CSV", csv_text(shown).encode(), "harness_setup.csv", "text/csv",
@@ -210,4 +211,4 @@ def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
         if not al.empty:
             st.caption("Model aliases (one model under several names) and suggestions to confirm: "
                        "python -m lib.cli aliases set NAME CANONICAL / aliases remove NAME.")
-            st.dataframe(al, hide_index=True, width="stretch")
+            readable_dataframe(al, hide_index=True, width="stretch")

@@ -108,7 +108,7 @@ st.subheader("What is loaded")
 with st.expander("One row per harness, bench, judge and model: counts and failures", key="overview_loaded_open",
                  on_change="rerun", icon=":material/inventory_2:") as loaded_box:
     if loaded_box.open:
-        st.dataframe(paged(cached_query(queries.judges_by_harness, version), "overview_loaded", "rows"),
+        readable_dataframe(paged(cached_query(queries.judges_by_harness, version), "overview_loaded", "rows"),
                      hide_index=True, width="stretch")
 dups = cached_query(queries.duplicate_items, version)
 if not dups.empty:

@@ -9,7 +9,8 @@ from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.render.report import probe_report
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
+from pages._common import (cached_query, judge_endpoint, page_start, progress_callback, readable_dataframe, show_error,
+                           show_table)
 
 store, version = page_start("Probes")
 config, api_key = judge_endpoint()
@@ -88,7 +89,7 @@ def flags_tab() -> None:
             continue
         with st.expander(f"{name}: {len(frame)} row(s)"):
             st.caption(F.FLAGS.get(name, ""))
-            st.dataframe(frame, hide_index=True, width="stretch",
+            readable_dataframe(frame, hide_index=True, width="stretch",
                          column_config={"link": st.column_config.LinkColumn("open", display_text="open ↗")})
             st.download_button("Table as CSV", csv_text(frame).encode(), f"flags_{name}.csv", "text/csv",
                                on_click="ignore", icon=":material/download:", key=f"csv_flag_{name}")
