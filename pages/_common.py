@@ -286,9 +286,9 @@ def readable_dataframe(df, **kwargs):
     shown, converted = for_display(df, formats)
     for col in converted:  # now text: keep the label and help, drop the number type
         conf = config.get(col)
-        label = conf.get("label") if isinstance(conf, dict) else None
-        help_ = conf.get("help") if isinstance(conf, dict) else None
-        config[col] = st.column_config.TextColumn(label or str(col), help=help_)
+        label, help_, width = (conf.get("label"), conf.get("help"), conf.get("width")) if isinstance(conf, dict) else (
+            None, None, None)
+        config[col] = st.column_config.TextColumn(label or str(col), help=help_, width=width)
     return st.dataframe(shown, column_config=config or None, **kwargs)
 
 

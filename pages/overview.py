@@ -49,20 +49,28 @@ ranked = queries.rank_models(shown, None if rank_by == MEAN_OVER_JUDGES else ran
 shown = queries.order_by_rank(shown, ranked)
 st.caption(
     "**T1 / T2 / Overall**: JudgeLens's means on the 1-10 scale. " + queries.MEAN_RULE.replace("$", "\\$") +
-    " **… (harness)**: the harness's own number. FastChat: what `show_result.py` computes (mean over rows, -1 "
+    " **… (h)**: the harness's own number. FastChat: what `show_result.py` computes (mean over rows, -1 "
     "dropped, duplicates counted again; it prints turn 1 only for benches other than `mt_bench`, so T2 and "
     "Overall (harness) follow its `mt_bench` code). Swallow: `results_*.json` × 10 (it averages -1 ratings into a "
     "question's 5-sample mean). Where they differ, the difference is how failures and duplicates are treated.")
 readable_dataframe(
     paged(shown, "overview_board", "leaderboard rows"), hide_index=True, width="stretch",
+    # narrow number columns: at 1440 px the last one ("Overall (harness)") was cut off
     column_config={
-        "t1": st.column_config.NumberColumn("T1", format="%.3f"),
-        "t2": st.column_config.NumberColumn("T2", format="%.3f"),
-        "overall": st.column_config.NumberColumn("Overall", format="%.3f"),
-        "n_items": st.column_config.NumberColumn("n items"),
-        "t1_harness": st.column_config.NumberColumn("T1 (harness)", format="%.3f"),
-        "t2_harness": st.column_config.NumberColumn("T2 (harness)", format="%.3f"),
-        "overall_harness": st.column_config.NumberColumn("Overall (harness)", format="%.3f"),
+        "harness": st.column_config.TextColumn("harness", width=70),
+        "bench": st.column_config.TextColumn("bench", width=125),
+        "judge": st.column_config.TextColumn("judge", width=150),
+        "model": st.column_config.TextColumn("model", width=215),
+        "t1": st.column_config.NumberColumn("T1", format="%.3f", width=55),
+        "t2": st.column_config.NumberColumn("T2", format="%.3f", width=55),
+        "overall": st.column_config.NumberColumn("Overall", format="%.3f", width=60),
+        "n_items": st.column_config.NumberColumn("n", width=45, help="judged items"),
+        "t1_harness": st.column_config.NumberColumn("T1 (h)", format="%.3f", width=60,
+                                                    help="T1 as the harness computes it"),
+        "t2_harness": st.column_config.NumberColumn("T2 (h)", format="%.3f", width=60,
+                                                    help="T2 as the harness computes it"),
+        "overall_harness": st.column_config.NumberColumn("Overall (h)", format="%.3f", width=80,
+                                                         help="Overall as the harness computes it"),
     },
 )
 st.download_button("Download leaderboard (CSV)", lambda: csv_text(shown).encode(),
