@@ -58,7 +58,15 @@ def test_overview_chart_keeps_the_full_coverage_judges_and_counts_agree(rejudged
     assert int(tiles["Models"]) == len(charted_models)  # one count of models: names joined by aliases
     captions = [c.value for c in at.caption]
     assert f"Showing all {len(charted_models)} models." in captions
-    assert any(c.startswith(f"Showing {len(picked)} of {int(tiles['Judges'])} judges") for c in captions)
+    judges = int(tiles["Judges"])  # the tile counts LLM judges; the chart's caption counts the same way
+    assert any(c.startswith(f"Showing {len(picked)} of {judges} judges" if len(picked) < judges
+                            else f"Showing all {judges} judges") for c in captions)
+
+
+def test_the_judge_caption_counts_reviewers_apart():
+    assert coverage.showing_judges(["a", "b"], ["a", "b", "c", "human:ana"]) == \
+        "Showing 2 of 3 judges; reviewers: 0 of 1 shown."
+    assert coverage.showing_judges(["a", "b"], ["a", "b"]) == "Showing all 2 judges."
 
 
 def test_compare_distributions_and_review_queue_default_to_full_coverage(rejudged):

@@ -74,25 +74,17 @@ def default_judges(judges: Iterable[str], coverage: pd.DataFrame, n: int) -> lis
     return picked[:n]
 
 
-def judge_count_text(judges: Iterable[str]) -> str:
-    """'8 judges' or '8 judges + 1 reviewer': the words every count of judges uses."""
-    judges = list(dict.fromkeys(judges))
-    humans = sum(is_human(j) for j in judges)
-    llm = len(judges) - humans
-    text = f"{llm:,} judge{'s' if llm != 1 else ''}"
-    if humans:
-        text += f" + {humans:,} reviewer{'s' if humans != 1 else ''}"
-    return text
-
-
 def showing_judges(shown: Iterable[str], available: Iterable[str]) -> str:
-    """'Showing 6 of 8 judges + 1 reviewer.' (or 'Showing all 8 judges.'): the chart captions' words."""
+    """'Showing 6 of 8 judges.' / 'Showing all 8 judges; reviewers: 0 of 1 shown.': the captions' words."""
     shown, available = list(dict.fromkeys(shown)), list(dict.fromkeys(available))
-    if set(shown) >= set(available):
-        return f"Showing all {judge_count_text(available)}."
-    llm_shown = sum(not is_human(j) for j in shown)
-    return f"Showing {llm_shown:,} of {judge_count_text(available)}" + (
-        f" ({sum(is_human(j) for j in shown):,} reviewer(s) shown)." if any(is_human(j) for j in shown) else ".")
+    llm_total = sum(not is_human(j) for j in available)
+    llm_shown = sum(not is_human(j) for j in shown if j in available)
+    text = (f"Showing all {llm_total:,} judge{'s' if llm_total != 1 else ''}" if llm_shown == llm_total
+            else f"Showing {llm_shown:,} of {llm_total:,} judges")
+    humans = len(available) - llm_total
+    if humans:
+        text += f"; reviewers: {sum(is_human(j) for j in shown if j in available):,} of {humans:,} shown"
+    return text + "."
 
 
 def model_counts(names: Mapping[str, str] | Iterable[str], canonical: Mapping[str, str] | None = None) -> dict:
