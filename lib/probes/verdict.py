@@ -41,6 +41,17 @@ def unparsed_reason(r: ProbeResult, scale) -> str | None:
             + (f" (the judge answered {seen})" if vals else ""))
 
 
+def verdict_word(run: ProbeRun) -> str:
+    """'passes', 'fails' (a probe failed on scores it could read) or 'could not be evaluated' (nothing failed, but
+    some probe got no score it could read: a 1-5 template and a judge answering 7, an API error)."""
+    if run.passed:
+        return "passes"
+    decided = [r for r in run.results if r.counts and r.status == "fail"]
+    if any(unparsed_reason(r, run.scale or r.scale) is None for r in decided):
+        return "fails"
+    return "could not be evaluated"
+
+
 def summary_text(run: ProbeRun) -> str:
     """What the run found, in plain words (a few lines). A probe none of whose replies could be scored is
     "could not evaluate", with the reason, never a failure."""

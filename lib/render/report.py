@@ -121,9 +121,10 @@ DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% t intervals and p-value
               "grey = inside the noise.")
 
 
-def probe_report(run) -> str:
-    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words,
-    one row per probe with its rule, and the judge's own rationales as evidence. All text escaped."""
+def probe_report(run, verdict: str | None = None) -> str:
+    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words
+    (``verdict``: ``lib.probes.suite.verdict_word(run)``), one row per probe with its rule, and the judge's own
+    rationales as evidence. All text escaped."""
     table = pd.DataFrame([{"probe": r.probe, "expected": r.expected or "", "result": r.status,
                            "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
     evidence = []
@@ -135,7 +136,7 @@ def probe_report(run) -> str:
             score = ev.get("score")
             evidence.append(f"<h3>{_e(r.probe)} · {_e(where)}" + (f" · score {_e(score)}" if score is not None else "")
                             + f"</h3><pre>{_e(text)}</pre>")
-    verdict = "PASSES" if run.passed else "FAILS"
+    verdict = (verdict or ("passes" if run.passed else "fails")).upper()
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
