@@ -5,7 +5,7 @@ so; every figure is drawn from aggregates (bins, quartiles, category means), nev
 """
 import streamlit as st
 
-from lib.analysis import coverage, distributions, queries
+from lib.analysis import answer_features, coverage, distributions, queries
 from lib.render import charts
 from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
                            show_table)
@@ -111,3 +111,22 @@ with st.expander("Does a judge score longer answers higher? (reads every judged 
             show_table(stats, f"length_bias_{bench}",
                        column_config={c: st.column_config.NumberColumn(format="%.3f")
                                       for c in ("spearman_rho", "spearman_p", "kendall_tau", "kendall_p")})
+
+st.subheader("By what the answers are")
+with st.expander("Scores split by an answer feature: Japanese share, length, code block, <think>, refusal phrase",
+                 key="dist_feature_open", on_change="rerun") as feature_box:
+    if feature_box.open:
+        keep_valid("dist_feature", list(answer_features.FEATURES), "japanese")
+        feature = st.selectbox("Answer feature", list(answer_features.FEATURES), key="dist_feature",
+                               format_func=answer_features.FEATURES.get)
+        table = cached_query(answer_features.scores_by_feature, version, bench=bench, feature=feature,
+                             judges=judges)
+        if table.empty:
+            st.info("No answer texts for these judges' items: import the model_answer files.")
+        else:
+            st.caption("Mean item score per judge and bin of the feature, read from the stored answers (the visible "
+                       "text, <think> removed; Swallow's samples averaged). items and questions say how much stands "
+                       "behind each mean. No interval: items of one question move together and this split is not "
+                       "calibrated; to test a difference, filter by it in Compare.")
+            show_table(table, f"feature_{feature}_{bench}",
+                       column_config={"mean": st.column_config.NumberColumn(format="%.3f")})
