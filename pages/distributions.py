@@ -127,6 +127,6 @@ with st.expander("Scores split by an answer feature: Japanese share, length, cod
             st.caption("Mean item score per judge and bin of the feature, read from the stored answers (the visible "
                        "text, <think> removed; Swallow's samples averaged). items and questions say how much stands "
                        "behind each mean. No interval: items of one question move together and this split is not "
-                       "calibrated; to test a difference, filter by it in Compare.")
+                       "calibrated, so read the means as a lead to check on the Item view, not as a test.")
             show_table(table, f"feature_{feature}_{bench}",
                        column_config={"mean": st.column_config.NumberColumn(format="%.3f")})
