@@ -26,8 +26,13 @@ source wins per bench/question) and ``answers_view`` (adds ``text_no_think``).
 Identifiers are text: ``question_id`` is stored as VARCHAR so "7" and 7 are the same id and a
 fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected.
 
-Concurrency: one process holds the file read-write. Inside it, every reader takes its own
-``cursor()`` and every writer takes ``Store.write()`` (a lock plus one transaction).
+Concurrency (DuckDB file): DuckDB lets many processes hold a file read-only, or one process hold it read-write.
+So no process keeps the file: ``_FileGate`` (one per file and process) opens it read-only for reads, read-write
+only for a write (``Store.write()``: a lock plus one transaction), and closes it once idle (``IDLE_CLOSE_S``).
+The app and the CLI therefore share the default store: readers read side by side; a writer waits until the
+other processes' reads and writes are done (at most ``busy_wait()`` seconds, saying whom it waits for), and
+readers wait while another process writes. Inside one process readers join whatever connection is open
+(a cursor each), so a write never blocks that process's own readers.
 
 Team store (DuckLake): ``Store("ducklake:sqlite:FILE")`` or ``Store("ducklake:postgres:CONNINFO")`` (chosen
 by ``JUDGELENS_STORE``; Parquet data under ``JUDGELENS_DATA_PATH``) opens the same tables in a DuckLake
@@ -43,6 +48,7 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 """
 from __future__ import annotations
 
+import atexit
 import glob
 import numbers
 import os
@@ -51,7 +57,7 @@ import re
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
@@ -61,7 +67,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from lib import harness as H
-from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError, redact
+from lib.errors import DatabaseBusyError, DatabaseFileError, JudgeLensError, UsageError, redact
 
 T = TypeVar("T")
 
@@ -797,6 +803,175 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     raise AssertionError("unreachable")
 
 
+IDLE_CLOSE_S = 0.5  # an idle connection is closed after this long, so other processes can write the file
+_LOCKED = re.compile(r"Could not set lock|Conflicting lock", re.I)
+
+
+def busy_wait() -> float:
+    """How long a read or write waits while another process uses the DuckDB file (``JUDGELENS_BUSY_WAIT``
+    seconds, default 300)."""
+    try:
+        return max(0.0, float(os.environ.get("JUDGELENS_BUSY_WAIT", "300")))
+    except ValueError:
+        return 300.0
+
+
+class _FileGate:
+    """This process's use of one DuckDB file: at most one connection, read-only unless a write needs it
+    read-write, closed when nothing has used it for IDLE_CLOSE_S. Readers of this process share the open
+    connection (a cursor each); a writer waits until this process's readers of a read-only connection are done
+    (new readers wait behind it), reopens read-write and keeps it for the transaction. Opening waits, retrying,
+    while another process holds a lock that conflicts (``wait`` seconds at most), and tells ``notify`` once."""
+
+    _gates: dict[str, "_FileGate"] = {}
+    _gates_lock = threading.Lock()
+
+    @classmethod
+    def of(cls, path: Path) -> "_FileGate":
+        key = os.path.realpath(path)
+        with cls._gates_lock:
+            gate = cls._gates.get(key)
+            if gate is None:
+                gate = cls._gates[key] = cls(path)
+            gate.stores += 1
+            return gate
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.cond = threading.Condition()
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.writable = False
+        self.users = 0          # cursors handed out and not yet returned
+        self.writers_waiting = 0
+        self.writing = False
+        self.stores = 0         # Store objects using this gate
+        self.last_used = 0.0
+        self.timer_pending = False
+        self.local = threading.local()
+
+    def _depth(self) -> int:
+        return getattr(self.local, "depth", 0)
+
+    def _open(self, writable: bool, notify, wait: float | None) -> duckdb.DuckDBPyConnection:
+        wait = busy_wait() if wait is None else wait
+        deadline = time.monotonic() + wait
+        delay, told = 0.02, False
+        while True:
+            try:
+                return _connect(self.path, not writable)
+            except duckdb.Error as exc:
+                text = str(exc)
+                if not _LOCKED.search(text):
+                    raise open_error(self.path, exc) from exc
+                if time.monotonic() >= deadline:
+                    raise busy_error(self.path, exc, waited=wait) from exc
+                if notify is not None and not told:
+                    pid = _LOCK_PID.search(text)
+                    who = f"process {pid.group(1)}" if pid else "another process"
+                    what = "write to" if writable else "read"
+                    notify(f"Waiting for {who} (a JudgeLens app or CLI) to finish with {self.path} before this "
+                           f"command can {what} it; at most {wait:.0f} s (JUDGELENS_BUSY_WAIT)…")
+                    told = True
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def acquire(self, writable: bool, notify=None, wait: float | None = None) -> duckdb.DuckDBPyConnection:
+        with self.cond:
+            depth = self._depth()
+            if writable:
+                if depth and not (self.con is not None and self.writable):
+                    raise RuntimeError(f"A write to {self.path} started while this thread reads it read-only; "
+                                       "finish the read first.")
+                self.writers_waiting += 1
+                try:
+                    while self.writing or (self.users and not self.writable):
+                        self.cond.wait()
+                finally:
+                    self.writers_waiting -= 1
+                self.writing = True
+                try:
+                    if self.con is not None and not self.writable:
+                        self._close()
+                    if self.con is None:
+                        self.con, self.writable = self._open(True, notify, wait), True
+                except BaseException:
+                    self.writing = False
+                    self.cond.notify_all()
+                    raise
+            else:
+                while depth == 0 and self.writers_waiting and not (self.con is not None and self.writable):
+                    self.cond.wait()
+                if self.con is None:
+                    self.con, self.writable = self._open(False, notify, wait), False
+            self.users += 1
+            self.local.depth = depth + 1
+            try:
+                return self.con.cursor()
+            except BaseException:
+                self._release(writable)
+                raise
+
+    def release(self, writable: bool) -> None:
+        with self.cond:
+            self._release(writable)
+
+    def _release(self, writable: bool) -> None:
+        self.users -= 1
+        self.local.depth = self._depth() - 1
+        if writable:
+            self.writing = False
+        self.cond.notify_all()
+        self.last_used = time.monotonic()
+        if self.users == 0 and not self.writers_waiting and self.con is not None and not self.timer_pending:
+            self._start_timer(IDLE_CLOSE_S)
+
+    def _start_timer(self, seconds: float) -> None:
+        self.timer_pending = True
+        timer = threading.Timer(seconds, self._close_if_idle)
+        timer.daemon = True
+        timer.start()
+
+    def _close_if_idle(self) -> None:
+        with self.cond:
+            self.timer_pending = False
+            if self.con is None or self.users or self.writing:
+                return
+            idle = time.monotonic() - self.last_used
+            if idle < IDLE_CLOSE_S:
+                self._start_timer(IDLE_CLOSE_S - idle)
+            else:
+                self._close()
+
+    def _close(self) -> None:
+        if self.con is not None:
+            con, self.con = self.con, None
+            con.close()  # a read-write connection checkpoints its WAL into the file here
+
+    @classmethod
+    def close_all(cls) -> None:
+        """At exit: close every idle connection, so a read-write one checkpoints its WAL into the file (the file
+        alone then holds everything; a copy of it is complete)."""
+        with cls._gates_lock:
+            gates = list(cls._gates.values())
+        for gate in gates:
+            with gate.cond:
+                if gate.users == 0:
+                    gate._close()
+
+    def close_store(self) -> None:
+        with _FileGate._gates_lock:
+            self.stores -= 1
+            if self.stores > 0:
+                return
+            _FileGate._gates.pop(os.path.realpath(self.path), None)
+        with self.cond:
+            if self.users == 0:
+                self._close()
+
+
+atexit.register(_FileGate.close_all)
+
+
 class Store:
     """One open store: a DuckDB file (default) or a DuckLake store (``ducklake:sqlite:FILE`` /
     ``ducklake:postgres:CONNINFO``, Parquet data under ``data_path``). Thread-safe: readers use ``read()``
@@ -809,10 +984,12 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False, *,
-                 data_path: str | os.PathLike | None = None):
+                 data_path: str | os.PathLike | None = None, notify: Callable[[str], None] | None = None):
         target = path if path is not None else default_store()
         self.lake = is_lake(target)
         self.read_only = read_only
+        self.notify = notify
+        self._gate: _FileGate | None = None
         self._write_lock = threading.Lock()
         if self.lake:
             self._open_lake(str(target), data_path if data_path is not None else default_data_path())
@@ -827,77 +1004,80 @@ class Store:
             except OSError as exc:
                 raise DatabaseFileError(f"Cannot create the folder {self.path.parent} for the database: "
                                         f"{exc.strerror}. Use --db (or JUDGELENS_DB) with a writable location.") from None
+        self._gate = _FileGate.of(self.path)
         try:
-            self._con = _connect(self.path, read_only)
-        except duckdb.Error as exc:  # another process holds the file, or the file is damaged
-            raise open_error(self.path, exc) from exc
-        if read_only:
-            self._check_schema()
-            self._upgrade_for_reading()
-            return
-        try:
-            self._create_schema()
-        except duckdb.Error as exc:
-            self._con.close()
-            raise open_error(self.path, exc) from exc
+            if read_only:
+                self._check_schema()
+                self._upgrade_for_reading()
+            else:
+                self._create_schema()
+        except BaseException:
+            self._gate.close_store()
+            raise
 
     def _check_schema(self) -> None:
         try:
-            found = self._con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
-                                      "('meta', 'sources', 'single_judgments')").fetchone()[0]
+            with self.read() as cur:
+                found = cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                                    "('meta', 'sources', 'single_judgments')").fetchone()[0]
         except duckdb.Error as exc:
-            self._con.close()
             raise open_error(self.path, exc) from exc
         if found < 3:
-            self._con.close()
             raise DatabaseFileError(
                 f"{self.path} is a DuckDB file but not a JudgeLens store (it has no sources table). Import into "
                 f"it first (python -m lib.cli ingest PATH --db {self.path}), or point --db at a JudgeLens "
                 "database.", title="Not a JudgeLens database")
 
     def _missing_columns(self) -> list[tuple[str, str, str]]:
-        have = set(self._con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall())
+        with self.read() as cur:
+            have = set(cur.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall())
         tables = {t for t, _ in have}
         return [(t, c, kind) for t, c, kind in ADDED_COLUMNS if t in tables and (t, c) not in have]
 
     def _upgrade_for_reading(self) -> None:
         """A store made before a column in ADDED_COLUMNS existed, opened read-only (the CLI's reading commands):
         add the columns once through a short read-write connection, then read as asked, so readers never meet an
-        older schema. Where the file cannot be written (a read-only folder, another process writing), it is read
-        as it is; only what needs the new columns fails there."""
+        older schema. Where the file cannot be written now (a read-only folder, another process using it), it is
+        read as it is; only what needs the new columns fails there."""
         if not self._missing_columns():
             return
-        self._con.close()
         try:
-            con = _connect(self.path, False)
-        except (duckdb.Error, OSError):
-            con = None
-        if con is not None:
-            try:
-                for table, column, sql_type in ADDED_COLUMNS:
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
-            except duckdb.Error:
-                pass
-            finally:
-                con.close()
-        self._con = _connect(self.path, True)
+            cur = self._gate.acquire(True, wait=0)
+        except (JudgeLensError, duckdb.Error, OSError):
+            return
+        try:
+            for table, column, sql_type in ADDED_COLUMNS:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+        except duckdb.Error:
+            pass
+        finally:
+            cur.close()
+            self._gate.release(True)
 
     def _create_schema(self) -> None:
         with self._write_lock:
-            kind = self._con.execute(
-                "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
-            if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
-                self._con.execute("DROP VIEW item_scores")
-            self._con.execute(SCHEMA)
-            for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
-                self._con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
-            if upgrade_search_index(self._con):
-                self._con.execute(SCHEMA)  # views over altered tables (answers_view) bound again
-            if kind and kind[0] == "VIEW":
-                refresh_item_scores(self._con)
-            self._con.execute(
-                "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION]
-            )
+            try:
+                cur = self._gate.acquire(True, self.notify)
+            except duckdb.Error as exc:
+                raise open_error(self.path, exc) from exc
+            try:
+                kind = cur.execute(
+                    "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
+                if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
+                    cur.execute("DROP VIEW item_scores")
+                cur.execute(SCHEMA)
+                for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+                if upgrade_search_index(cur):
+                    cur.execute(SCHEMA)  # views over altered tables (answers_view) bound again
+                if kind and kind[0] == "VIEW":
+                    refresh_item_scores(cur)
+                cur.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
+            except duckdb.Error as exc:
+                raise open_error(self.path, exc) from exc
+            finally:
+                cur.close()
+                self._gate.release(True)
 
     # -- DuckLake
     def _open_lake(self, target: str, data_path) -> None:
@@ -1035,23 +1215,38 @@ class Store:
 
     # -- both kinds
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A connection of this thread's own. Close it (or use ``with``) when done."""
+        """DuckLake only: a connection of this thread's own. Close it (or use ``with``) when done. (A DuckDB
+        file is opened per use: ``read()`` / ``write()``.)"""
+        if not self.lake:
+            raise RuntimeError("Store.cursor() is for DuckLake stores; use Store.read() or Store.write().")
         cur = self._con.cursor()
-        if self.lake:  # a cursor starts in the in-memory database; the store is the attached lake
-            cur.execute(f"USE {LAKE_ALIAS}")
+        cur.execute(f"USE {LAKE_ALIAS}")  # a cursor starts in the in-memory database; the store is the attached lake
         return cur
 
     @contextmanager
-    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        cur = self.cursor()
+    def _file_cursor(self, writable: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if writable and self.read_only:
+            raise DatabaseFileError(f"{self.path} was opened for reading only; this command cannot change it.",
+                                    title="The database is open for reading")
+        try:
+            cur = self._gate.acquire(writable, self.notify)
+        except duckdb.Error as exc:
+            raise open_error(self.path, exc) from exc
         try:
             yield cur
-        except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
-            if _CORRUPT.search(str(exc)):
-                raise damaged_error(self.path, exc) from exc
-            raise
         finally:
             cur.close()
+            self._gate.release(writable)
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with (self._file_cursor(False) if not self.lake else closing(self.cursor())) as cur:
+            try:
+                yield cur
+            except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
+                if _CORRUPT.search(str(exc)):
+                    raise damaged_error(self.path, exc) from exc
+                raise
 
     @contextmanager
     def write(self, memory_limit: str | None = None, clock: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -1062,8 +1257,7 @@ class Store:
         On a DuckLake store the transaction bumps ``write_clock`` (see the module docstring); use
         ``transaction()`` to have a transaction that another process's commit refused run again.
         """
-        with self._write_lock:
-            cur = self.cursor()
+        with self._write_lock, (self._file_cursor(True) if not self.lake else closing(self.cursor())) as cur:
             if memory_limit:
                 cur.execute(f"SET memory_limit = '{memory_limit}'")
             try:
@@ -1080,7 +1274,6 @@ class Store:
             finally:
                 if memory_limit:
                     cur.execute("RESET memory_limit")
-                cur.close()
 
     # -- claims: one holder at a time for a piece of work, across threads, processes and machines
     def claim(self, name: str, note: str = "") -> tuple[str | None, dict | None]:
@@ -1139,7 +1332,11 @@ class Store:
         return info
 
     def close(self) -> None:
-        self._con.close()
+        if self.lake:
+            self._con.close()
+        elif self._gate is not None:
+            gate, self._gate = self._gate, None
+            gate.close_store()
 
     def __enter__(self) -> "Store":
         return self
@@ -1341,12 +1538,17 @@ def _schema_tables() -> set[str]:
     return set(re.findall(r"CREATE (?:TABLE IF NOT EXISTS|OR REPLACE VIEW) (\w+)", SCHEMA))
 
 
-def busy_error(path: Path, exc: Exception) -> DatabaseBusyError:
+def busy_error(path: Path, exc: Exception, waited: float | None = None) -> DatabaseBusyError:
     text = str(exc)
     pid = _LOCK_PID.search(text)
     who = f" (process {pid.group(1)})" if pid else ""
     if "lock" not in text.lower():
         return DatabaseBusyError(f"Could not open the database {path}: {text}", title="Could not open the database")
+    if waited is not None:
+        return DatabaseBusyError(
+            f"The database {path} stayed in use by another JudgeLens app or CLI{who} for {waited:.0f} s (a long "
+            "import or re-judge writes it for as long as it runs); nothing was changed here. Try again when it "
+            "is done, wait longer (JUDGELENS_BUSY_WAIT=SECONDS), or use another file (--db FILE).")
     return DatabaseBusyError(
         f"The database {path} is open in another JudgeLens app or CLI{who}. DuckDB lets only one "
         "process use a database file at a time. Close the other process and try again, or use "

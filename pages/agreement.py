@@ -9,7 +9,8 @@ from lib.render import charts
 from lib.analysis import item_view
 from lib.reports import build_report
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import cached_chart, cached_query, keep_picks, page_start, show_chart, show_table
+from pages._common import (cached_chart, cached_query, keep_picks, page_start, readable_dataframe, show_chart,
+                           show_table)
 
 
 
@@ -149,7 +150,7 @@ def disagreements_tab() -> None:
                                      for r in worst.itertuples()])
             st.caption("Items ranked by spread (highest minus lowest judge score). Click a row to open it in the item "
                        "view; the link column opens it in a new tab.")
-            event = st.dataframe(worst, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+            event = readable_dataframe(worst, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                                  key="agr_worst_table",
                                  column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
             st.download_button("Table as CSV", csv_text(worst.drop(columns=["open"])).encode(),

@@ -1,7 +1,7 @@
 """Compare: A vs B per category and turn, paired by item, with t intervals on question-level deltas and Holm."""
 import streamlit as st
 
-from lib.analysis import queries
+from lib.analysis import coverage, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
 from lib.analysis import deltas, ranking, setup_warnings
@@ -41,7 +41,9 @@ loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())
 bench = st.selectbox("Bench", benches, key="cmp_bench")
 here = loaded[loaded["bench"] == bench]
-judges, models = sorted(here["judge"].unique()), sorted(here["model"].unique())
+cover = cached_query(coverage.judge_items, version, bench=bench)
+judges, models = coverage.rank_judges(here["judge"].unique(), cover), sorted(here["model"].unique())
+default_ab = list(dict.fromkeys(coverage.default_judges(judges, cover, 2) + judges))[:2]  # best covered first
 mode = st.radio("Compare", ["two judges on the same answers", "two models under one judge"], horizontal=True,
                 key="cmp_mode")
 c1, c2, c3 = st.columns(3)
@@ -49,8 +51,9 @@ if mode == "two judges on the same answers":
     if len(judges) < 2:
         st.info("This bench has one judge. Import another judge's judgments, or re-judge on the Workbench.")
         st.stop()
-    ja = c1.selectbox("Judge A", judges, index=0, key="cmp_ja")
-    jb = c2.selectbox("Judge B", judges, index=1, key="cmp_jb")
+    ja = c1.selectbox("Judge A", judges, index=judges.index(default_ab[0]), key="cmp_ja",
+                      help="Judges are listed by judged items, most first.")
+    jb = c2.selectbox("Judge B", judges, index=judges.index(default_ab[-1]), key="cmp_jb")
     model = c3.selectbox("Answers of", ["(every model, paired per model)", *models], key="cmp_model")
     a, b = {"bench": bench, "judge": ja}, {"bench": bench, "judge": jb}
     if not model.startswith("("):

@@ -10,12 +10,14 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from lib import harness as H
 from lib.analysis import item_view
 from lib.analysis import search as S
 from lib.analysis.flags import FLAGS
+from lib.analysis.search_view import group_samples
 from lib.errors import JudgeLensError
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, page_start, publish_to_url, seed_from_url, show_error
+from pages._common import cached_query, page_start, publish_to_url, readable_dataframe, seed_from_url, show_error
 
 PAGE_SIZE = 50
 ANY = "(any)"
@@ -137,24 +139,34 @@ if total:
     page = p1.number_input(f"Page (of {pages:,})", 1, pages, key="sr_page")
     try:
         with S.stop_when(stop):
-            results = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+            raw = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     except JudgeLensError as exc:
         show_error(exc)
         st.stop()
+    results = group_samples(raw)  # Swallow's identical samples of one answer: one row with a count
+    hit = {"hit": text, **({"hit_re": "1"} if regex else {})} if text else {}
     results.insert(0, "open", [
         item_view.link(_params) for _params in (
             {**item_view.link_params(r.bench, r.question_id, r.turn, r.model,
-                                     [r.judge] if r.judge else None, harness=r.harness),
-             **({"sample": str(int(r.sample))} if r.sample == r.sample and r.sample not in (None, 0) else {})}
-            if r.model else {"bench": r.bench, "q": str(r.question_id), "turn": str(int(r.turn))}
+                                     [r.judge] if r.judge else None, harness=r.harness or H.DEFAULT.name),
+             **({"sample": str(int(r.sample))} if r.sample == r.sample and r.sample not in (None, 0) else {}),
+             **hit, "hit_in": r.field}
+            if r.model else {"bench": r.bench, "q": str(r.question_id), "turn": str(int(r.turn)), **hit,
+                             "hit_in": r.field}
             for r in results.itertuples())])
-    p2.caption("The hit is between « and ». Click a row to open its item; the open column opens it in a new tab. "
-               "Question and reference rows open the item with the first model.")
-    event = st.dataframe(results.drop(columns=["harness"]), hide_index=True, width="stretch", on_select="rerun",
-                         selection_mode="single-row", key="sr_table",
-                         column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗"),
-                                        "snippet": st.column_config.TextColumn("snippet", width="large"),
-                                        "score": st.column_config.NumberColumn(format="%.1f")})
+    grouped = len(raw) - len(results)
+    p2.caption("The hit in its context comes first, between « and ». Click a row to open its item (the hit marked "
+               "there too); the open column opens it in a new tab. Question and reference rows open the item with "
+               "the first model." + (f" {grouped:,} identical Swallow sample(s) on this page are folded into their "
+                                     "answer's row (samples = how many)." if grouped else ""))
+    order = ["open", "snippet", "field", "bench", "question_id", "turn", "model", "judge", "samples", "score"]
+    shown = results[[c for c in order if c in results] + [c for c in results if c not in order + ["harness", "sample"]]]
+    event = readable_dataframe(shown, hide_index=True, width="stretch", on_select="rerun",
+                               selection_mode="single-row", key="sr_table",
+                               column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗",
+                                                                                  width="small"),
+                                              "snippet": st.column_config.TextColumn("hit in context", width=640),
+                                              "score": st.column_config.NumberColumn(format="%.1f")})
     d1, d2 = st.columns(2)
     d1.download_button("This page as CSV", csv_text(results.drop(columns=["open"])).encode(),
                        "search_page.csv", "text/csv", on_click="ignore", icon=":material/download:")
@@ -167,7 +179,8 @@ if total:
         params = {"bench": r["bench"], "q": str(r["question_id"]), "turn": str(int(r["turn"]))}
         if r["model"]:
             params = item_view.link_params(r["bench"], r["question_id"], r["turn"], r["model"],
-                                           [r["judge"]] if r["judge"] else None, harness=r["harness"])
+                                           [r["judge"]] if r["judge"] else None, harness=r["harness"] or H.DEFAULT.name)
+        params.update(hit, hit_in=r["field"])
         st.switch_page("pages/item_view.py", query_params=params)
 else:
     page = 1

@@ -8,7 +8,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, set_judge_endpoint, type_and_commit
+from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, open_expander, set_judge_endpoint,
+                             type_and_commit)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-harness-123456789"
@@ -30,11 +31,34 @@ def cell(page, pattern: str | re.Pattern):
     return fresh(page.get_by_test_id("stDataFrame")).locator("table td").filter(has_text=text).first
 
 
+def test_the_gap_leads_and_every_rows_option_is_reachable_at_1440(page, app_url):
+    """At 1440 x 1000: the headline (the gap, its interval, the largest categories) comes first, and the Rows
+    control's last option lies inside the page and switches the table to the one all-questions row."""
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    open_app(page, f"{app_url}/compare?view=harness&model=shisa-ai%2Fshisa-v2-llama3.1-8b", timeout=FIRST_START_MS)
+    headline = fresh(page.get_by_text(re.compile(r"^A − B = [+-]\d\.\d\d points \(95% CI .* 80 questions\)\. "
+                                                 r"Largest categories: ")))
+    expect(headline).to_be_visible()
+    last = fresh(page.get_by_role("radio", name="all (every category and turn)"))
+    last.scroll_into_view_if_needed()
+    box, width = last.bounding_box(), page.evaluate("document.documentElement.clientWidth")
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width, (box, width)
+    click_and_wait(last)
+    # one row over every category and turn: its category and turn read as an em dash, its p-value plainly
+    expect(cell(page, "—")).to_be_attached()
+    expect(cell(page, "< 0.001")).to_be_attached()
+    expect(cell(page, "None")).to_have_count(0)
+
+
 def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_server):
     page.set_viewport_size({"width": 1440, "height": 2400})
     open_app(page, f"{app_url}/compare?view=harness&model=shisa-ai%2Fshisa-v2-llama3.1-8b", timeout=FIRST_START_MS)
     expect(page.get_by_role("heading", name="How the two runs were set up")).to_be_visible()
     expect(page.get_by_text("80 linked questions between ja_mt_bench and japanese_mt_bench")).to_be_visible()
+    for area in ("judge_model", "judge_prompt", "truncation"):  # differing rows: one card each, values wrapped
+        expect(fresh(page.get_by_text(f"{area} · differs: yes", exact=True)), f"no card for {area}").to_be_visible()
+    expect(fresh(page.get_by_text("gpt-4o-2024-08-06", exact=True)).first).to_be_visible()
+    open_expander(page, "As a table (with a link to an example item per row)")
     for expected in ("judge_model", "judge_prompt", "system_prompt", "gpt-4o-2024-08-06"):
         expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
     expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()

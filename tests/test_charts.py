@@ -94,3 +94,22 @@ def test_leaderboard_rows_join_a_models_names_and_runs_stay_apart():
     assert list(fig.layout.yaxis.categoryarray) == ["org/m", "other"]
     plain = charts.leaderboard_bars(board)  # without names: one row per stored name, as before
     assert list(plain.layout.yaxis.categoryarray) == ["org/m", "vllm/org/m", "other", "org__m"]
+
+
+def test_facet_titles_axes_and_the_radar_read_plainly():
+    board = pd.DataFrame({"harness": ["fastchat"] * 2, "bench": ["b"] * 2, "judge": ["j1", "j2"], "model": ["m", "m"],
+                          "t1": [8.0, 7.0], "t2": [7.5, 6.0]})
+    fig = charts.leaderboard_bars(board)
+    assert sorted(a.text for a in fig.layout.annotations) == ["Turn 1", "Turn 2"]      # not "turn=Turn 1"
+    x1, x2 = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    assert x2[0] - x1[1] >= 0.05                        # the panels' "10" and "0" ticks do not run together
+    hist = pd.DataFrame({"bin": [1, 2, 1, 2], "share": [0.5, 0.5, 0.4, 0.6], "count": [1, 1, 2, 3], "n": [2, 2, 5, 5],
+                         "bin_label": ["1", "2", "1", "2"], "judge": ["j"] * 4, "turn": [1, 1, 2, 2]})
+    assert sorted(a.text for a in charts.histogram(hist, "judge", "turn").layout.annotations) == ["turn 1", "turn 2"]
+    counts = pd.DataFrame({"x": [1.0, 2.0], "y": [2.0, 2.0], "items": [3, 4], "pair": ["a (x) vs b (y)"] * 2})
+    grid = charts.scatter_grid_counts(counts)
+    assert grid.layout.xaxis.title.text == "score by the judge named first (x)"
+    assert grid.layout.yaxis.title.text == "score by the judge named second (y)"
+    radar = charts.radar(pd.DataFrame({"category": ["stem", "math", "writing"], "score": [7.0, 6.0, 8.0],
+                                       "model": ["m"] * 3}), "model")
+    assert radar.layout.margin.l >= 60 and radar.layout.margin.r >= 60   # room for "stem" beside the circle

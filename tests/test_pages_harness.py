@@ -30,9 +30,17 @@ def test_compare_one_model_under_two_harnesses(app):
     assert len(gap) == 8 and set(gap["n_questions"]) == {10}
     coding = gap[gap["category"] == "coding"].iloc[0]
     assert coding["delta"] > 1 and coding["significant"]
-    setup = next(f for f in frames if "area" in f.columns)
+    # the headline first: the gap, its interval, the largest categories
+    head = next(m.value for m in app.markdown if m.value.startswith("**A − B = ")).replace("\\", "")
+    assert "80 questions" in head and "Largest categories: coding +" in head
+    # the setup: one card per differing row, the others in an expander, the full table one click away
+    cards = [m.value for m in app.markdown if " · differs: " in m.value]
+    assert cards[:2] == ["**judge\\_model** · differs: yes", "**judge\\_prompt** · differs: yes"]
+    app.session_state["hx_setup_table_open"] = True
+    app.run()
+    setup = next(d.value for d in app.dataframe if "area" in d.value.columns)
     assert setup["area"].tolist()[:3] == ["judge_model", "judge_prompt", "system_prompt"]
-    assert setup.set_index("area").loc["system_prompt", "differs"] == ""   # FastChat does not record it
+    assert setup.set_index("area").loc["system_prompt", "differs"] == "cannot tell"   # FastChat does not record it
     # sample 0 only: no sample noise left, so categories rule (a) never touches show a zero gap
     app.radio(key="hx_samples").set_value("first").run()
     gap = next(d.value for d in app.dataframe if "delta" in d.value.columns)
@@ -50,8 +58,11 @@ def test_overview_matrix_joins_one_model_across_harnesses(app):
     matrix = next(d.value for d in app.dataframe if "model" in d.value.columns
                   and any("(harness)" in c for c in d.value.columns) and "t1" not in d.value.columns)
     row = matrix.set_index("model").loc[MODEL_8B]
-    assert row["fastchat · ja_mt_bench · gpt-4o"] == pytest.approx(7.40625)
-    assert row["swallow · japanese_mt_bench · gpt-4o-2024-08-06 (harness)"] == pytest.approx(6.79375)
+    # shown as the grid shows it: 3 decimals, and an em dash where a model has no run (never None)
+    assert row["fastchat · ja_mt_bench · gpt-4o"] == "7.406"
+    assert row["swallow · japanese_mt_bench · gpt-4o-2024-08-06 (harness)"] == "6.794"
+    assert "—" in set(matrix.drop(columns=["model"]).to_numpy().ravel())
+    assert not {"None", "nan", "<NA>"} & set(map(str, matrix.to_numpy().ravel()))
 
 
 def test_harness_report(sample_store):

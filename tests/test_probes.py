@@ -438,3 +438,15 @@ def test_a_judge_reply_without_a_rating_is_reported_as_not_parsed(sample_store, 
            "item(s): fix the template's output format or its parser (the judge's own words below)." in lines
     assert "grades an answer it was not given" not in run.summary
     assert "scores" not in " ".join(l for l in lines if l.startswith("single-v1 on "))
+
+
+def test_a_judge_off_the_templates_scale_could_not_be_evaluated_not_failed(sample_store, server):
+    """order-bug-demo asks for 1-5; a judge answering 7 to everything gives no score on that scale: the verdict
+    says the probes could not be evaluated and why, never "FAILS 8 of 8"."""
+    server.responder = lambda body: "Rating: [[7]]"
+    run = P.run_probes(sample_store, "order-bug-demo", cfg(server), n_items=2, api_key=KEY, probes=["canaries"])
+    head = run.summary.splitlines()[0]
+    assert "FAILS" not in head
+    assert head.startswith("order-bug-demo@v1 judged by judge-x on 2 item(s): could not evaluate ")
+    assert head.endswith("(no rating on the template's 1-5 scale could be parsed).")
+    assert not any(line.startswith("order-bug-demo scores") for line in run.summary.splitlines())

@@ -190,7 +190,8 @@ def test_search_page_finds_filters_pages_and_links(page_db):
     total = S.count(_store(page_db), S.SearchQuery("rating"))
     assert any(f"{total:,} matching" in h.value for h in at.subheader)
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
-    assert len(table) == 50 and table["snippet"].str.contains("«rating»", case=False).all()
+    # 50 records a page; Swallow's identical samples fold into one row each (samples counts them)
+    assert table["samples"].sum() == 50 and table["snippet"].str.contains("«rating»", case=False).all()
     assert table["open"].str.startswith("item_view?").all()
     assert at.query_params["q"] == "ｒａｔｉｎｇ"
     at.number_input(key="sr_page").set_value(2).run()
@@ -547,3 +548,32 @@ def test_a_store_whose_prompts_waited_for_a_search_is_upgraded(tmp_path):
                                "WHERE table_name = 'search_prompt_sources'").fetchone()[0] == 0
             assert cur.execute("SELECT count(prompt_norm) FROM single_judgments").fetchone()[0] > 0
     assert got.get("prompt", 0) == plain_count("ＲＡＴＩＮＧ", root=SAMPLE / "stefanstud-fastchat")["prompt"] > 0
+
+
+def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(page_db):
+    """東京: Swallow's five identical samples of one answer are one row with samples = 5; the hit in context is the
+    first column after the link; the link carries the hit, and the Item view it opens marks it « »."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update({"q": "東京", "in": "answer"})
+    at.switch_page("pages/search.py").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert list(table.columns[:3]) == ["open", "snippet", "field"]
+    raw = S.search(_store(page_db), S.SearchQuery("東京", fields=("answer",)), limit=50)
+    swallow = raw[raw["harness"] == "swallow"]
+    assert len(swallow) > len(swallow.drop_duplicates(["bench", "question_id", "turn", "model", "snippet"]))
+    assert len(table) < len(raw) and 5 in set(table["samples"])
+    assert table[["bench", "question_id", "turn", "model", "snippet"]].duplicated().sum() == 0
+    assert not {"None", "nan"} & set(map(str, table.to_numpy().ravel()))
+    link = table["open"].iloc[0]
+    assert "hit=%E6%9D%B1%E4%BA%AC" in link and "hit_in=answer" in link
+    from urllib.parse import parse_qsl
+
+    item = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    item.run()
+    item.query_params.update(dict(parse_qsl(link.split("?", 1)[1])))
+    item.switch_page("pages/item_view.py").run()
+    assert not item.exception
+    assert any(c.value.startswith("Opened from Search: hits of «東京» are marked") for c in item.caption)
+    assert any("«東京»" in t.value for t in item.text)

@@ -145,11 +145,11 @@ def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | N
     spread, one score column per judge, decided."""
     from lib.analysis.agreement import disagreements
 
-    if judges is None:
-        with store.read() as cur:
-            judges = [r[0] for r in cur.execute(
-                "SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND harness <> ? AND score IS NOT NULL "
-                "ORDER BY 1", [bench, H.HUMAN.name]).fetchall()]
+    if judges is None:  # the judges every page preselects (lib.analysis.coverage): no partial re-judge, no analyst
+        from lib.analysis import coverage
+
+        cover = coverage.judge_items(store, bench)
+        judges = coverage.default_judges(cover.loc[cover["items"] > 0, "judge"], cover, len(cover))
     if len(judges) < 2:
         return pd.DataFrame(columns=["rank", "bench", "question_id", "model", "turn", "category", "spread",
                                      "decided"])

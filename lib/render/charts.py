@@ -63,6 +63,20 @@ def _layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     return _plain_text(fig)
 
 
+def _facet_titles(fig: go.Figure) -> go.Figure:
+    """Panel titles as a reader says them: "Turn 1", "writing", "turn 2" (a bare number keeps its column's name),
+    never plotly express's "turn=Turn 1"."""
+    def title(note):
+        name, sep, value = (note.text or "").partition("=")
+        if sep and name and " " not in name:
+            note.text = f"{name} {value}" if value.replace(".", "", 1).isdigit() else value
+    fig.for_each_annotation(title)
+    return fig
+
+
+FACET_SPACING = 0.07  # between panels: at 0.02 the last tick of one panel ("10") and the first of the next ("0") read "100"
+
+
 def _rows_in_order(fig: go.Figure, rows: list) -> go.Figure:
     """Horizontal bars, one row per category, the first at the top, every row shown. An explicit range: with
     facets (``matches='y'``) plotly.js's react() left the category axis at its default range [-1, 4], so a chart
@@ -90,7 +104,8 @@ def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -
     long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
     fig = px.bar(long, x="mean", y="model", color="run", barmode="group", facet_col="turn", orientation="h",
                  range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": "", "run": "judge"},
-                 color_discrete_sequence=COLORS)
+                 color_discrete_sequence=COLORS, facet_col_spacing=FACET_SPACING)
+    _facet_titles(fig)
     _rows_in_order(fig, list(frame["model"]))
     bars = frame.groupby("model")["run"].nunique().max() if len(frame) else 1
     rows = frame["model"].nunique()
@@ -102,7 +117,9 @@ def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -
     frame = hist.copy()
     fig = px.bar(frame, x="bin", y="share", color=color, facet_col=facet, facet_col_wrap=3 if facet else 0,
                  barmode="group", hover_data=["count", "n", "bin_label"], color_discrete_sequence=COLORS,
-                 labels={"bin": "score", "share": "share of items"})
+                 labels={"bin": "score", "share": "share of items"},
+                 **({"facet_col_spacing": FACET_SPACING} if facet else {}))
+    _facet_titles(fig)
     fig.update_xaxes(**SCORE_AXIS)
     fig.update_yaxes(tickformat=".0%")
     return _layout(fig, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
@@ -131,7 +148,9 @@ def radar(frame: pd.DataFrame, series: str) -> go.Figure:
         fig.add_trace(go.Scatterpolar(r=r + r[:1], theta=theta + theta[:1], name=str(name), connectgaps=False,
                                       line_color=COLORS[i % len(COLORS)]))
     fig.update_layout(polar=dict(radialaxis=dict(range=[0, 10])))
-    return _layout(fig, 460)
+    fig = _layout(fig, 460)
+    fig.update_layout(margin=dict(l=70, r=70, t=50, b=50))  # room for the category names around the circle ("stem")
+    return fig
 
 
 def delta_forest(deltas: pd.DataFrame, label_a: str, label_b: str) -> go.Figure:
@@ -190,7 +209,8 @@ def scatter_grid_counts(data: pd.DataFrame) -> go.Figure:
     """``scatter_grid`` from ``agreement.score_pair_counts`` (or ``pair_counts``): one panel per judge pair."""
     pairs = max(1, data["pair"].nunique())
     fig = px.scatter(data, x="x", y="y", size="items", facet_col="pair", facet_col_wrap=3, size_max=28,
-                     hover_data=["items"], color_discrete_sequence=COLORS)
+                     hover_data=["items"], color_discrete_sequence=COLORS, facet_col_spacing=FACET_SPACING,
+                     labels={"x": "score by the judge named first (x)", "y": "score by the judge named second (y)"})
     fig.update_xaxes(**SCORE_AXIS)
     fig.update_yaxes(**SCORE_AXIS)
     for a in fig.layout.annotations:
@@ -235,7 +255,9 @@ def win_rate_bars(rates: pd.DataFrame) -> go.Figure:
     long = rates.melt(id_vars=["judge", "model"], value_vars=["win", "tie", "loss"], var_name="outcome",
                       value_name="count")
     fig = px.bar(long, x="count", y="model", color="outcome", facet_col="judge", orientation="h",
-                 color_discrete_map={"win": "#2e7d32", "tie": "#9e9e9e", "loss": "#c62828"})
+                 color_discrete_map={"win": "#2e7d32", "tie": "#9e9e9e", "loss": "#c62828"},
+                 facet_col_spacing=FACET_SPACING)
+    _facet_titles(fig)
     _rows_in_order(fig, list(rates["model"]))
     return _layout(fig, 160 + 40 * rates["model"].nunique())
 
@@ -244,6 +266,43 @@ def figure_html(fig: go.Figure, title: str) -> str:
     """A standalone interactive HTML page of one chart (plotly.js inlined: opens offline)."""
     return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False},
                        default_width="100%", div_id=None).replace("<head>", f"<head><title>{_esc(title)}</title>", 1)
+
+
+_CHART_SCRIPT = re.compile(r"<script(?: type=\"text/javascript\")?>")
+_DEFERRED = '<script type="text/x-judgelens-chart">'  # not run by the browser until the loader below runs it
+
+
+def _packed_plotly_js() -> str:
+    """plotly.js (4.8 MB) gzipped and base64-encoded (about 2 MB): what a report inlines instead of the text."""
+    import base64
+    import gzip
+    from importlib import resources
+
+    code = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
+    return base64.b64encode(gzip.compress(code, 9, mtime=0)).decode("ascii")
+
+
+def report_figures_html(figures: list[tuple[str, go.Figure]], heading=lambda title: f"<h3>{_esc(title)}</h3>") -> str:
+    """Several charts for one self-contained HTML report: plotly.js inlined once, compressed (about 2 MB instead
+    of 4.8 MB, the bulk of a report); the browser unpacks it (``DecompressionStream``, no network) and then draws
+    each chart. Needs a CSP allowing inline scripts and eval, as the reports' does."""
+    if not figures:
+        return ""
+    blocks = []
+    for title, fig in figures:
+        div = fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
+        blocks.append(heading(title) + _CHART_SCRIPT.sub(_DEFERRED, div))
+    loader = (
+        "<script>(async () => {"
+        f"const packed = \"{_packed_plotly_js()}\";"
+        "const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));"
+        "const code = await new Response(new Blob([bytes]).stream()"
+        ".pipeThrough(new DecompressionStream('gzip'))).text();"
+        "window.PlotlyConfig = {MathJaxConfig: 'local'};"
+        "(0, eval)(code);"
+        "for (const s of document.querySelectorAll('script[type=\"text/x-judgelens-chart\"]')) (0, eval)(s.textContent);"
+        "})();</script>")
+    return "".join(blocks) + loader
 
 
 def _esc(text: str) -> str:

@@ -18,6 +18,7 @@ from lib.render import charts
 from lib.analysis import deltas
 from lib.analysis import item_view
 from lib.keys import ItemKey
+from lib.reports.summary import agreement_summary, harness_summary
 from lib.store import Store
 
 CSS = """
@@ -27,6 +28,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:right} th{background:#f5f
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;border:1px solid #e5e5e5;border-radius:6px;padding:8px;
 font-size:.8rem;max-height:24rem;overflow:auto} .item{border-top:2px solid #eee;margin-top:1.4rem;padding-top:.6rem}
 .cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px} .note{color:#555;font-size:.85rem}
+.summary{font-size:1.05rem;line-height:1.5;background:#f3f6fb;border-left:4px solid #4a7bd0;padding:.6rem .9rem}
 """
 
 
@@ -50,7 +52,7 @@ def _table(df: pd.DataFrame, digits: int = 3) -> str:
 
 def build_report(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
                  turn: int | None = None, category: str | None = None, top: int = 15) -> str:
-    """The report as one HTML string (about 5 MB: plotly.js is inlined so it works offline)."""
+    """The report as one HTML string (about 2 MB: plotly.js is inlined, compressed, so it works offline)."""
     judges = agreement.check_judges(store, judges, minimum=2)
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
     matrix = agreement.item_matrix(store, judges, **filters)
@@ -61,7 +63,7 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
 
     figures = [("Agreement (quadratic weighted kappa)", charts.agreement_heatmap(table, "qwk")),
                ("Scores of each judge pair (bubble area = items)", charts.scatter_grid(matrix, judges))]
-    sections = []
+    sections, deltas_all = [], []
     if len(judges) == 2:
         benches = [bench] if bench else sorted(matrix["bench"].unique())
         for b in benches:
@@ -72,14 +74,14 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
                 continue
             cat = d.drop(columns=["model"])
             cat["turn"] = ["both" if pd.isna(t) else int(t) for t in cat["turn"]]
+            overall = d[d["level"] == "all"]
+            if not overall.empty:
+                deltas_all.append((b, overall.iloc[0]))
             sections.append(f"<h2>Per-category deltas · {_e(deltas.describe_comparison(a_side, b_side))}</h2>"
                             f'<p class="note">{_e(DELTA_NOTE)}</p>{_table(cat)}')
             figures.append((f"Deltas on {b}", charts.delta_forest(d[d["level"] == "category"], judges[0], judges[1])))
 
-    chart_html = []
-    for i, (title, fig) in enumerate(figures):
-        div = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
-        chart_html.append(f"<h3>{_e(title)}</h3>{div}")
+    chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
 
     items = []
     for r in worst.itertuples():
@@ -105,6 +107,7 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
 <title>JudgeLens report: {_e(' vs '.join(judges))}</title><style>{CSS}</style></head><body>
 <h1>JudgeLens report: {_e(' vs '.join(judges))}</h1>
+<p class="summary">{_e(agreement_summary(judges, table, len(matrix), worst, shown_filters, deltas_all))}</p>
 <p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · filters: {_e(shown_filters)} ·
 {len(matrix)} items with a score from at least one of these judges.</p>
 <h2>Agreement</h2><p class="note">{_e(agreement.AGREEMENT_NOTE)}</p>{_table(table)}
@@ -126,9 +129,10 @@ DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% t intervals and p-value
               "grey = inside the noise.")
 
 
-def probe_report(run) -> str:
-    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words,
-    one row per probe with its rule, and the judge's own rationales as evidence. All text escaped."""
+def probe_report(run, verdict: str | None = None) -> str:
+    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words
+    (``verdict``: ``lib.probes.suite.verdict_word(run)``), one row per probe with its rule, and the judge's own
+    rationales as evidence. All text escaped."""
     table = pd.DataFrame([{"probe": r.probe, "expected": r.expected or "", "result": r.status,
                            "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
     evidence = []
@@ -140,7 +144,7 @@ def probe_report(run) -> str:
             score = ev.get("score")
             evidence.append(f"<h3>{_e(r.probe)} · {_e(where)}" + (f" · score {_e(score)}" if score is not None else "")
                             + f"</h3><pre>{_e(text)}</pre>")
-    verdict = "PASSES" if run.passed else "FAILS"
+    verdict = (verdict or ("passes" if run.passed else "fails")).upper()
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -182,10 +186,7 @@ def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "me
         figures.append((title, charts.ladder_waterfall(lad)))
         shown = lad[[c for c in ("step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached") if c in lad]]
         ladder_html += f"<h2>{_e(title)}</h2><p class=\"note\">{_e(LADDER_NOTE)}</p>{_table(shown)}"
-    chart_html = []
-    for i, (title, fig) in enumerate(figures):
-        div = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
-        chart_html.append(f"<h3>{_e(title)}</h3>{div}")
+    chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
     gap = table.drop(columns=["model"]).copy() if not table.empty else table
     if not gap.empty:
         gap["category"] = gap["category"].map(lambda c: "(all)" if c is None else c)
@@ -202,6 +203,7 @@ def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "me
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
 <title>JudgeLens: {_e(ra.model)} under two harnesses</title><style>{CSS}</style></head><body>
 <h1>Harness vs harness: {_e(ra.model)}</h1>
+<p class="summary">{_e(harness_summary(ra.label, rb.label, ra.model, table, setup, links_line))}</p>
 <p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · A = {_e(ra.label)} · B = {_e(rb.label)} ·
 {_e(links_line)} · Swallow samples: {_e(swallow_samples)}{' · excluded links: ' + _e(', '.join(exclude_links)) if exclude_links else ''}.</p>
 <h2>The gap, per category and turn</h2><p class="note">{_e(DELTA_NOTE)}</p>{_table(gap) if not gap.empty else '<p>Nothing pairs.</p>'}
