@@ -1,8 +1,8 @@
 """Output parsers: every family's verdict format, and failures recorded as such (never clamped)."""
-import time
 
 import pytest
 
+from lib.judging.sandbox import RENDER_TIMEOUT_S
 from lib.judging.parsers import ParserSpecError, check_spec, mode_of, parse, to_ten_scale
 
 FC = {"kind": "fastchat_single"}
@@ -120,11 +120,10 @@ def test_user_regex_number_and_verdict():
 
 
 def test_user_regex_catastrophic_backtracking_is_stopped():
-    t0 = time.perf_counter()
+    # 2**40 steps of backtracking: only the worker's time limit ends this parse (the method says which limit)
     r = parse("a" * 40 + "!", {"kind": "regex", "pattern": r"^(a+)+$"})
-    assert time.perf_counter() - t0 < 3
     assert (r.status, r.method) == ("not_parsed", "regex_timeout")
-    assert "took longer" in r.note
+    assert f"took longer than {RENDER_TIMEOUT_S:g} s" in r.note
     # the worker restarts: the next regex works
     assert parse("Score 4", {"kind": "regex", "pattern": r"Score (\d)"}).score == 4
 
