@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import partial
 from pathlib import Path
 
 from fake_openai import FakeOpenAI, Reply
 
+from conftest import judge_config
 from lib.errors import JudgeAPIError
 from lib.judging.calls import CallResult, CallStats
-from lib.judging.config import JudgeConfig
 from lib.judging.dispatch import Dispatcher
 from lib.judging.jobs import BackgroundJob
 from waiting import join_threads_named, threads_named
@@ -25,8 +26,7 @@ class Job:
         self.request_hash = str(i)
 
 
-def config(server, **kw):
-    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
+config = partial(judge_config, max_retries=0)   # the shared judge config, no retries
 
 
 def test_every_job_comes_back_once_with_its_answer_or_its_reason():

@@ -3,10 +3,12 @@ cache, retries, the errors a user sees, and the API key never leaving memory."""
 import logging
 import os
 import socket
+from functools import partial
 
 import pytest
-from fake_openai import FakeOpenAI, Reply
+from fake_openai import Reply
 
+from conftest import judge_config
 from lib.errors import JudgeAPIError, MissingAPIKeyError
 from lib.judging.batch import rejudge_one, run_batch
 from lib.judging.cache import request_hash
@@ -19,17 +21,7 @@ KEY = "sk-judgelens-test-KEY-7f3a9c21d4e8b6a0"
 MSGS = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Rate: 2+2=4. 答え"}]
 
 
-@pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-def cfg(server, **kw) -> JudgeConfig:
-    base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=3, backoff_base_s=0.01,
-                backoff_cap_s=0.05)
-    base.update(kw)
-    return JudgeConfig(**base)
+cfg = partial(judge_config, max_retries=3)     # the shared judge config, with up to 3 retries
 
 
 # ------------------------------------------------------------------------------------------------

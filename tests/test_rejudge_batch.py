@@ -6,11 +6,11 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 from waiting import join_threads_named, threads_named
 
+from conftest import judge_config
 from lib.analysis import agreement
 from lib.analysis import queries
 from lib.errors import LabelInUseError
 from lib.judging.batch import RejudgeBatch, run_batch, run_hash
-from lib.judging.config import JudgeConfig
 from lib.judging import templates as T
 from lib.cli import main
 from lib.ingest.importer import remove_source
@@ -20,17 +20,12 @@ KEY = "sk-batch-test-0123456789"
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = lambda body: f"Judgment. Rating: [[{len(body['messages'][-1]['content']) % 10 + 1}]]"
-        yield srv
+def judge_responder():
+    """The shared ``server`` answers with a score that depends on the message."""
+    return lambda body: f"Judgment. Rating: [[{len(body['messages'][-1]['content']) % 10 + 1}]]"
 
 
-def cfg(server, **kw):
-    base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1, backoff_base_s=0.01,
-                backoff_cap_s=0.02)
-    base.update(kw)
-    return JudgeConfig(**base)
+cfg = judge_config
 
 
 def rows(store, sql, params=()):
