@@ -154,7 +154,7 @@ def test_scale_mapping_to_common_scale():
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from lib import vocab  # noqa: E402
-from lib.analysis.flags import _used_fallback  # noqa: E402
+from lib.analysis.flags import used_fallback  # noqa: E402
 from lib.judging.parsers import SINGLE_KINDS  # noqa: E402
 
 _PIECES = st.sampled_from(["[[8]]", "[8]", "[3]", "[[１０]]", "[１]", "評価：[[7]]", "Rating: [[9]]", "Score: 4", "[",
@@ -169,7 +169,7 @@ def test_the_chain_kinds_are_single_answer_parsers():
 @given(pieces=st.lists(_PIECES, max_size=8), kind=st.sampled_from(SINGLE_KINDS), take=st.sampled_from(["first", "last"]))
 def test_flags_and_parsers_agree_on_the_single_bracket_fallback(pieces, kind, take):
     text, spec = "".join(pieces), {"kind": kind, "take": take}
-    assert _used_fallback(text, spec) == (parse(text, spec).method.startswith("single_bracket_fallback"))
+    assert used_fallback(text, spec) == (parse(text, spec).method.startswith("single_bracket_fallback"))
 
 
 def test_fastchat_rating_first_and_last():
