@@ -19,8 +19,8 @@ def test_diff_is_character_level_and_lossless_on_japanese():
 
 
 class CountingMatcher(textdiff.SequenceMatcher):
-    """difflib's matcher, recording the sizes of the sequences it is asked to align."""
-    calls: list[tuple[str, int]] = []
+    """difflib's matcher, recording (kind, total size) of the sequences it is asked to align in ``calls``."""
+    calls: list[tuple[str, int]]
 
     def __init__(self, isjunk=None, a="", b="", autojunk=True):
         kind = "chars" if isinstance(a, str) else "lines"

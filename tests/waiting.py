@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 T = TypeVar("T")
 
