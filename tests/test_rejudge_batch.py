@@ -1,4 +1,5 @@
 """Batches: new verdicts become an ordinary judge; progress, cancel and resume; failures recorded."""
+import itertools
 import json
 import threading
 
@@ -87,17 +88,25 @@ def test_cancel_then_resume_without_paying_twice(sample_store):
     items = select_items(sample_store, bench="mt_bench", limit=60)
     cancel = threading.Event()
 
+    arrivals = itertools.count()
+
     def progress(done, total, eta):
         if done >= 10:
             cancel.set()
 
+    def held_after_ten(body):   # answers beyond the 10th wait for the cancel, however slowly progress runs
+        if next(arrivals) >= 10:
+            cancel.wait(60)
+        return "Rating: [[5]]"
+
     with FakeOpenAI(latency=0.05) as server:
+        server.responder = held_after_ten
         c = cfg(server)
         batch = RejudgeBatch(sample_store, template, c, items, "cancelled")
         est = batch.prepare()
         assert est.to_send == 60
         first = batch.run(api_key=KEY, concurrency=3, progress=progress, cancel=cancel)
-        assert first.cancelled and 10 <= first.written < 60
+        assert first.cancelled and 10 <= first.written <= 10 + 3   # the 10 and those in flight at the cancel
         assert "resume" in first.text()
         sent_first = len(server.chat_requests())
         assert sent_first == first.calls  # requests in flight at cancel were kept
