@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_openai import FakeOpenAI
 
+from conftest import judge_config
 from lib.analysis import aliases, linking
 from lib.cli import main
 from lib.judging import attribution as AT
-from lib.judging.config import JudgeConfig
 from lib.render import charts
 from lib.store import refresh_item_scores
 
@@ -80,15 +79,12 @@ def ladder_store(store):
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = scripted
-        yield srv
+def judge_responder():
+    """The shared ``server`` answers as ``scripted`` says."""
+    return scripted
 
 
-def cfg(server):
-    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1, backoff_base_s=0.01,
-                       backoff_cap_s=0.02)
+cfg = judge_config
 
 
 A = {"harness": "fastchat", "model": "m"}

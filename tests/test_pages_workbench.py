@@ -6,8 +6,6 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from streamlit.testing.v1 import AppTest
 
 from lib.analysis import queries
 from lib.store import Store
@@ -17,10 +15,9 @@ ITEM = {"bench": "ja_mt_bench", "q": "31", "turn": "1", "model": "shisa-ai/shisa
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = lambda body: "The answer is wrong at step 2. Rating: [[3]]"
-        yield srv
+def judge_responder():
+    """The shared ``server`` always answers this."""
+    return lambda body: "The answer is wrong at step 2. Rating: [[3]]"
 
 
 @pytest.fixture

@@ -77,11 +77,11 @@ def cmd_generate(args) -> int:
         try:
             finished.wait(0.2)
         except KeyboardInterrupt:
+            cancel.set()           # before the message: a reader of "Cancelling" knows no new request starts
             if not interrupted:
                 print("Cancelling: waiting for the requests in flight, then storing every answer that arrived ...",
                       file=sys.stderr)
             interrupted = True
-            cancel.set()
     if "error" in box:
         raise box["error"]
     source_id, result = box["out"]

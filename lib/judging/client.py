@@ -20,6 +20,7 @@ import logging
 import random
 import threading
 import time
+from typing import Callable
 
 from lib.errors import JudgeAPIError, MissingAPIKeyError
 from lib.judging import cache
@@ -103,9 +104,11 @@ def _describe_status(exc, config: JudgeConfig, api_key: str | None) -> str:
 
 
 def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
-         cancel: threading.Event | None = None, req_hash: str | None = None) -> CallResult:
+         cancel: threading.Event | None = None, req_hash: str | None = None,
+         sleep: Callable[[float], object] = time.sleep) -> CallResult:
     """One request with our retries (see the module docstring), no cache: the answer, or JudgeAPIError with
-    the message the user reads; ``Cancelled`` when ``cancel`` is set while waiting to retry."""
+    the message the user reads; ``Cancelled`` when ``cancel`` is set while waiting to retry. Without
+    ``cancel``, the waits between attempts are ``sleep(seconds)`` (tests pass a recorder)."""
     import openai
 
     attempts = 0
@@ -159,7 +162,7 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
             if cancel.wait(wait):
                 raise Cancelled()
         else:
-            time.sleep(wait)
+            sleep(wait)
 
 
 def _response_class():
@@ -189,9 +192,11 @@ def _completion(data, config: JudgeConfig, req_hash: str, latency: float, attemp
 
 
 def call_judge(store: Store, config: JudgeConfig, messages: list[dict], *, api_key: str | None = None,
-               client=None, force: bool = False, cancel: threading.Event | None = None) -> CallResult:
+               client=None, force: bool = False, cancel: threading.Event | None = None,
+               sleep: Callable[[float], object] = time.sleep) -> CallResult:
     """One judge call, answered from the cache when possible (``force`` skips the cache and
-    overwrites it). Raises JudgeAPIError / MissingAPIKeyError with a message for the user."""
+    overwrites it). Raises JudgeAPIError / MissingAPIKeyError with a message for the user. ``sleep``: see
+    ``send``."""
     h = cache.request_hash(config, messages)
     if not force:
         hit = cache.fetch(store, [h]).get(h)
@@ -199,6 +204,6 @@ def call_judge(store: Store, config: JudgeConfig, messages: list[dict], *, api_k
             return hit
     if client is None:
         client = make_client(config, api_key)
-    result = send(client, config, messages, api_key, cancel, h)
+    result = send(client, config, messages, api_key, cancel, h, sleep)
     store.transaction(lambda cur: cache.save(cur, config, [(messages, result)]))
     return result
