@@ -7,7 +7,7 @@ Public API:
   temperature 0, turn-2 conditioning, max_tokens, character cap, seed rule, provenance) with ``.fastchat()``,
   ``.swallow()``, ``.for_harness()``, ``.from_run()``, ``.temperature_for()``, ``.seed_for()``, ``.switch()``,
   ``.describe()``; ``diff``, ``differing_factors``, ``FACTORS`` (the ladder's generation steps),
-  ``setup_to_dict`` / ``setup_from_dict``; the harness facts in the block marked HARNESS FACTS.
+  ``setup_to_dict`` / ``setup_from_dict``; the harness facts come from ``lib.harness`` (``Generation`` records).
 - ``plan``: ``Question``, ``Slot``, ``GenerationPlan``, ``plan_generation``, ``messages_for``, ``request_body``,
   ``request_key``, ``estimate`` -> ``Estimate``.
 - ``runner``: ``GenRequest``, ``Send``, ``run_plan`` -> ``GenerationResult`` (answers per slot, sent, cached,
