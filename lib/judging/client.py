@@ -51,9 +51,10 @@ def make_client(config: JudgeConfig, api_key: str | None):
                          http_client=deadline_http_client(timeout))
 
 
-def request_preview(config: JudgeConfig, messages: list[dict]) -> dict:
-    """The JSON body that will be POSTed to {base_url}/chat/completions (no credentials in it)."""
-    return {"model": config.model, "messages": messages, **config.params()}
+def request_preview(config: JudgeConfig, messages: list[dict], params: dict | None = None) -> dict:
+    """The JSON body that will be POSTed to {base_url}/chat/completions (no credentials in it); ``params``
+    replace ``config.params()`` (a generated answer's temperature, seed, ...)."""
+    return {"model": config.model, "messages": messages, **(config.params() if params is None else params)}
 
 
 def _retry_wait(headers, attempt: int, config: JudgeConfig) -> tuple[float, bool]:
@@ -103,7 +104,8 @@ def _describe_status(exc, config: JudgeConfig, api_key: str | None) -> str:
 
 
 def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
-         cancel: threading.Event | None = None, req_hash: str | None = None) -> CallResult:
+         cancel: threading.Event | None = None, req_hash: str | None = None, params: dict | None = None
+         ) -> CallResult:
     """One request with our retries (see the module docstring), no cache: the answer, or JudgeAPIError with
     the message the user reads; ``Cancelled`` when ``cancel`` is set while waiting to retry."""
     import openai
@@ -119,7 +121,7 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
             # transforms, which cost about 1 ms of CPU per call; the body is checked in _completion.
             with total_deadline(config.timeout_s):  # the whole request, however slowly the server drips
                 resp = client.post("/chat/completions", cast_to=_response_class(),
-                                   body=request_preview(config, messages))
+                                   body=request_preview(config, messages, params))
                 data = resp.json()
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -144,7 +146,8 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
                                 attempts=attempts) from None
         else:
             latency = time.perf_counter() - started
-            return _completion(data, config, req_hash or cache.request_hash(config, messages), latency, attempts)
+            return _completion(data, config, req_hash or cache.request_hash(config, messages, params), latency,
+                               attempts)
         # a retryable failure
         if attempts > config.max_retries:
             raise JudgeAPIError(f"{msg} Gave up after {attempts} attempt(s).", status=status, attempts=attempts)
