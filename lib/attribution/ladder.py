@@ -43,11 +43,12 @@ import pandas as pd
 from lib.analysis import linking
 from lib.analysis.runs import Run, resolve_run
 from lib.attribution import judge as J
-from lib.errors import LadderInterrupted, UsageError
+from lib.errors import LadderInterrupted, UnknownSystemPromptError, UsageError
 from lib.generation import plan as gp
 from lib.generation.questions import questions_for_run
 from lib.generation.runner import cached_texts
-from lib.generation.setups import FACTORS as GEN_FACTOR_FIELDS, GenerationSetup, setup_to_dict
+from lib.generation.setups import (FACTORS as GEN_FACTOR_FIELDS, FASTCHAT_TYPICAL_SYSTEM_PROMPT, GenerationSetup,
+                                   setup_to_dict)
 from lib.generation.storage import generate_run
 from lib.judging.batch import RejudgeBatch, estimate_tokens
 from lib.judging.config import JudgeConfig
@@ -200,8 +201,8 @@ class Attribution:
         self.factors = parse_order(order, with_answers=answer is not None)
         gen_a = gen_b = None
         if answer is not None:   # a FastChat run without a stated system prompt: UnknownSystemPromptError
-            gen_a = GenerationSetup.from_run(store, ra, system_prompt=a_system_prompt)
-            gen_b = GenerationSetup.from_run(store, rb, system_prompt=b_system_prompt)
+            gen_a = _setup_of(store, ra, a_system_prompt, "A")
+            gen_b = _setup_of(store, rb, b_system_prompt, "B")
         self.side_a = Side(ra, J.setup_of(store, ra), gen_a)
         self.side_b = Side(rb, J.setup_of(store, rb), gen_b)
         fwd_items = J.pick_items(store, ra, rb, items)
@@ -231,6 +232,7 @@ class Attribution:
             self.shapley_orders = []
         self._questions: dict = {}
         self.prepared: dict | None = None
+        self.judge_exact: dict | None = None
 
     # -- steps
     def _states(self, order: Order) -> list[tuple[str, State]]:
@@ -346,10 +348,14 @@ class Attribution:
                                judge_completion_tokens=b.completion_tokens_typical * len(new))
                 else:                 # the judge requests depend on answers not made yet: counted by identity
                     jkeys = set()
-                    jstate = json.dumps([dataclasses.asdict(state.judge), config.model, config.params()],
-                                        sort_keys=True)
+                    jd = dataclasses.asdict(state.judge)
+                    cap = state.gen.max_chars
+                    if cap is not None and (jd["truncate"] is None or jd["truncate"] >= cap):
+                        jd["truncate"] = None          # answers already cut shorter: the same text either way
                     bench = order.x.run.bench
-                    for _, q, t in order.items:
+                    for cat, q, t in order.items:
+                        shown = dict(jd, reference=jd["reference"] if cat in J.REF_CATEGORIES else None)
+                        jstate = json.dumps([shown, config.model, config.params()], sort_keys=True)
                         for i in range(step.samples):
                             a1 = ids.get((bench, q, 1, i), "")
                             a2 = ids.get((bench, q, 2, i), "") if int(t) == 2 else ""
@@ -387,48 +393,62 @@ class Attribution:
     # -- running
     def run(self, *, judge_api_key: str | None = None, concurrency: int = 8,
             progress: Callable[[str, int, int], None] | None = None,
-            cancel: threading.Event | None = None) -> LadderResult:
-        """Send what the cache does not answer, step by step (``progress(text, done, total)``); returns the
-        waterfalls, interactions and Shapley split. ``cancel`` set: ``LadderInterrupted`` (resume: run again)."""
+            cancel: threading.Event | None = None,
+            confirm_judging: Callable[[dict], bool] | None = None) -> LadderResult:
+        """Send what the cache does not answer (``progress(text, done, total)``): first every step's answers
+        (generation), then, with every answer made, the exact judge count (``self.judge_exact``; given
+        ``confirm_judging(judge_exact)`` returning False stops there), then the judging. Returns the waterfalls,
+        interactions and Shapley split. ``cancel`` set: ``LadderInterrupted`` (resume: run the same again)."""
         if self.prepared is None:
             self.prepare()
         cancel = cancel if cancel is not None else threading.Event()
-        total_steps = sum(len(o.steps) for o in self.orders)
-        k = 0
-        for order in self.orders:
-            for step in order.steps:
-                k += 1
-                where = f"{self._order_label(order)} step {k}/{total_steps} ({step.name})"
-                step.calls = step.cached = 0
-                if step.plan is not None:
-                    gen_progress = (lambda d, t, w=where: progress(f"{w}: generating", d, t)) if progress else None
-                    _, res = generate_run(self.store, step.plan, answer_model=order.x.run.model,
-                                          label=step.answers_model, api_key=self.answer.api_key,
-                                          progress=gen_progress, cancel=cancel,
-                                          concurrency=self.answer.concurrency, timeout_s=self.answer.timeout_s)
-                    step.calls += res.sent
-                    step.cached += res.cached
-                    if res.cancelled or cancel.is_set():
-                        raise LadderInterrupted(f"Stopped at {where}: the answers that arrived are kept; run the "
-                                                "same ladder again to resume (nothing is sent twice).")
-                    if res.failed:
-                        key, message = res.failed[0]
-                        raise UsageError(f"The ladder stopped at {where}: {len(res.failed)} answer(s) could not be "
-                                         f"made; first: {key[1]} turn {key[2]} sample {key[3]}: {message}")
-                if step.batch is None:
-                    step.batch = self._batch(order, step)
-                step.batch.prepare()   # again: the cache now answers what an earlier step already asked
-                judge_progress = (lambda d, t, eta, w=where: progress(f"{w}: judging", d, t)) if progress else None
-                summary = step.batch.run(api_key=judge_api_key, concurrency=concurrency, progress=judge_progress,
-                                         cancel=cancel)
-                step.calls += int(summary.calls)
-                step.cached += int(summary.cache_hits + summary.skipped_done)
-                if summary.cancelled or cancel.is_set():
-                    raise LadderInterrupted(f"Stopped at {where}: the verdicts that arrived are kept; run the same "
-                                            "ladder again to resume (nothing is sent twice).")
-                if summary.error:
-                    raise UsageError(f"The ladder stopped at {where}: {summary.error}")
-                step.scores = J.batch_scores(self.store, step.batch.source_id)
+        steps = [(order, step) for order in self.orders for step in order.steps]
+        where = {id(step): f"{self._order_label(order)} step {k}/{len(steps)} ({step.name})"
+                 for k, (order, step) in enumerate(steps, start=1)}
+        for order, step in steps:                    # 1. the answers
+            step.calls = step.cached = 0
+            if step.plan is None:
+                continue
+            w = where[id(step)]
+            gen_progress = (lambda d, t, w=w: progress(f"{w}: generating", d, t)) if progress else None
+            _, res = generate_run(self.store, step.plan, answer_model=order.x.run.model, label=step.answers_model,
+                                  api_key=self.answer.api_key, progress=gen_progress, cancel=cancel,
+                                  concurrency=self.answer.concurrency, timeout_s=self.answer.timeout_s)
+            step.calls += res.sent
+            step.cached += res.cached
+            if res.cancelled or cancel.is_set():
+                raise LadderInterrupted(f"Stopped at {w}: the answers that arrived are kept; run the same ladder "
+                                        "again to resume (nothing is sent twice).")
+            if res.failed:
+                key, message = res.failed[0]
+                raise UsageError(f"The ladder stopped at {w}: {len(res.failed)} answer(s) could not be made; first: "
+                                 f"{key[1]} turn {key[2]} sample {key[3]}: {message}")
+        seen: set[str] = set()                       # 2. the exact judge count, every answer known
+        for order, step in steps:
+            step.batch = self._batch(order, step)
+            step.batch.prepare()
+            seen |= {r.request_hash for u in step.batch.units for r in u.requests if r.result is None}
+        self.judge_exact = {"judge_to_send": len(seen)}
+        if confirm_judging is not None and not confirm_judging(self.judge_exact):
+            raise LadderInterrupted(f"Stopped before judging: {len(seen)} judge request(s) to send. The answers are "
+                                    "kept; run the same ladder again to go on.")
+        for order, step in steps:                    # 3. the judging
+            w = where[id(step)]
+            step.batch.prepare()   # again: the cache now answers what an earlier step already asked
+            judge_progress = (lambda d, t, eta, w=w: progress(f"{w}: judging", d, t)) if progress else None
+            summary = step.batch.run(api_key=judge_api_key, concurrency=concurrency, progress=judge_progress,
+                                     cancel=cancel)
+            step.calls += int(summary.calls)
+            step.cached += int(summary.cache_hits + summary.skipped_done)
+            if summary.cancelled or cancel.is_set():
+                raise LadderInterrupted(f"Stopped at {w}: the verdicts that arrived are kept; run the same ladder "
+                                        "again to resume (nothing is sent twice).")
+            if summary.error:
+                raise UsageError(f"The ladder stopped at {w}: {summary.error}")
+            if summary.problems and summary.not_renderable >= len(step.batch.items) - summary.skipped_done > 0:
+                raise UsageError(f"The ladder stopped at {w}: no item could be judged; first problem: "
+                                 f"{summary.problems[0]}")
+            step.scores = J.batch_scores(self.store, step.batch.source_id)
         tables = {self._order_label(o): self.table(o) for o in self.orders}
         fwd = tables[FORWARD]
         rev = tables.get(REVERSE)
@@ -477,6 +497,17 @@ class Attribution:
                         gen_a=order.x.gen.describe() if order.x.gen else None,
                         gen_b=order.y.gen.describe() if order.y.gen else None)
         return df
+
+
+def _setup_of(store: Store, run: Run, system_prompt, side: str) -> GenerationSetup:
+    try:
+        return GenerationSetup.from_run(store, run, system_prompt=system_prompt)
+    except UnknownSystemPromptError:
+        raise UnknownSystemPromptError(
+            f"The system prompt of the run {run.label} (side {side}) is unknown: FastChat answer files do not record "
+            "it (it comes from the model adapter's conversation template). State it (python -m lib.cli attribute "
+            f"--{side.lower()}-system-prompt TEXT, or '' for none; on the Compare page: {side}'s system prompt); "
+            f"the common one is {FASTCHAT_TYPICAL_SYSTEM_PROMPT!r}, but JudgeLens never guesses.") from None
 
 
 def _effects(table: pd.DataFrame, sign: float = 1.0) -> dict:
