@@ -328,3 +328,31 @@ def test_cli_subprocess_both_orders(pair_store, servers, tmp_path):
     assert "Interactions (a factor's effect changes between orders" in out.stderr
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Generation setups" in html and "Does the order matter?" in html
+
+
+def test_same_models_pair_every_cause_has_its_own_bar(sample_store, servers):
+    """The bundled pair (data/sample: one model under the JA harness and under Swallow), both orders: a bar for
+    every cause, the bars add up from A stored to B stored, the residual is B stored minus A fully switched."""
+    judge_srv, model_srv = servers
+    a = {"harness": "fastchat", "judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.1-8b"}
+    b = {"harness": "swallow", "model": "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b"}
+    lad = L.Attribution(sample_store, a, b, cfg(judge_srv), answer=L.AnswerEndpoint(model_srv.url, "shisa", api_key="x"),
+                        a_system_prompt=FC_PROMPT, both_orders=True, items=8)
+    est = lad.prepare()
+    res = lad.run(judge_api_key=KEY, concurrency=4)
+    assert est["gen_to_send"] == len(model_srv.chat_requests())
+    assert lad.judge_exact["judge_to_send"] == len(judge_srv.chat_requests()) <= est["judge_to_send"]
+    for table, first, last in ((res.forward, "fastchat", "swallow"), (res.reverse, "swallow", "fastchat")):
+        s = by_step(table)
+        assert list(table["step"]) == ["a", "replay", "regenerate", *L.FACTORS, "residual", "b"]
+        assert all(r["n"] == 8 for r in s.values())
+        assert s["a"]["mean"] + sum(s[k]["delta"] for k in ("replay", "regenerate", *L.FACTORS, "residual")) == \
+            pytest.approx(s["b"]["mean"])
+        assert s["residual"]["delta"] == pytest.approx(s["b"]["mean"] - s["reasoning"]["mean"])
+        assert first in table.attrs["label_a"] and last in table.attrs["label_b"]
+    # the seed causes the scripted servers plant: the system prompt (English -> Japanese), the generation length
+    # (FastChat's 8000 vs the backend default that cuts), the judge prompt and the judge's max_tokens
+    fwd = by_step(res.forward)
+    assert (fwd["system_prompt"]["delta"], fwd["max_tokens"]["delta"], fwd["prompt"]["delta"],
+            fwd["judge_max_tokens"]["delta"]) == (2, -1, -2, 1)
+    assert bool(res.interactions.set_index("factor").loc["system_prompt", "interacts"])
