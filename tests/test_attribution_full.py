@@ -356,3 +356,43 @@ def test_same_models_pair_every_cause_has_its_own_bar(sample_store, servers):
     assert (fwd["system_prompt"]["delta"], fwd["max_tokens"]["delta"], fwd["prompt"]["delta"],
             fwd["judge_max_tokens"]["delta"]) == (2, -1, -2, 1)
     assert bool(res.interactions.set_index("factor").loc["system_prompt", "interacts"])
+
+
+def test_cli_ctrl_c_then_the_same_command_resumes(pair_store, servers):
+    import signal
+    import time
+
+    judge_srv, model_srv = servers
+    gate, arrivals, answer = threading.Event(), itertools.count(), model_srv.responder
+
+    def responder(body):
+        if next(arrivals) >= 3:
+            gate.wait(60)          # the 4th request waits until the test has pressed Ctrl-C
+        return answer(body)
+
+    model_srv.responder = responder
+    db = pair_store.path
+    pair_store.close()
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "lib.cli", "attribute", "--db", str(db), "--a", "harness=fastchat,model=m",
+           "--b", "harness=swallow,model=m", "--model", "judge-x", "--base-url", judge_srv.url,
+           "--answer-base-url", model_srv.url, "--answer-model", "m", "--a-system-prompt", FC_PROMPT,
+           "--order", "system_prompt,prompt", "--answer-concurrency", "1", "--format", "json", "--yes"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    deadline = time.time() + 120
+    while len(model_srv.chat_requests()) < 4 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    gate.set()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Cancelling: waiting for the requests in flight" in err and "run the same ladder again to resume" in err
+    first = len(model_srv.chat_requests())
+    assert first >= 4 and not judge_srv.chat_requests()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    bodies = [json.dumps(r.body, sort_keys=True) for r in model_srv.chat_requests()]
+    assert len(bodies) == len(set(bodies)) == 16                 # 8 FastChat + 8 FastChat-with-Swallow's-prompt
+    assert f"{16 - first} generation request(s)" in done.stderr      # the resumed estimate: only what is left
+    rows = {r["step"]: r for r in json.loads(done.stdout)}
+    assert (rows["system_prompt"]["delta"], rows["prompt"]["delta"]) == (2, -2)
