@@ -19,7 +19,7 @@ from lib.generation.questions import run_answer_facts
 from lib.generation.setups import FASTCHAT_TYPICAL_SYSTEM_PROMPT, GenerationSetup
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from pages._common import cached_query, judge_endpoint, show_chart, show_error, show_table
+from pages._common import cached_chart, cached_query, judge_endpoint, show_chart, show_error, show_table
 
 
 def _stored_view(store, version, ra, rb) -> None:
@@ -85,8 +85,8 @@ def attribution_section(store, version, ra, rb) -> None:
         with s2:
             sp_b = _system_prompt(rb, "B", store, version)
         try:
-            ga = GenerationSetup.from_run(store, ra, system_prompt=sp_a)
-            gb = GenerationSetup.from_run(store, rb, system_prompt=sp_b)
+            ga = cached_query(GenerationSetup.from_run, version, run=ra, system_prompt=sp_a)
+            gb = cached_query(GenerationSetup.from_run, version, run=rb, system_prompt=sp_b)
             rows = [{"field": x["field"], "A": x["value"], "A source": x["source"], "B": y["value"],
                      "B source": y["source"]} for x, y in zip(ga.describe(), gb.describe())]
             st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="hx_gen_setups")
@@ -160,7 +160,7 @@ def show_waterfall(result) -> None:
     st.caption(f"A = {md_escape(fwd.attrs['label_a'])}; B = {md_escape(fwd.attrs['label_b'])}; {fwd.attrs['used']} "
                "items with a score at every step. " + md_escape(L.NOTE))
     main = {k: v for k, v in result.orders.items() if not k.startswith(L.SHAPLEY)}
-    show_chart(charts.ladder_waterfalls(main), "attribution_waterfall")
+    show_chart(cached_chart(charts.ladder_waterfalls, main), "attribution_waterfall")
     cols = st.columns(len(main))
     for col, (label, table) in zip(cols, main.items()):
         with col:
