@@ -243,6 +243,10 @@ def _attribution_html(result, figures: list) -> str:
     if result.shapley is not None:
         parts.append("<h2>Shapley-style split (each factor's effect averaged over the orders)</h2>"
                      f"{_table(result.shapley)}")
+    est = getattr(result, "estimate", None) or {}
+    if isinstance(est.get("per_step"), pd.DataFrame):
+        parts.append(f"<h2>Cost, counted before any call</h2><p class=\"note\">{_e(L.estimate_text(est))}</p>"
+                     f"{_table(est['per_step'])}")
     meaning = "".join(f"<tr><td class=\"t\">{_e(L.STEP_LABELS.get(k, k))}</td><td class=\"t\">{_e(v)}</td></tr>"
                       for k, v in L.STEP_MEANING.items())
     parts.append(f"<h2>What each bar means</h2><table><tbody>{meaning}</tbody></table>")

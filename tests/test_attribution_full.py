@@ -327,7 +327,7 @@ def test_cli_subprocess_both_orders(pair_store, servers, tmp_path):
     assert fwd["system_prompt"]["interacts"] is True and fwd["max_tokens"]["interacts"] is False
     assert "Interactions (a factor's effect changes between orders" in out.stderr
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "Generation setups" in html and "Does the order matter?" in html
+    assert "Generation setups" in html and "Does the order matter?" in html and "Cost, counted before any call" in html
 
 
 def test_same_models_pair_every_cause_has_its_own_bar(sample_store, servers):
