@@ -396,3 +396,30 @@ def test_cli_ctrl_c_then_the_same_command_resumes(pair_store, servers):
     assert f"{16 - first} generation request(s)" in done.stderr      # the resumed estimate: only what is left
     rows = {r["step"]: r for r in json.loads(done.stdout)}
     assert (rows["system_prompt"]["delta"], rows["prompt"]["delta"]) == (2, -2)
+
+
+def test_interaction_flag_is_calibrated():
+    """Two orders, the same true effect, independent per-item noise: the interaction flag (change between orders
+    beyond the 95% interval of that change) fires about 5% of the time; a change of 1 sd most of the time."""
+    import numpy as np
+    import pandas as pd
+
+    from lib.attribution import judge as J
+
+    rng = np.random.default_rng(7)
+
+    def table(effects: np.ndarray) -> pd.DataFrame:
+        frame = pd.DataFrame({"question": [f"q{i}" for i in range(len(effects))], "category": "c", "turn": 1,
+                              "before": 0.0, "after": effects})
+        return pd.DataFrame([{"step": "system_prompt", **J.paired(frame, "after", "before")}])
+
+    def flagged(shift: float, runs: int) -> float:
+        hits = 0
+        for _ in range(runs):
+            fwd = table(rng.normal(0.5, 1.0, 16))
+            rev = table(-rng.normal(0.5 + shift, 1.0, 16))       # the reverse order reads B->A: signs turned
+            hits += bool(L.interactions(fwd, rev)["interacts"].iloc[0])
+        return hits / runs
+
+    assert 0.02 <= flagged(0.0, 300) <= 0.09
+    assert flagged(1.0, 100) >= 0.6
