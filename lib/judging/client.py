@@ -52,9 +52,10 @@ def make_client(config: JudgeConfig, api_key: str | None):
                          http_client=deadline_http_client(timeout))
 
 
-def request_preview(config: JudgeConfig, messages: list[dict]) -> dict:
-    """The JSON body that will be POSTed to {base_url}/chat/completions (no credentials in it)."""
-    return {"model": config.model, "messages": messages, **config.params()}
+def request_preview(config: JudgeConfig, messages: list[dict], params: dict | None = None) -> dict:
+    """The JSON body that will be POSTed to {base_url}/chat/completions (no credentials in it); ``params``
+    replace ``config.params()`` (a generated answer's temperature, seed, ...)."""
+    return {"model": config.model, "messages": messages, **(config.params() if params is None else params)}
 
 
 def _retry_wait(headers, attempt: int, config: JudgeConfig) -> tuple[float, bool]:
@@ -104,7 +105,7 @@ def _describe_status(exc, config: JudgeConfig, api_key: str | None) -> str:
 
 
 def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
-         cancel: threading.Event | None = None, req_hash: str | None = None,
+         cancel: threading.Event | None = None, req_hash: str | None = None, params: dict | None = None,
          sleep: Callable[[float], object] = time.sleep) -> CallResult:
     """One request with our retries (see the module docstring), no cache: the answer, or JudgeAPIError with
     the message the user reads; ``Cancelled`` when ``cancel`` is set while waiting to retry. Without
@@ -122,7 +123,7 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
             # transforms, which cost about 1 ms of CPU per call; the body is checked in _completion.
             with total_deadline(config.timeout_s):  # the whole request, however slowly the server drips
                 resp = client.post("/chat/completions", cast_to=_response_class(),
-                                   body=request_preview(config, messages))
+                                   body=request_preview(config, messages, params))
                 data = resp.json()
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -147,7 +148,8 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
                                 attempts=attempts) from None
         else:
             latency = time.perf_counter() - started
-            return _completion(data, config, req_hash or cache.request_hash(config, messages), latency, attempts)
+            return _completion(data, config, req_hash or cache.request_hash(config, messages, params), latency,
+                               attempts)
         # a retryable failure
         if attempts > config.max_retries:
             raise JudgeAPIError(f"{msg} Gave up after {attempts} attempt(s).", status=status, attempts=attempts)
@@ -204,6 +206,6 @@ def call_judge(store: Store, config: JudgeConfig, messages: list[dict], *, api_k
             return hit
     if client is None:
         client = make_client(config, api_key)
-    result = send(client, config, messages, api_key, cancel, h, sleep)
+    result = send(client, config, messages, api_key, cancel, h, sleep=sleep)
     store.transaction(lambda cur: cache.save(cur, config, [(messages, result)]))
     return result
