@@ -14,13 +14,18 @@ import pytest
 
 from browser_support import open_app, wait_for_app
 from conftest import JA, ROOT
+from fake_model import FakeModel
+
+LOCAL_MODEL_URL = "http://127.0.0.1:8000/v1"   # the README's local vLLM server
 
 pytestmark = pytest.mark.browser
 
 
 def readme_cli_examples() -> list[list[str]]:
     """Each ``$ .venv/bin/python -m lib.cli ...`` line of the README's console block (continuations joined,
-    comments dropped), as argv after ``lib.cli``; those that call a judge API (OPENAI_API_KEY=...) are left out."""
+    comments dropped), as argv after ``lib.cli``; those that call a judge API (OPENAI_API_KEY=...) are left out.
+    Those that name a local model endpoint (``--base-url http://127.0.0.1:8000/v1``, a vLLM server) run against
+    the scripted model server."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```console\n(.*?)```", text, re.S).group(1)
     commands, current = [], ""
@@ -63,14 +68,17 @@ def app(tmp_path_factory):
         yield url, db
 
 
-def test_every_readme_example_runs_while_the_app_is_open(app, page, tmp_path):
+def test_every_readme_example_runs_while_the_app_is_open(app, page, tmp_path, request):
     url, db = app
     open_app(page, url)  # the app has opened the store, loaded the sample and read it
     wait_for_app(page)
     env = {k: v for k, v in os.environ.items() if k not in ("JUDGELENS_STORE", "OPENAI_API_KEY")}
     env["JUDGELENS_DB"] = str(db)
     ran = []
+    model_server = FakeModel().__enter__()
+    request.addfinalizer(lambda: model_server.__exit__(None, None, None))
     for argv in readme_cli_examples():
+        argv = [model_server.url if a == LOCAL_MODEL_URL else a for a in argv]
         if argv[0] == "ingest":  # the README's folders are the reader's own; import a file of the sample
             argv = ["ingest", str(JA / "judge_prompts.jsonl")]
         argv = [str(tmp_path / a) if a.endswith((".html", ".jsonl")) else a for a in argv]
@@ -78,7 +86,8 @@ def test_every_readme_example_runs_while_the_app_is_open(app, page, tmp_path):
                               env=env, timeout=600)
         assert proc.returncode == 0, (argv, proc.stderr)
         ran.append(argv[0])
-    assert "ingest" in ran and "verdict" in ran
+    assert "ingest" in ran and "verdict" in ran and ran.count("generate") == 2
+    assert len(model_server.chat_requests()) > 0                   # the generate examples reached the model server
     assert (tmp_path / "report.html").stat().st_size > 0
     assert '"author": "ana"' in (tmp_path / "verdicts.jsonl").read_text()
     # The app kept working beside the CLI, and its next run reads what the CLI wrote.
