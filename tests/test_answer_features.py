@@ -1,27 +1,77 @@
-"""Scores split by answer features (lib.analysis.answer_features) and the Distributions section that shows them."""
+"""Scores and gaps split by answer features (lib.analysis.answer_features): the bundled sample, the calibration,
+the CLI, and the Distributions and Compare controls."""
 from __future__ import annotations
 
+import json
+
 import pandas as pd
-from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from lib.analysis import answer_features as A
+from lib.analysis.feature_calibration import calibrate
+from lib.cli.main import main
+
+SW8 = {"harness": "swallow", "model": "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b"}
+FC8 = {"harness": "fastchat", "judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.1-8b"}
 
 
-def test_features_and_bins(sample_store):
-    feats = A.answer_features(sample_store, "japanese_mt_bench")
-    assert {"japanese", "length", "code", "think", "refusal"} <= set(feats.columns)
-    assert feats["japanese"].dropna().between(0, 1).all()
-    assert feats["think"].any() and feats["code"].any()        # the sample has a reasoner and code answers
+def test_item_features_and_bins(sample_store):
+    feats = A.item_features(sample_store, "japanese_mt_bench")
+    assert {"japanese_share", "length", "has_code", "has_think", "refusal"} <= set(feats.columns)
+    assert feats["japanese_share"].dropna().between(0, 1).all()
+    assert feats["has_think"].any() and feats["has_code"].any()   # the sample has a reasoner and code answers
+    assert len(feats) == feats[["model_key", "question_id", "turn"]].drop_duplicates().shape[0]  # samples folded
     assert A.feature_bin("japanese", pd.Series([0.1, 0.5, 0.95, None])).tolist() == ["< 50 %", "50-90 %", "≥ 90 %", "—"]
     assert A.feature_bin("think", pd.Series([True, False])).tolist() == ["yes", "no"]
 
 
-def test_the_language_share_splits_swallows_scores(sample_store):
+def test_the_language_share_splits_swallows_scores_with_intervals(sample_store):
     """Swallow's judge is told to penalise non-Japanese answers: answers mostly not Japanese score lower."""
     table = A.scores_by_feature(sample_store, "japanese_mt_bench", "japanese").set_index("bin")
     assert list(table.index[:3]) == ["< 50 %", "50-90 %", "≥ 90 %"]
     assert table.loc["< 50 %", "mean"] < table.loc["≥ 90 %", "mean"]
+    assert (table["ci_low"] <= table["mean"]).all() and (table["mean"] <= table["ci_high"]).all()
+    assert (table["n_questions"] <= table["n_items"]).all()
+
+
+def test_swallow_vs_fastchat_gap_by_japanese_share(sample_store):
+    """Same answers, two harnesses: the gap is all in the answers that are not Japanese (Swallow's -2 rule)."""
+    gap = A.harness_gap_by_feature(sample_store, SW8, FC8, "japanese").set_index("bin")
+    low, mid = gap.loc["< 50 %"], gap.loc["50-90 %"]
+    assert low["ci_high"] < -1 and low["significant"]
+    assert mid["ci_low"] < 0 < mid["ci_high"]
+    total = A.harness_gap_by_feature(sample_store, SW8, FC8, "code")["n_items"].sum()
+    assert gap["n_items"].sum() == total  # every paired item in one bin
+
+
+def test_two_judges_on_the_same_answers_by_bin(sample_store):
+    gap = A.compare_by_feature(sample_store, {"bench": "ja_mt_bench", "judge": "gpt-4o"},
+                               {"bench": "ja_mt_bench", "judge": "gpt-4.1-2025-04-14"}, "length")
+    assert gap.attrs["binned_by"] == "the shared answers"
+    assert list(gap["bin"]) == [b for b in A.bin_order("length") + ["—"] if b in set(gap["bin"])]
+    assert (gap["delta"] - (gap["mean_a"] - gap["mean_b"])).abs().max() < 1e-9
+
+
+def test_intervals_cover_in_simulation():
+    """Small and seeded (bench/calibrate_feature_bins.py runs thousands): coverage near 95% at 10 questions."""
+    r = calibrate(200, 10, seed=3)
+    assert r["replicates"] == 200
+    assert 0.89 <= r["mean_coverage"] <= 0.99 and 0.89 <= r["gap_coverage"] <= 0.99
+
+
+def test_cli_features(sample_store, capsys):
+    db = str(sample_store.path)
+    assert main(["features", "--db", db, "--by", "judge", "--feature", "japanese", "--bench", "japanese_mt_bench",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["bin"] for r in rows} >= {"< 50 %", "50-90 %", "≥ 90 %"}
+    assert set(rows[0]) >= {"feature", "bin", "judge", "mean", "n_items", "n_questions", "ci_low", "ci_high"}
+    direct = A.scores_by_feature(sample_store, "japanese_mt_bench", "japanese")
+    assert [r["mean"] for r in rows] == list(direct["mean"])
+    assert main(["features", "--db", db, "--feature", "japanese", "--format", "json",
+                 "--a", ",".join(f"{k}={v}" for k, v in SW8.items()),
+                 "--b", ",".join(f"{k}={v}" for k, v in FC8.items())]) == 0
+    gap = {r["bin"]: r for r in json.loads(capsys.readouterr().out)}
+    assert gap["< 50 %"]["delta"] < -1 and gap["< 50 %"]["ci_high"] < 0
 
 
 def test_distributions_shows_the_split(sample_app):
@@ -31,8 +81,21 @@ def test_distributions_shows_the_split(sample_app):
     at.session_state["dist_feature_open"] = True
     at.run()
     assert not at.exception
-    table = next(d.value for d in at.dataframe if "bin" in d.value.columns and "questions" in d.value.columns)
+    table = next(d.value for d in at.dataframe if "bin" in d.value.columns and "n_questions" in d.value.columns)
     assert set(table["bin"]) >= {"< 50 %", "50-90 %"}
+    assert (table["ci_low"] <= table["ci_high"]).all()
     at.selectbox(key="dist_feature").select("think").run()
-    table = next(d.value for d in at.dataframe if "bin" in d.value.columns and "questions" in d.value.columns)
+    table = next(d.value for d in at.dataframe if "bin" in d.value.columns and "n_questions" in d.value.columns)
     assert set(table["bin"]) == {"no", "yes"}
+
+
+def test_compare_splits_the_gap_by_a_feature(sample_app):
+    at = sample_app
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    assert not any("bin" in d.value.columns for d in at.dataframe)   # no split until asked
+    at.selectbox(key="cmp_feature").select("japanese").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "bin" in d.value.columns)
+    assert {"delta", "ci_low", "ci_high", "n_questions"} <= set(table.columns)
+    assert set(table["bin"]) & {"< 50 %", "50-90 %", "≥ 90 %"}

@@ -25,6 +25,7 @@ from lib.analysis import deltas
 from lib.analysis.deltas import cluster_t
 from lib.errors import UsageError
 from lib.store import Store
+from lib.text_features import SQL_PARAMS, features_sql
 from lib.vocab import model_key, model_key_sql
 
 FEATURES = {
@@ -82,11 +83,19 @@ def item_features(store: Store, bench: str, model: str | None = None) -> pd.Data
     where = f" AND {model_key_sql('$model')} IN ({', '.join(keys)})" if model is not None else ""
     params = {"bench": bench} | ({"model": model} if model is not None else {})
     with store.read() as cur:
+        stored = cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'answer_features' "
+                             "AND table_catalog = current_database()").fetchone()
+        # a store opened read-only before its first writable open has no table yet: the same rules on the fly
+        table = "answer_features" if stored else (
+            f"(SELECT bench, model, model_id, file_model, question_id, turn, sample, {features_sql('text')} "
+            "FROM answers)")
+        if not stored:
+            params |= SQL_PARAMS
         return cur.execute(f"""
             SELECT {keys[0]} AS model_key, question_id, turn, avg(japanese_share) AS japanese_share,
                    avg(length) AS length, bool_or(has_code) AS has_code, bool_or(has_think) AS has_think,
                    bool_or(refusal) AS refusal
-            FROM answer_features WHERE bench = $bench{where} GROUP BY ALL""", params).df()
+            FROM {table} WHERE bench = $bench{where} GROUP BY ALL""", params).df()
 
 
 def _clustered_means(frame: pd.DataFrame, group: list[str], alpha: float) -> pd.DataFrame:
