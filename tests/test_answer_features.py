@@ -99,3 +99,21 @@ def test_compare_splits_the_gap_by_a_feature(sample_app):
     table = next(d.value for d in at.dataframe if "bin" in d.value.columns)
     assert {"delta", "ci_low", "ci_high", "n_questions"} <= set(table.columns)
     assert set(table["bin"]) & {"< 50 %", "50-90 %", "≥ 90 %"}
+
+
+def test_search_filters_by_answer_features(sample_store, capsys):
+    from lib import text_features
+    from lib.analysis import search as S
+
+    with sample_store.read() as cur:
+        texts = cur.execute("SELECT text FROM answers").fetchall()
+    expected = sum(1 for (t,) in texts if (share := text_features.japanese_share(t)) is not None and share <= 0.5)
+    q = S.SearchQuery(japanese_max=0.5)
+    counts = S.count_by_field(sample_store, q)
+    assert counts["answer"] == expected > 0          # the Python rule, record by record
+    assert "question" not in counts and "reference" not in counts   # no model's answer
+    assert 0 < counts["rationale"] < S.count_by_field(sample_store, S.SearchQuery(fields=("rationale",)))["rationale"]
+    hits = S.search(sample_store, S.SearchQuery(fields=("answer",), japanese_max=0.5, has_think=True), limit=5)
+    assert len(hits) and set(hits["field"]) == {"answer"}
+    assert main(["search", "--db", str(sample_store.path), "--japanese-max", "0.5", "--in", "answer", "--count"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"count": expected}

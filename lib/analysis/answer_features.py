@@ -76,6 +76,17 @@ def bin_order(feature: str) -> list[str]:
     return [name for name, _ in BINS[feature]] if feature in BINS else ["no", "yes"]
 
 
+def features_source(cur) -> tuple[str, dict]:
+    """What to read the features from: the ``answer_features`` table, or (a store opened read-only before its first
+    writable open has none yet) the same rules computed on the fly from ``answers``. (SQL, parameters)."""
+    stored = cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'answer_features' "
+                         "AND table_catalog = current_database()").fetchone()
+    if stored:
+        return "answer_features", {}
+    return (f"(SELECT bench, model, model_id, file_model, question_id, turn, sample, {features_sql('text')} "
+            "FROM answers)", dict(SQL_PARAMS))
+
+
 def item_features(store: Store, bench: str, model: str | None = None) -> pd.DataFrame:
     """One row per answered item of ``bench`` (of ``model``, by model key, when given): model_key, question_id,
     turn, japanese_share, length (sample means), has_code, has_think, refusal (any sample)."""
@@ -83,14 +94,8 @@ def item_features(store: Store, bench: str, model: str | None = None) -> pd.Data
     where = f" AND {model_key_sql('$model')} IN ({', '.join(keys)})" if model is not None else ""
     params = {"bench": bench} | ({"model": model} if model is not None else {})
     with store.read() as cur:
-        stored = cur.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'answer_features' "
-                             "AND table_catalog = current_database()").fetchone()
-        # a store opened read-only before its first writable open has no table yet: the same rules on the fly
-        table = "answer_features" if stored else (
-            f"(SELECT bench, model, model_id, file_model, question_id, turn, sample, {features_sql('text')} "
-            "FROM answers)")
-        if not stored:
-            params |= SQL_PARAMS
+        table, extra = features_source(cur)
+        params |= extra
         return cur.execute(f"""
             SELECT {keys[0]} AS model_key, question_id, turn, avg(japanese_share) AS japanese_share,
                    avg(length) AS length, bool_or(has_code) AS has_code, bool_or(has_think) AS has_think,
@@ -199,6 +204,9 @@ def harness_gap_by_feature(store: Store, a, b, feature: str, *, side: str = "a",
     return out
 
 
+FILTER_KEYS = ("japanese_min", "japanese_max", "length_min", "length_max", "has_code", "has_think", "refusal")
+
+
 def feature_filter_sql(filters: dict, alias: str = "f") -> tuple[str, dict]:
     """SQL conditions over ``answer_features`` rows (alias ``alias``) for search filters: ``japanese_max``,
     ``japanese_min`` (0-1), ``length_min``, ``length_max``, ``has_code``, ``has_think``, ``refusal`` (True/False).
@@ -214,3 +222,17 @@ def feature_filter_sql(filters: dict, alias: str = "f") -> tuple[str, dict]:
             conds.append(f"{alias}.{key} = $ff_{key}")
             params[f"ff_{key}"] = bool(filters[key])
     return " AND ".join(conds), params
+
+
+def answer_semijoin(filters: dict, record: str = "s") -> tuple[str | None, dict]:
+    """A condition keeping the records (alias ``record``: bench, question_id, turn, model, sample) whose answer
+    passes ``filters`` (``FILTER_KEYS``), matched by model key on the answer's model, model_id or file-name model.
+    None when no filter is set."""
+    conds, params = feature_filter_sql(filters)
+    if not conds:
+        return None, {}
+    keys = " UNION ALL ".join(
+        f"SELECT bench, question_id, turn, {model_key_sql(c)} AS k, sample FROM answer_features f WHERE {conds}"
+        for c in ("f.model", "f.model_id", "f.file_model"))
+    return (f"({record}.bench, {record}.question_id, {record}.turn, {model_key_sql(record + '.model')}, "
+            f"{record}.sample) IN (SELECT (bench, question_id, turn, k, sample) FROM ({keys}))"), params
