@@ -117,3 +117,19 @@ def test_search_filters_by_answer_features(sample_store, capsys):
     assert len(hits) and set(hits["field"]) == {"answer"}
     assert main(["search", "--db", str(sample_store.path), "--japanese-max", "0.5", "--in", "answer", "--count"]) == 0
     assert json.loads(capsys.readouterr().out) == {"count": expected}
+
+
+def test_the_two_harness_view_splits_the_gap_by_a_feature(sample_app):
+    at = sample_app
+    at.switch_page("pages/compare.py")
+    at.query_params["view"] = "harness"
+    at.run()
+    at.session_state["hx_feature_open"] = True
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "bin" in d.value.columns)
+    assert {"delta", "ci_low", "ci_high", "n_questions"} <= set(table.columns)
+    low = table.set_index("bin").loc["< 50 %"]
+    assert low["ci_low"] <= low["delta"] <= low["ci_high"] and abs(low["delta"]) > 1  # the language rule's gap
+    at.radio(key="hx_feature_side").set_value("b").run()
+    assert not at.exception and any("run B's answers" in c.value for c in at.caption)
