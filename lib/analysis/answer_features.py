@@ -87,11 +87,13 @@ def features_source(cur) -> tuple[str, dict]:
             "FROM answers)", dict(SQL_PARAMS))
 
 
-def item_features(store: Store, bench: str, model: str | None = None) -> pd.DataFrame:
+def item_features(store: Store, bench: str, model: str | None = None, *, first_sample: bool = False) -> pd.DataFrame:
     """One row per answered item of ``bench`` (of ``model``, by model key, when given): model_key, question_id,
-    turn, japanese_share, length (sample means), has_code, has_think, refusal (any sample)."""
+    turn, japanese_share, length (sample means), has_code, has_think, refusal (any sample). ``first_sample``:
+    sample 0 only (when the scores are sample 0's: ``--swallow-samples first``)."""
     keys = [model_key_sql(f"coalesce({c}, '')") for c in ("model", "model_id", "file_model")]
     where = f" AND {model_key_sql('$model')} IN ({', '.join(keys)})" if model is not None else ""
+    where += " AND sample = 0" if first_sample else ""
     params = {"bench": bench} | ({"model": model} if model is not None else {})
     with store.read() as cur:
         table, extra = features_source(cur)
@@ -196,7 +198,7 @@ def harness_gap_by_feature(store: Store, a, b, feature: str, *, side: str = "a",
         out = pd.DataFrame(columns=GAP_COLUMNS)
     else:
         qid = "question_id_a" if side == "a" else "question_id_b"
-        feats = item_features(store, run.bench, run.model)
+        feats = item_features(store, run.bench, run.model, first_sample=swallow_samples == "first")
         out = gap_by_feature(pairs, feats.drop(columns=["model_key"]), feature,
                              on={qid: "question_id", "turn": "turn"}, alpha=alpha)
     out.attrs.update(label=pairs.attrs.get("label", ""), note=pairs.attrs.get("note", ""),
