@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.analysis.feature_calibration import calibrate  # noqa: E402
+from lib.analysis.feature_calibration import calibrate
 
 
 def main() -> None:

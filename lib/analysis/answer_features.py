@@ -83,8 +83,9 @@ def features_source(cur) -> tuple[str, dict]:
                          "AND table_catalog = current_database()").fetchone()
     if stored:
         return "answer_features", {}
-    return (f"(SELECT bench, model, model_id, file_model, question_id, turn, sample, {features_sql('text')} "
-            "FROM answers)", dict(SQL_PARAMS))
+    on_the_fly = (f"(SELECT bench, model, model_id, file_model, question_id, turn, sample, {features_sql('text')} "
+                  "FROM answers)")
+    return on_the_fly, dict(SQL_PARAMS)
 
 
 def item_features(store: Store, bench: str, model: str | None = None, *, first_sample: bool = False) -> pd.DataFrame:
