@@ -240,7 +240,7 @@ def _feature_gap(version, ra, rb, samples: str, excl: tuple) -> None:
             return
         st.caption(f"A minus B per bin, binned by {md_escape(by_bin.attrs['binned_by'])} (the runs answered "
                    "separately); '—': no stored answer. Questions are the unit, 95% t interval, Holm over the bins "
-                   "(coverage 94% in simulation at 10 and 80 questions per bin: bench/calibrate_feature_bins.py).")
+                   "(coverage 95% in simulation at 10 and 80 questions per bin: bench/calibrate_feature_bins.py).")
         show_table(by_bin.drop(columns=["feature"]), "harness_gap_feature",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})

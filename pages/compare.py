@@ -126,7 +126,7 @@ if feature != "(none)":
     else:
         st.caption(f"A minus B per bin, binned by {md_escape(by_bin.attrs['binned_by'])}; items without a stored "
                    "answer fall in '—'. Questions are the unit: 95% t interval on question-level deltas, as above; "
-                   "p_adjusted is Holm over the bins. The interval covered the true gap 94% of the time in "
+                   "p_adjusted is Holm over the bins. The interval covered the true gap 95% of the time in "
                    "simulation at 10 and 80 questions per bin (bench/calibrate_feature_bins.py).")
         show_table(by_bin.drop(columns=["feature"]), f"deltas_feature_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")

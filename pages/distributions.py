@@ -127,7 +127,7 @@ with st.expander("Scores split by an answer feature: Japanese share, length, cod
             st.caption("Mean item score per judge and bin of the feature (lib.text_features; computed once at "
                        "import from the visible text, <think> removed; Swallow's samples of an answer averaged), with "
                        "a 95% question-clustered t interval: the items of one question move together, so questions "
-                       "are the unit (n_questions). The interval covered the true bin mean 93-96% of the time in "
+                       "are the unit (n_questions). The interval covered the true bin mean 94-95% of the time in "
                        "simulation at 10 and 80 questions per bin (bench/calibrate_feature_bins.py). Same numbers: "
                        "python -m lib.cli features.")
             show_table(table.drop(columns=["feature"]), f"feature_{feature}_{bench}",

@@ -133,3 +133,17 @@ def test_the_two_harness_view_splits_the_gap_by_a_feature(sample_app):
     assert low["ci_low"] <= low["delta"] <= low["ci_high"] and abs(low["delta"]) > 1  # the language rule's gap
     at.radio(key="hx_feature_side").set_value("b").run()
     assert not at.exception and any("run B's answers" in c.value for c in at.caption)
+
+
+def test_search_page_filters_by_japanese_share(sample_app, sample_store):
+    from lib.analysis import search as S
+
+    at = sample_app
+    at.switch_page("pages/search.py").run()
+    at.number_input(key="sr_jamax").set_value(0.5).run()
+    assert not at.exception
+    total = S.count(sample_store, S.SearchQuery(japanese_max=0.5))
+    assert any(f"{total:,} matching" in h.value for h in at.subheader)
+    table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert set(table["field"]) <= {"answer", "rationale", "prompt"}
+    assert at.query_params["jamax"] == "0.5"
