@@ -17,7 +17,8 @@ the same values on the same texts. The rules read the *visible* text: ``<think>`
 - **refusal**: the visible text holds a refusal phrase (``REFUSAL``, English and Japanese, case-insensitive).
 
 ``fill_answer_features(cur)``: the ``answer_features`` table (one row per stored answer, store schema) for every
-answer that has none yet, inside the caller's transaction (the store's writers call it with the search index).
+source whose answers have none yet, inside the caller's transaction (the store's writers call it with the search
+index; a regenerated run deletes its source's rows before it rewrites the answers).
 """
 from __future__ import annotations
 
@@ -99,8 +100,11 @@ def fill_answer_features(cur) -> int:
                        "AND table_catalog = current_database()").fetchone():
         return 0
     cur.execute("DELETE FROM answer_features WHERE source_id NOT IN (SELECT source_id FROM sources)")
-    keys = ", ".join(KEY)
+    # a source's answers are written in one transaction (an import; a regenerated run drops its rows first), so
+    # the sources without a row here are the ones to do: no join over every stored answer at each write
     return cur.execute(
-        f"""INSERT INTO answer_features ({keys}, model_id, file_model, {', '.join(COLUMNS)})
+        f"""INSERT INTO answer_features ({', '.join(KEY)}, model_id, file_model, {', '.join(COLUMNS)})
             SELECT {', '.join('a.' + k for k in KEY)}, a.model_id, a.file_model, {features_sql('a.text')}
-            FROM answers a ANTI JOIN answer_features f USING ({keys})""", SQL_PARAMS).fetchone()[0]
+            FROM answers a WHERE a.source_id IN (SELECT source_id FROM sources EXCEPT
+                                                 SELECT DISTINCT source_id FROM answer_features)""",
+        SQL_PARAMS).fetchone()[0]
