@@ -113,3 +113,15 @@ def test_removing_a_source_drops_its_features(store):
     assert remove_source(store, report.imported[0].source_id)
     with store.read() as cur:
         assert cur.execute("SELECT count(*) FROM answer_features").fetchone()[0] == 0
+
+
+def test_every_stored_sample_answer_agrees_with_python(sample_store):
+    """The table (DuckDB's twin, at import) against the Python rules on every answer of the bundled sample."""
+    with sample_store.read() as cur:
+        rows = cur.execute(f"""SELECT a.text, {', '.join('f.' + c for c in T.COLUMNS)} FROM answers a
+                               JOIN answer_features f USING ({', '.join(T.KEY)})""").fetchall()
+        assert len(rows) == cur.execute("SELECT count(*) FROM answers").fetchone()[0] > 3000
+    for text, *stored in rows:
+        py = T.features(text)
+        for key, value in zip(T.COLUMNS, stored):
+            assert value == (pytest.approx(py[key]) if isinstance(py[key], float) else py[key]), (key, text[:80])
