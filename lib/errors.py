@@ -233,3 +233,9 @@ class UnknownSystemPromptError(UsageError):
     """A generation setup needs the model's system prompt and the run's files do not show it."""
 
     title = "Unknown system prompt"
+
+
+class LadderInterrupted(JudgeLensError):
+    """The attribution ladder stopped before its last step (cancelled): what arrived is kept in the cache."""
+
+    title = "Ladder interrupted"

@@ -155,14 +155,12 @@ def harness_compare(store, version: tuple) -> None:
 
     from lib.reports import harness_report
 
-    ladder = st.session_state.get("hx_ladder_result")
-    if ladder is not None and sorted(map(str, (ladder.attrs.get("run_a"), ladder.attrs.get("run_b")))) != sorted(
-            map(str, (ra.selector, rb.selector))):
-        ladder = None  # a ladder of two other runs
-    reverse = ladder is not None and bool(ladder.attrs.get("reverse"))
+    result = st.session_state.get("hx_ladder_result")
+    if result is not None and sorted(map(str, (result.forward.attrs.get("run_a"), result.forward.attrs.get("run_b")))) \
+            != sorted(map(str, (ra.selector, rb.selector))):
+        result = None  # a ladder of two other runs
     st.download_button("Download the report (HTML)", data=lambda: harness_report(
-        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl,
-        ladder=None if reverse else ladder, reverse_ladder=ladder if reverse else None),
+        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl, attribution=result),
         file_name="judgelens_harness_report.html",
         mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
 

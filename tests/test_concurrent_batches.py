@@ -14,9 +14,10 @@ import time
 
 import pytest
 from fake_openai import FakeOpenAI, Reply
+from waiting import wait_for
 
 from conftest import EN, ROOT, lake_target
-from lib.analysis.item_view import ItemKey
+from lib.keys import ItemKey
 from lib.errors import BatchRunningError
 from lib.ingest.importer import ingest
 from lib.judging.batch import RejudgeBatch
@@ -74,9 +75,8 @@ def test_two_cli_batches_with_one_label_on_a_lake_share_one_source_and_pay_once(
     with FakeOpenAI() as server:
         server.responder = responder
         first = rejudge(lake_env, server)
-        deadline = time.time() + 180
-        while not server.chat_requests() and time.time() < deadline and first.poll() is None:
-            time.sleep(0.05)
+        wait_for(lambda: server.chat_requests() or first.poll() is not None, timeout=180,
+                 what="the first batch's first request")
         assert server.chat_requests(), first.communicate()
         second = rejudge(lake_env, server)
         out2, err2 = second.communicate(timeout=180)
@@ -139,9 +139,7 @@ def test_two_workbench_batches_on_one_file_do_not_pay_twice(_sample_db, tmp_path
         box = {}
         worker = threading.Thread(target=lambda: box.setdefault("s", tab1.run(api_key=KEY, concurrency=2)))
         worker.start()
-        deadline = time.time() + 120
-        while not server.chat_requests() and time.time() < deadline:
-            time.sleep(0.02)
+        wait_for(server.chat_requests, timeout=120, what="the first tab's first request")
         with pytest.raises(BatchRunningError) as caught:
             tab2.run(api_key=KEY, concurrency=2)
         gate.set()

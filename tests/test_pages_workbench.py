@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
 from streamlit.testing.v1 import AppTest
+from waiting import wait_for
 
 from lib.analysis import queries
 from lib.store import Store
@@ -17,10 +16,9 @@ ITEM = {"bench": "ja_mt_bench", "q": "31", "turn": "1", "model": "shisa-ai/shisa
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = lambda body: "The answer is wrong at step 2. Rating: [[3]]"
-        yield srv
+def judge_responder():
+    """The shared ``server`` always answers this."""
+    return lambda body: "The answer is wrong at step 2. Rating: [[3]]"
 
 
 @pytest.fixture
@@ -205,9 +203,7 @@ def test_the_same_batch_in_two_tabs_is_paid_once(app, server):
         tab.text_input(key="wb_b_label").set_value("two-tabs").run()
     button(app, "Estimate").click().run()
     next(b for b in app.button if b.label == "Run 5 request(s)").click().run()
-    deadline = time.time() + 60
-    while not server.chat_requests() and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(server.chat_requests, what="the first tab's first request")
     button(other, "Estimate").click().run()
     next(b for b in other.button if b.label.startswith("Run ") and b.label.endswith("request(s)")).click().run()
     assert other.session_state["wb_job"]["run"].wait(60)   # joins the refused batch

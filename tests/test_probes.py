@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import re
 import threading
+from functools import partial
 
 import pytest
-from fake_openai import FakeOpenAI
 
-from lib.judging.config import JudgeConfig
+from conftest import judge_config
 from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.cli import main
@@ -84,16 +84,7 @@ def careful_judge_for(store):
     return judge
 
 
-@pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-def cfg(server, **kw) -> JudgeConfig:
-    base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
-    base.update(kw)
-    return JudgeConfig(**base)
+cfg = partial(judge_config, max_retries=0)     # the shared judge config, no retries
 
 
 def rows(store, sql, params=()):

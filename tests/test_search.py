@@ -216,9 +216,10 @@ def test_search_page_opens_from_a_deep_link(page_db):
 
 
 def _store(path):
-    from pages._common import _open_store
+    """A second handle on the page's database, as any other reader would open it."""
+    from lib.store import Store
 
-    return _open_store(str(path))
+    return Store(str(path))
 
 
 def test_pages_concatenate_across_fields_into_one_stable_order(sample_store):
@@ -416,9 +417,9 @@ def test_a_regex_means_the_same_on_the_original_and_on_the_full_copy(texts, rege
 
 def test_local_characters_map_to_one_character_whatever_stands_around_them():
     """A text whose only NFKC-changed characters are local ones gets no copy: NFKC must act on each of them alone."""
-    from lib.search_index import _case_tables, copy_class
+    from lib.search_index import case_tables, copy_class
 
-    copied, local, _, _ = _case_tables()
+    copied, local, _, _ = case_tables()
     assert {"Ａ", "１", "（", "ｶ", "　", "²", "₂"} <= set(local) and not {"ﾞ", "ﾟ", "…"} & set(local)
     neighbours = [chr(c) for c in range(0x20, 0x7F)] + list(local) + [
         chr(c) for c in range(0x3000, 0x3100)] + [chr(c) for c in range(0xAC00, 0xAC40)] + [
@@ -440,11 +441,11 @@ def test_case_folding_of_uncopied_characters_matches_their_lower_case():
     cased character without a copy must be RE2-case-equal to its lower case."""
     import duckdb
 
-    from lib.search_index import _all_chars, _case_tables, _lower_all
+    from lib.search_index import all_chars, case_tables, lower_all
 
-    copied, _, _, _ = _case_tables()
-    chars = [c for c in _all_chars() if c not in copied and (c.lower() != c or c.upper() != c)]
-    pairs = [(c, low) for c, low in zip(chars, _lower_all(chars)) if low != c]
+    copied, _, _, _ = case_tables()
+    chars = [c for c in all_chars() if c not in copied and (c.lower() != c or c.upper() != c)]
+    pairs = [(c, low) for c, low in zip(chars, lower_all(chars)) if low != c]
     assert len(pairs) > 1000
     con = duckdb.connect()
     bad = con.execute("""SELECT list(c) FROM (SELECT unnest($c) AS c, unnest($low) AS low)

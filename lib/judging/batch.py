@@ -284,7 +284,7 @@ class RejudgeBatch:
         if getattr(self, "_estimate", None) is not None:
             return self._estimate
         reqs = [r for unit in self.units for r in unit.requests]
-        to_send = [r for r in reqs if r.result is None]
+        to_send = list({r.request_hash: r for r in reqs if r.result is None}.values())  # identical ones once
         pt = sum(estimate_tokens(m["content"]) for r in to_send for m in r.messages)
         with self.store.read() as cur:
             typical = cur.execute("SELECT avg(completion_tokens) FROM judge_cache WHERE model = ?",
@@ -538,7 +538,15 @@ class RejudgeBatch:
         done = len(finished)
         if progress:
             progress(done, total, None)
-        to_send = [r for r in reqs if r.result is None]
+        to_send, twins = [], {}   # identical requests (e.g. samples that are copies) are sent once
+        for r in reqs:
+            if r.result is None:
+                if r.request_hash in twins:
+                    twins[r.request_hash].append(r)
+                else:
+                    twins[r.request_hash] = []
+                    to_send.append(r)
+        summary.cache_hits += sum(len(v) for v in twins.values())
         if to_send:
             dispatcher = Dispatcher(self.config, api_key=api_key, client=client, concurrency=concurrency,
                                     cancel=cancel)
@@ -556,11 +564,14 @@ class RejudgeBatch:
                             r.error = out.error
                             if out.exception is not None and out.exception.fatal and summary.error is None:
                                 summary.error = out.error
-                        u = self.units[r.unit]
-                        if id(u) in pending and complete(u):
-                            pending.discard(id(u))
-                            if not (dispatcher.fatal is not None and any(x.error for x in u.requests)):
-                                finished.append(u)
+                        for twin in twins.get(r.request_hash, ()):
+                            twin.result, twin.error = r.result, r.error
+                        for x in (r, *twins.get(r.request_hash, ())):
+                            u = self.units[x.unit]
+                            if id(u) in pending and complete(u):
+                                pending.discard(id(u))
+                                if not (dispatcher.fatal is not None and any(y.error for y in u.requests)):
+                                    finished.append(u)
                     now = time.perf_counter()
                     if (finished or new_results) and (out is None or now - last_flush >= WRITE_EVERY_S
                                                       or len(finished) >= WRITE_EVERY_ROWS):

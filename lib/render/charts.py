@@ -309,10 +309,14 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B") -> go.Figure:
-    """The attribution ladder as a waterfall: A's stored mean, one bar per step's change (replay drift, each
-    judge-side factor, the residual), ending at B's stored mean. ``ladder`` has the rows of
-    ``lib.judging.attribution`` (step, mean, delta, ci_low, ci_high, n) from "a" to "b"."""
+LADDER_NAMES = {"replay": "replay (judge drift)", "regenerate": "regenerate (model drift)",
+                "system_prompt": "system prompt", "temperature": "temperature", "samples": "samples",
+                "turn2_context": "turn-2 context", "max_tokens": "gen. max_tokens", "prompt": "judge prompt",
+                "judge": "judge model", "judge_max_tokens": "judge max_tokens", "reference": "references",
+                "truncation": "truncation", "reasoning": "reasoning stripped", "residual": "residual"}
+
+
+def _waterfall_trace(ladder: pd.DataFrame, label_a: str, label_b: str) -> tuple[go.Waterfall, list]:
     steps = list(ladder["step"])
     measure, y, text = [], [], []
     for step, mean, delta in zip(steps, ladder["mean"], ladder["delta"]):
@@ -328,20 +332,26 @@ def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B
             measure.append("relative")
             y.append(float(delta) if pd.notna(delta) else 0.0)
             text.append(f"{delta:+.2f}" if pd.notna(delta) else "n/a")
-    names = [{"a": f"A stored ({label_a})", "b": f"B stored ({label_b})", "replay": "replay (drift)",
-              "prompt": "judge prompt", "judge": "judge model", "reference": "references",
-              "reasoning": "reasoning stripped", "residual": "residual (answers)"}.get(s, s) for s in steps]
+    names = [{"a": f"{label_a} stored", "b": f"{label_b} stored"}.get(s, LADDER_NAMES.get(s, s)) for s in steps]
     lo = ladder["ci_low"].tolist() if "ci_low" in ladder else [None] * len(steps)
     hi = ladder["ci_high"].tolist() if "ci_high" in ladder else [None] * len(steps)
     hover = [f"{n}<br>{t}" + (f"<br>95% CI {a:+.2f} to {b:+.2f}" if pd.notna(a) and pd.notna(b) and s not in ("a", "b")
                                else "") for n, t, a, b, s in zip(names, text, lo, hi, steps)]
-    fig = go.Figure(go.Waterfall(x=names, y=y, measure=measure, text=text, textposition="outside",
-                                 hovertext=hover, hoverinfo="text",
-                                 increasing=dict(marker=dict(color="#2e86c1")),
-                                 decreasing=dict(marker=dict(color="#c0392b")),
-                                 totals=dict(marker=dict(color="#555555")),
-                                 connector=dict(line=dict(color="#999", width=1))))
-    finite = [v for v in ladder["mean"] if pd.notna(v)]
+    trace = go.Waterfall(x=names, y=y, measure=measure, text=text, textposition="outside",
+                         hovertext=hover, hoverinfo="text",
+                         increasing=dict(marker=dict(color="#2e86c1")),
+                         decreasing=dict(marker=dict(color="#c0392b")),
+                         totals=dict(marker=dict(color="#555555")),
+                         connector=dict(line=dict(color="#999", width=1)))
+    return trace, [v for v in ladder["mean"] if pd.notna(v)]
+
+
+def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B") -> go.Figure:
+    """The attribution ladder as a waterfall: the first side's stored mean, one bar per step's change (replay
+    drift, regeneration drift, each factor, the residual), ending at the other side's stored mean. ``ladder``
+    has the rows of ``lib.attribution`` (step, mean, delta, ci_low, ci_high, n) from "a" to "b"."""
+    trace, finite = _waterfall_trace(ladder, label_a, label_b)
+    fig = go.Figure(trace)
     if finite:
         fig.update_yaxes(range=[max(0.0, min(finite) - 1.5), min(10.5, max(finite) + 1.0)])
     fig.update_layout(yaxis_title="mean score (1-10)", xaxis_title="", showlegend=False)
@@ -365,3 +375,24 @@ def variance_bar(components: pd.DataFrame, labels: dict[str, str] | None = None)
     fig.update_layout(barmode="stack", xaxis=dict(tickformat=".0%", range=[0, 1], title_text="share of the variance"),
                       yaxis=dict(showticklabels=False), legend=dict(orientation="h", y=-0.4))
     return _layout(fig, 230)
+
+
+def ladder_waterfalls(ladders: dict) -> go.Figure:
+    """Several orders of the ladder side by side (e.g. ``{"A->B": forward, "B->A": reverse}``), one waterfall
+    each, sharing the score axis. Each frame as ``ladder_waterfall`` takes it."""
+    from plotly.subplots import make_subplots
+
+    labels = list(ladders)
+    fig = make_subplots(rows=1, cols=len(labels), shared_yaxes=True, subplot_titles=labels,
+                        horizontal_spacing=0.04)
+    finite = []
+    for i, label in enumerate(labels, start=1):
+        first, second = (label.split("->", 1) + ["B"])[:2] if "->" in label else ("A", "B")
+        trace, vals = _waterfall_trace(ladders[label], first.strip(), second.strip())
+        fig.add_trace(trace, row=1, col=i)
+        finite += vals
+    if finite:
+        fig.update_yaxes(range=[max(0.0, min(finite) - 1.5), min(10.5, max(finite) + 1.0)])
+    fig.update_yaxes(title_text="mean score (1-10)", row=1, col=1)
+    fig.update_layout(showlegend=False)
+    return _layout(fig, 460)

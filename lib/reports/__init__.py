@@ -160,10 +160,12 @@ from the cache · run {_e(run.run_id)} · {_e(run.created_at)}</p>
 
 def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "mean",
                    exclude_links: tuple[str, ...] = (), ladder: pd.DataFrame | None = None,
-                   reverse_ladder: pd.DataFrame | None = None) -> str:
+                   reverse_ladder: pd.DataFrame | None = None, attribution=None) -> str:
     """One model (or any two runs) under two harnesses, as one self-contained HTML file: the runs, the
     linked questions, the per-category gap with its intervals, the setup table (judge prompt templates with
-    the differing text highlighted) and, when given, the attribution ladder (table and waterfall)."""
+    the differing text highlighted) and, when given, the attribution ladder (table and waterfall): ``ladder`` /
+    ``reverse_ladder`` (one order each) or ``attribution`` (a ``lib.attribution.ladder.LadderResult``: every
+    order side by side, the generation setups, the interactions, the Shapley split and what each bar means)."""
     from lib.analysis import harness_diff, linking, runs
     from lib.render.textdiff import diff_html
 
@@ -186,6 +188,8 @@ def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "me
         figures.append((title, charts.ladder_waterfall(lad)))
         shown = lad[[c for c in ("step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached") if c in lad]]
         ladder_html += f"<h2>{_e(title)}</h2><p class=\"note\">{_e(LADDER_NOTE)}</p>{_table(shown)}"
+    if attribution is not None:
+        ladder_html += _attribution_html(attribution, figures)
     chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
     gap = table.drop(columns=["model"]).copy() if not table.empty else table
     if not gap.empty:
@@ -219,3 +223,38 @@ LADDER_NOTE = ("Each step re-judges the same linked items with one more judge-si
                "(calls: requests sent, cached: answered from the cache). replay = A's setup on today's endpoint "
                "(drift of the judge, never blamed on a factor). residual = B's stored score minus A's answers judged "
                "B's way: what the answers themselves contribute (system prompt, sampling, generation).")
+
+
+def _attribution_html(result, figures: list) -> str:
+    """The full waterfall's sections: every order's table, the generation setups, interactions, Shapley split
+    and what each bar means (``lib.attribution.ladder``)."""
+    from lib.attribution import ladder as L
+
+    figures.append(("The waterfall, every order side by side", charts.ladder_waterfalls(
+        {k: v for k, v in result.orders.items() if not k.startswith(L.SHAPLEY)})))
+    parts = []
+    first = next(iter(result.orders.values()))
+    gen_a, gen_b = first.attrs.get("gen_a"), first.attrs.get("gen_b")
+    if gen_a and gen_b:
+        rows = pd.DataFrame([{"field": x["field"], "A": x["value"], "A source": x["source"], "B": y["value"],
+                              "B source": y["source"]} for x, y in zip(gen_a, gen_b)])
+        parts.append(f"<h2>Generation setups (how each harness makes the answers)</h2>{_table(rows)}")
+    for label, lad in result.orders.items():
+        shown = lad.assign(step=lad["step"].map(lambda s: L.STEP_LABELS.get(s, s)))
+        parts.append(f"<h2>Waterfall {_e(label)}: {_e(lad.attrs.get('label_a'))} to {_e(lad.attrs.get('label_b'))}"
+                     f"</h2><p class=\"note\">{_e(L.NOTE)}</p>{_table(shown)}")
+    if not result.interactions.empty:
+        parts.append("<h2>Does the order matter? (interactions)</h2><p class=\"note\">Each factor's effect in "
+                     "every order run, read A to B. interacts = it changes by more than its interval: the factor's "
+                     f"effect depends on what was switched before it.</p>{_table(result.interactions)}")
+    if result.shapley is not None:
+        parts.append("<h2>Shapley-style split (each factor's effect averaged over the orders)</h2>"
+                     f"{_table(result.shapley)}")
+    est = getattr(result, "estimate", None) or {}
+    if isinstance(est.get("per_step"), pd.DataFrame):
+        parts.append(f"<h2>Cost, counted before any call</h2><p class=\"note\">{_e(L.estimate_text(est))}</p>"
+                     f"{_table(est['per_step'])}")
+    meaning = "".join(f"<tr><td class=\"t\">{_e(L.STEP_LABELS.get(k, k))}</td><td class=\"t\">{_e(v)}</td></tr>"
+                      for k, v in L.STEP_MEANING.items())
+    parts.append(f"<h2>What each bar means</h2><table><tbody>{meaning}</tbody></table>")
+    return "".join(parts)
