@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from lib.analysis import answer_features as A
 from lib.analysis.feature_calibration import calibrate
 from lib.cli.main import main
+from lib.errors import UsageError
 
 SW8 = {"harness": "swallow", "model": "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b"}
 FC8 = {"harness": "fastchat", "judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.1-8b"}
@@ -147,3 +149,22 @@ def test_search_page_filters_by_japanese_share(sample_app, sample_store):
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     assert set(table["field"]) <= {"answer", "rationale", "prompt"}
     assert at.query_params["jamax"] == "0.5"
+
+
+def test_cli_features_refuses_one_side_and_an_unknown_feature(sample_store, capsys):
+    db = str(sample_store.path)
+    assert main(["features", "--db", db, "--a", "judge=gpt-4o"]) == 2
+    assert capsys.readouterr().err.strip() == ("--a and --b go together: give both for the gap per bin, or neither "
+                                               "for the means.")
+    with pytest.raises(UsageError) as info:
+        A.check_feature("colour")
+    assert str(info.value) == "unknown answer feature 'colour'; choose from japanese, length, code, think, refusal"
+
+
+def test_two_models_are_binned_by_the_chosen_sides_answers(sample_store):
+    a = {"bench": "ja_mt_bench", "judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.1-8b"}
+    b = {"bench": "ja_mt_bench", "judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.3-70b"}
+    by_a, by_b = (A.compare_by_feature(sample_store, a, b, "japanese", side=s) for s in ("a", "b"))
+    assert by_a.attrs["binned_by"] == "side A's answers" and by_b.attrs["binned_by"] == "side B's answers"
+    assert by_a["n_items"].sum() == by_b["n_items"].sum() == 160     # every pair in one bin either way
+    assert by_a.set_index("bin")["n_items"].to_dict() != by_b.set_index("bin")["n_items"].to_dict()
