@@ -30,6 +30,9 @@ reverse (the contracts in ``pyproject.toml``, checked by ``tests/test_layering.p
 - ``store``      the DuckDB file: schema, connections, the single writer, ``item_scores``.
 - ``search_index`` the search index: exact case patterns for NFKC-stable texts, a lowered NFKC copy of the
                  others, built in the import transaction.
+- ``text_features`` what an answer is (Japanese share, length, code block, ``<think>``, refusal phrase): one home
+                 for each rule, Python and DuckDB twins; the ``answer_features`` table, filled in the import
+                 transaction (``analysis.answer_features`` splits scores and gaps by it).
 - ``errors``     the titled errors a user reads (``JudgeLensError`` and its subclasses).
 - ``vocab``      the shared vocabulary: model-name key, question-id order, the ``<think>`` rule, reference
                  categories, FastChat's rating regexes.

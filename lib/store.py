@@ -355,6 +355,16 @@ CREATE TABLE IF NOT EXISTS search_text (
 );
 CREATE TABLE IF NOT EXISTS search_sources (source_id INTEGER NOT NULL);  -- sources indexed (at import)
 
+-- What each stored answer is (lib.text_features, the one home of the rules): filled for new answers inside every
+-- writer's transaction (refresh_item_scores -> fill_answer_features), for a store made before it at its next open.
+CREATE TABLE IF NOT EXISTS answer_features (
+    source_id INTEGER NOT NULL, bench VARCHAR NOT NULL, model VARCHAR NOT NULL, model_id VARCHAR, file_model VARCHAR,
+    question_id VARCHAR NOT NULL, turn INTEGER NOT NULL, sample INTEGER NOT NULL,
+    japanese_share DOUBLE,   -- Japanese / non-whitespace characters of the visible text (<think> removed); NULL: empty
+    length INTEGER,          -- characters of the visible text
+    has_code BOOLEAN, has_think BOOLEAN, refusal BOOLEAN
+);
+
 -- The analyst's verdicts (recorded by lib.judging.human, read from files by lib.ingest.formats.human; the rules:
 -- check_verdict, current_verdicts_sql, refresh_human_scores below). Each edit adds a row (history); an author's
 -- current verdict on an item takes each field (score, label, note) from the latest row that sets or clears it,
@@ -429,11 +439,14 @@ def refresh_item_scores(cur, benches=None, *, marked=()) -> None:
 
 def _refresh_extras(cur, benches, marked=()) -> None:
     """What else follows the data, in the same transaction: the analyst's latest scores as judges human:<author>
-    in item_scores (refresh_human_scores, below), and the search index (lib.search_index)."""
+    in item_scores (refresh_human_scores, below), the search index (lib.search_index) and the answers' features
+    (lib.text_features)."""
     from lib.search_index import index_new_sources
+    from lib.text_features import fill_answer_features
 
     refresh_human_scores(cur, benches)
     index_new_sources(cur, marked=marked)
+    fill_answer_features(cur)
 
 
 
@@ -1072,6 +1085,7 @@ class Store:
                     cur.execute(SCHEMA)  # views over altered tables (answers_view) bound again
                 if kind and kind[0] == "VIEW":
                     refresh_item_scores(cur)
+                upgrade_answer_features(cur)
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
             except duckdb.Error as exc:
                 raise open_error(self.path, exc) from exc
@@ -1141,6 +1155,7 @@ class Store:
             cur.execute(lake_schema())
             if upgrade_search_index(cur):
                 cur.execute(lake_schema())
+            upgrade_answer_features(cur)
             for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0")):
                 if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():
                     cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
@@ -1470,7 +1485,8 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
             theirs = {r[0] for r in cur.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? "
                 "AND table_type = 'BASE TABLE'", [alias]).fetchall()}
-        tables = sorted((ours & theirs) - {"meta", "search_text", "search_sources", "search_prompt_sources"})
+        tables = sorted((ours & theirs) - {"meta", "search_text", "search_sources", "search_prompt_sources",
+                                             "answer_features"})
 
         def copy(cur) -> dict[str, int]:
             counts = {}
@@ -1478,8 +1494,10 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
                 counts[table] = cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {alias}.main.{table}"
                                             ).fetchone()[0]
             from lib.search_index import index_new_sources
+            from lib.text_features import fill_answer_features
 
             index_new_sources(cur)  # anew: a store made with the first index has no norm columns
+            fill_answer_features(cur)  # anew too: the file may predate the table
             for key, value in cur.execute(f"SELECT key, value FROM {alias}.main.meta").fetchall():
                 if key not in ("schema_version", "write_clock") and not key.startswith("last_id:"):
                     target.set_meta(cur, key, value)
@@ -1494,6 +1512,24 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         return target.transaction(copy)
     finally:
         target._con.execute(f"DETACH {alias}")
+
+
+ANSWER_FEATURES_VERSION = "1"  # meta 'answer_features': the rules of lib.text_features the table was filled with
+
+
+def upgrade_answer_features(cur) -> bool:
+    """A store made before ``answer_features`` (or filled by older rules): fill it for every stored answer, once.
+    Returns whether rows were written."""
+    from lib.text_features import fill_answer_features
+
+    row = cur.execute("SELECT value FROM meta WHERE key = 'answer_features'").fetchone()
+    if row and row[0] == ANSWER_FEATURES_VERSION:
+        return False
+    cur.execute("DELETE FROM answer_features")
+    added = fill_answer_features(cur)
+    cur.execute("DELETE FROM meta WHERE key = 'answer_features'")
+    cur.execute("INSERT INTO meta VALUES ('answer_features', ?)", [ANSWER_FEATURES_VERSION])
+    return added > 0
 
 
 def search_index_current(cur) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lib import harness as H
-from lib.analysis import aliases, coverage, harness_diff, linking, runs
+from lib.analysis import aliases, answer_features, coverage, harness_diff, linking, runs
 from lib.analysis.deltas import LEVEL_LABELS, LEVELS
 from lib.errors import JudgeLensError
 from lib.render import charts
@@ -117,6 +117,8 @@ def harness_compare(store, version: tuple) -> None:
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
 
+    _feature_gap(version, ra, rb, samples, excl)
+
     st.subheader("How the two runs were set up")
     st.caption("Computed from the imported files: judge, judge prompt, answers' system prompt, samples, temperature, "
                "truncation, reasoning, references, parse failures, scale, questions. differs: yes / no / "
@@ -211,3 +213,32 @@ def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
             st.caption("Model aliases (one model under several names) and suggestions to confirm: "
                        "python -m lib.cli aliases set NAME CANONICAL / aliases remove NAME.")
             readable_dataframe(al, hide_index=True, width="stretch")
+
+
+def _feature_gap(version, ra, rb, samples: str, excl: tuple) -> None:
+    """The gap split by an answer feature (issue 25 point 11): a self-contained block of the two-harness view."""
+    with st.expander("The gap by answer feature (Japanese share, length, code block, <think>, refusal phrase)",
+                     key="hx_feature_open", on_change="rerun") as box:
+        if not box.open:
+            return
+        keep_valid("hx_feature", list(answer_features.FEATURES), "japanese")
+        f1, f2 = st.columns([3, 2])
+        feature = f1.selectbox("Answer feature", list(answer_features.FEATURES), key="hx_feature",
+                               format_func=answer_features.FEATURES.get)
+        side = f2.radio("Bin by the answers of", ["a", "b"], horizontal=True, key="hx_feature_side",
+                        format_func=lambda s: f"run {s.upper()}")
+        try:
+            by_bin = cached_query(answer_features.harness_gap_by_feature, version, a=ra.selector, b=rb.selector,
+                                  feature=feature, side=side, swallow_samples=samples, exclude_links=excl)
+        except JudgeLensError as exc:
+            show_error(exc)
+            return
+        if by_bin.empty:
+            st.info("No stored answer text joins these items: import the model_answer files.")
+            return
+        st.caption(f"A minus B per bin, binned by {md_escape(by_bin.attrs['binned_by'])} (the runs answered "
+                   "separately); '—': no stored answer. Questions are the unit, 95% t interval, Holm over the bins "
+                   "(coverage 95% in simulation at 10 and 80 questions per bin: bench/calibrate_feature_bins.py).")
+        show_table(by_bin.drop(columns=["feature"]), "harness_gap_feature",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})

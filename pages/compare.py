@@ -1,7 +1,7 @@
 """Compare: A vs B per category and turn, paired by item, with t intervals on question-level deltas and Holm."""
 import streamlit as st
 
-from lib.analysis import coverage, queries
+from lib.analysis import answer_features, coverage, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
 from lib.analysis import deltas, ranking, setup_warnings
@@ -109,3 +109,25 @@ shown = table.drop(columns=["level"] + ([] if per_model else ["model"]))
 show_table(shown, f"deltas_{bench}",
            column_config={c: st.column_config.NumberColumn(format="%.3f")
                           for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
+
+st.subheader("Split by answer feature")
+keep_valid("cmp_feature", ["(none)", *answer_features.FEATURES], "(none)")
+feature = st.selectbox("Split the gap by", ["(none)", *answer_features.FEATURES], key="cmp_feature",
+                       format_func=lambda f: "(no split)" if f == "(none)" else answer_features.FEATURES[f],
+                       help="Bins of what the answers are (computed once at import; python -m lib.cli features).")
+if feature != "(none)":
+    side = "a"
+    if mode != "two judges on the same answers":
+        side = st.radio("Bin by the answers of", ["a", "b"], horizontal=True, key="cmp_feature_side",
+                        format_func=lambda s: f"model {s.upper()}")
+    by_bin = cached_query(answer_features.compare_by_feature, version, a=a, b=b, feature=feature, side=side)
+    if by_bin.empty:
+        st.info("No stored answer text joins these items: import the model_answer files.")
+    else:
+        st.caption(f"A minus B per bin, binned by {md_escape(by_bin.attrs['binned_by'])}; items without a stored "
+                   "answer fall in '—'. Questions are the unit: 95% t interval on question-level deltas, as above; "
+                   "p_adjusted is Holm over the bins. The interval covered the true gap 95% of the time in "
+                   "simulation at 10 and 80 questions per bin (bench/calibrate_feature_bins.py).")
+        show_table(by_bin.drop(columns=["feature"]), f"deltas_feature_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})

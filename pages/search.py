@@ -28,12 +28,13 @@ S.ensure_index(store)  # stores made before search existed: index them once
 seed_from_url("sr", {"q": "sr_q", "in": "sr_in", "re": "sr_re", "bench": "sr_bench", "harness": "sr_harness",
                      "judge": "sr_judge", "model": "sr_model", "cat": "sr_cat", "turn": "sr_turn",
                      "smin": "sr_smin", "smax": "sr_smax", "parse": "sr_parse", "flag": "sr_flag",
-                     "dis": "sr_dis", "page": "sr_page"},
+                     "dis": "sr_dis", "jamax": "sr_jamax", "jamin": "sr_jamin", "page": "sr_page"},
               ints=("page",), lists=("in", "judge", "flag"))
 # URL values arrive as text; coerce the few non-text widgets. A value a widget cannot hold (smin=nan, smax=11,
 # turn=3) is dropped with a message: silently kept it would find nothing, silently dropped it would find too much.
 bad_link = []
-for param, key, top in (("smin", "sr_smin", 10.0), ("smax", "sr_smax", 10.0), ("dis", "sr_dis", 9.0)):
+for param, key, top in (("smin", "sr_smin", 10.0), ("smax", "sr_smax", 10.0), ("dis", "sr_dis", 9.0),
+                        ("jamax", "sr_jamax", 1.0), ("jamin", "sr_jamin", 1.0)):
     value = st.session_state.get(key)
     if isinstance(value, str):
         try:
@@ -98,13 +99,27 @@ with st.expander("Filters", expanded=True):
     disagree = h3.number_input("Judges disagree by at least", 0.0, 9.0, value=None, step=1.0, key="sr_dis",
                                help="Items whose judges' scores (highest minus lowest) differ by at least this")
 
+    a1, a2, a3, a4 = st.columns(4)  # what the judged answer is (lib.text_features)
+    ja_max = a1.number_input("Japanese share at most", 0.0, 1.0, value=None, step=0.1, key="sr_jamax",
+                             help="Share of Japanese characters in the answer (visible text, <think> removed). "
+                                  "Questions and references are no model's answer: they drop out.")
+    ja_min = a2.number_input("Japanese share at least", 0.0, 1.0, value=None, step=0.1, key="sr_jamin")
+    YES_NO = {"any": None, "yes": True, "no": False}
+    for key in ("sr_code", "sr_think"):
+        if st.session_state.get(key) not in YES_NO:
+            st.session_state[key] = "any"
+    has_code = YES_NO[a3.selectbox("Code block", list(YES_NO), key="sr_code")]
+    has_think = YES_NO[a4.selectbox("<think> reasoning", list(YES_NO), key="sr_think")]
+
 query = S.SearchQuery(text=text or "", fields=tuple(fields) or S.FIELDS, regex=bool(regex), bench=bench,
                       harness=harness, judges=tuple(judges), model=model, category=category,
                       turn=int(turn) if turn else None, score_min=score_min, score_max=score_max,
-                      parse_status=parse, flags=tuple(flags), disagree_min=disagree)
+                      parse_status=parse, flags=tuple(flags), disagree_min=disagree, japanese_min=ja_min,
+                      japanese_max=ja_max, has_code=has_code, has_think=has_think)
 
 if not text and not (bench or harness or judges or model or category or turn or parse or flags
-                     or score_min is not None or score_max is not None or disagree is not None):
+                     or score_min is not None or score_max is not None or disagree is not None
+                     or ja_min is not None or ja_max is not None or has_code is not None or has_think is not None):
     st.info("Type something to find, or set a filter.")
     publish_to_url("sr", {})
     st.stop()
@@ -189,5 +204,6 @@ url = {"q": text or "", "in": "" if set(fields) == set(S.FIELDS) else ",".join(f
        "harness": harness or "", "judge": ",".join(judges), "model": model or "", "cat": category or "",
        "turn": turn or "", "smin": "" if score_min is None else f"{score_min:g}",
        "smax": "" if score_max is None else f"{score_max:g}", "parse": parse or "", "flag": ",".join(flags),
-       "dis": "" if disagree is None else f"{disagree:g}", "page": str(page) if page > 1 else ""}
+       "dis": "" if disagree is None else f"{disagree:g}", "jamax": "" if ja_max is None else f"{ja_max:g}",
+       "jamin": "" if ja_min is None else f"{ja_min:g}", "page": str(page) if page > 1 else ""}
 publish_to_url("sr", {k: v for k, v in url.items() if v})

@@ -14,11 +14,12 @@ SW70 = Run("swallow", "japanese_mt_bench", "gpt-4o-2024-08-06", "hosted_vllm/shi
 FC8 = Run("fastchat", "ja_mt_bench", "gpt-4o", "shisa-ai/shisa-v2-llama3.1-8b")
 
 
-def test_japanese_rule():
-    assert A.japanese_ratio("日本語です。") == pytest.approx(5 / 6)      # 。 is not Japanese
-    assert A.japanese_ratio("Hello 世界") == pytest.approx(2 / 7)        # whitespace not counted
-    assert A.japanese_ratio("<think>考える</think>Hello") == 0.0          # <think> removed first
-    assert A.japanese_ratio("  ") is None and not A.is_japanese("")
+def test_japanese_rule_has_one_home():
+    """answer_stats and the probes use lib.text_features' rule (its values are tested in test_text_features)."""
+    from lib import text_features
+    from lib.probes import canaries
+
+    assert A.is_japanese is text_features.is_japanese and canaries.is_japanese is text_features.is_japanese
     assert A.is_japanese("ｶﾀｶﾅ々") and not A.is_japanese("ＡＢＣ日")       # half-width kana yes, full-width ASCII no
 
 

@@ -284,5 +284,15 @@ def test_generate_run_on_a_ducklake_store(tmp_path, request, model):
         again_sid, again = generate_run(lake, plan, answer_model="M")
         with lake.read() as cur:
             n = cur.execute("SELECT count(*) FROM answers WHERE model = 'M [regen: swallow]'").fetchone()[0]
+            # the regenerated answers' features (lib.text_features), written with them, once each
+            feats = cur.execute("""SELECT a.text, f.length, f.japanese_share FROM answers a JOIN answer_features f
+                                   USING (source_id, bench, model, question_id, turn, sample)
+                                   WHERE a.model = 'M [regen: swallow]'""").fetchall()
+            n_feats = cur.execute("SELECT count(*) FROM answer_features WHERE source_id = ?", [sid]).fetchone()[0]
+    from lib.text_features import features
+
+    assert n_feats == len(feats) == n
+    assert all(length == features(text)["length"] and share == pytest.approx(features(text)["japanese_share"])
+               for text, length, share in feats)
     assert result.complete and again_sid == sid and again.cached == plan.requests and again.sent == 0
     assert n == len(plan.slots) == 30 and len(model.chat_requests()) == plan.requests == 22

@@ -11,15 +11,12 @@ For a model that cannot be served, the stored data still show part of the answer
   (Swallow at temperature 0), and the share of answers that are not Japanese (``is_japanese``);
 - ``stored_view(store, runs)``: one row per run with all of it (a DataFrame for a page or the CLI).
 
-**Not Japanese** (``is_japanese``): Japanese characters (hiragana, katakana, half-width katakana, CJK
-ideographs incl. extension A and compatibility, 々〆〇) are under half of the non-whitespace characters after
-``<think>`` blocks are removed. Punctuation and full-width ASCII do not count as Japanese; an empty answer
-counts as not Japanese. This is the rule the bundled same-models judge applies for its −2 (its README, rule (a));
-Swallow's own ``japanese_ratio`` metric (markdown stripped, punctuation counted) differs and is not this.
+**Not Japanese** (``is_japanese``): ``lib.text_features`` (the one home of the rule): Japanese characters are under
+half of the non-whitespace characters after ``<think>`` blocks are removed. This is the rule the bundled same-models
+judge applies for its −2 (its README, rule (a)); Swallow's own ``japanese_ratio`` metric (markdown stripped,
+punctuation counted) differs and is not this.
 """
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import pandas as pd
@@ -27,26 +24,11 @@ import pandas as pd
 from lib.analysis.deltas import cluster_t
 from lib.analysis.runs import Run
 from lib.store import Store
-from lib.vocab import model_key_sql, strip_think
+from lib.text_features import is_japanese
+from lib.vocab import model_key_sql
 
-JAPANESE_RE = re.compile("[\u3041-\u309f\u30a0-\u30ff\uff66-\uff9f"          # hiragana, katakana, half-width
-                         "\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff\u3005-\u3007]")  # ideographs, 々〆〇
-NOT_JAPANESE_BELOW = 0.5
 NOTE = ("copy_share: samples 1.. that are exact copies of sample 0; not_japanese_share: answers under half Japanese "
         "characters; sample0_minus_mean with a 95% question-level t interval (ci_low, ci_high).")
-
-
-def japanese_ratio(text: str | None) -> float | None:
-    """Japanese characters / non-whitespace characters of ``text`` without ``<think>`` blocks (None if empty)."""
-    body = "".join(strip_think(text or "").split())
-    if not body:
-        return None
-    return len(JAPANESE_RE.findall(body)) / len(body)
-
-
-def is_japanese(text: str | None) -> bool:
-    r = japanese_ratio(text)
-    return r is not None and r >= NOT_JAPANESE_BELOW
 
 
 def _answers(store: Store, run: Run) -> pd.DataFrame:

@@ -41,6 +41,7 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
+from lib.analysis import answer_features
 from lib.errors import SearchCancelled, SearchTooSlow, UsageError
 from lib.search_index import FIELDS, index_new_sources, local_translation, normalise_query, stable_match, unindexed
 from lib.store import CONNECT_CONFIG, Store
@@ -84,6 +85,14 @@ class SearchQuery:
     parse_status: str | None = None
     flags: tuple[str, ...] = ()
     disagree_min: float | None = None
+    # what the judged answer is (lib.text_features; answer, rationale and prompt records): 0-1, characters, yes/no
+    japanese_min: float | None = None
+    japanese_max: float | None = None
+    length_min: float | None = None
+    length_max: float | None = None
+    has_code: bool | None = None
+    has_think: bool | None = None
+    refusal: bool | None = None
 
     def checked(self) -> "SearchQuery":
         fields = tuple(self.fields) or FIELDS
@@ -97,7 +106,8 @@ class SearchQuery:
                 f"The search text is {len(self.text):,} characters long; JudgeLens searches for at most "
                 f"{MAX_PATTERN_CHARS:,}. Search for something shorter (a regular expression with many alternatives: "
                 "split it into several searches).", title="Search text too long")
-        for name in ("score_min", "score_max", "disagree_min"):
+        for name in ("score_min", "score_max", "disagree_min", "japanese_min", "japanese_max", "length_min",
+                     "length_max"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not math.isfinite(value)):
@@ -315,6 +325,12 @@ def _where(q: SearchQuery, field: str) -> tuple[str | None, dict]:
         params["disagree_min"] = float(q.disagree_min)
     if q.flags:
         conditions.append(_item_semijoin("SELECT bench, question_id, turn, model FROM _flagged_items", with_model))
+    answer, answer_params = answer_features.answer_semijoin({k: getattr(q, k) for k in answer_features.FILTER_KEYS})
+    if answer is not None:
+        if not with_model:
+            return None, {}  # question and reference turns are no model's answer
+        conditions.append(answer)
+        params.update(answer_params)
     if text is not None:
         conditions.append(text)  # last: DuckDB tests the cheap filters first
     return " AND ".join(conditions) or "true", params

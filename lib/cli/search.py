@@ -15,7 +15,14 @@ def query_from_args(args) -> search_lib.SearchQuery:
         text=args.query, fields=tuple(split_list(args.fields)) or search_lib.FIELDS, regex=args.regex,
         bench=args.bench, harness=args.harness, judges=tuple(split_list(args.judge)), model=args.model,
         category=args.category, turn=args.turn, score_min=args.score_min, score_max=args.score_max,
-        parse_status=args.parse_status, flags=tuple(split_list(args.flag)), disagree_min=args.disagree_min)
+        parse_status=args.parse_status, flags=tuple(split_list(args.flag)), disagree_min=args.disagree_min,
+        japanese_min=args.japanese_min, japanese_max=args.japanese_max, length_min=args.length_min,
+        length_max=args.length_max, has_code=_yes_no(args.code), has_think=_yes_no(args.think),
+        refusal=_yes_no(args.refusal))
+
+
+def _yes_no(value: str | None) -> bool | None:
+    return None if value is None else value == "yes"
 
 
 def cmd_search(args) -> int:
@@ -45,8 +52,9 @@ def register(sub, parents) -> None:
     p = sub.add_parser("search", parents=[db, fmt],
                        help="find text in questions, answers, rationales, judge prompts and references "
                             "(case-insensitive, NFKC: full-width = half-width)")
-    p.add_argument("query", help=f"text to find (a substring; with --regex an RE2 regular expression), at most "
-                                      f"{search_lib.MAX_PATTERN_CHARS:,} characters")
+    p.add_argument("query", nargs="?", default="",
+                   help=f"text to find (a substring; with --regex an RE2 regular expression), at most "
+                        f"{search_lib.MAX_PATTERN_CHARS:,} characters; none: every record the filters keep")
     p.add_argument("--in", dest="fields", default=",".join(search_lib.FIELDS),
                    help=f"comma-separated fields (default: all): {','.join(search_lib.FIELDS)}")
     p.add_argument("--regex", action="store_true", help="QUERY is a regular expression: " + search_lib.REGEX_HELP)
@@ -64,6 +72,15 @@ def register(sub, parents) -> None:
     p.add_argument("--flag", help="only items a stored-data flag found (comma-separated flag names)")
     p.add_argument("--disagree", dest="disagree_min", type=float, metavar="K",
                    help="only items whose judges' scores differ by at least K")
+    # what the judged answer is (lib.text_features): answer, rationale and prompt records
+    p.add_argument("--japanese-min", type=float, metavar="SHARE",
+                   help="only answers whose share of Japanese characters is at least SHARE (0-1)")
+    p.add_argument("--japanese-max", type=float, metavar="SHARE",
+                   help="only answers whose share of Japanese characters is at most SHARE (0-1), e.g. 0.5")
+    p.add_argument("--length-min", type=float, metavar="CHARS", help="only answers at least this long (visible text)")
+    p.add_argument("--length-max", type=float, metavar="CHARS", help="only answers at most this long")
+    for name, what in (("code", "a ``` code block"), ("think", "<think> reasoning"), ("refusal", "a refusal phrase")):
+        p.add_argument(f"--{name}", choices=("yes", "no"), help=f"only answers with (yes) or without (no) {what}")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--count", action="store_true", help='print {"count": N}: the number of matching records')

@@ -148,3 +148,68 @@ def register(sub, parents) -> None:
     p.add_argument("--baseline", metavar="MODEL",
                    help="show_result.py --mode pairwise-baseline: each model against this one")
     p.set_defaults(func=cmd_pairwise)
+    register_features(sub, parents)
+
+
+def cmd_features(args) -> int:
+    """Scores split by an answer feature, or (with --a and --b) the paired gap per bin."""
+    from lib.analysis import answer_features as feats
+    from lib.errors import UsageError
+
+    store = open_store(args, read_only=True)
+    names = list(feats.FEATURES) if args.feature == "all" else [args.feature]
+    if bool(args.a) != bool(args.b):
+        raise UsageError("--a and --b go together: give both for the gap per bin, or neither for the means.")
+    parts = []
+    if args.a:
+        a, b = parse_selector(args.a), parse_selector(args.b)
+        across = _across_runs(store, a, b, args.swallow_samples)
+        for name in names:
+            if across:
+                df = feats.harness_gap_by_feature(store, a, b, name, side=args.side,
+                                                  swallow_samples=args.swallow_samples)
+            else:
+                df = feats.compare_by_feature(store, a, b, name, side=args.side)
+            parts.append(df)
+        note = (f"A: {describe(a)}. B: {describe(b)}. {parts[0].attrs.get('label', '')}. Binned by "
+                f"{parts[0].attrs.get('binned_by')}. " + feats.METHOD)
+    else:
+        with store.read() as cur:
+            benches = [args.bench] if args.bench else [r[0] for r in cur.execute(
+                "SELECT DISTINCT bench FROM item_scores ORDER BY bench").fetchall()]
+        for bench in benches:
+            for name in names:
+                df = feats.scores_by_feature(store, bench, name, by=args.by)
+                parts.append(df.assign(bench=bench)[["bench"] + list(df.columns)])
+        note = feats.METHOD
+    df = pd.concat(parts, ignore_index=True) if any(len(p) for p in parts) else parts[0]
+    if df.empty:
+        print((parts[0].attrs.get("note") if parts else "") or "No answer texts joined to scored items.",
+              file=sys.stderr)
+    if args.format == "json":
+        print(json_out(records(df)))
+    elif args.format == "csv":
+        print(csv_text(df).rstrip("\n"))
+    else:
+        print(frame_out(df, "table", note))
+    if args.format != "table":
+        print(note, file=sys.stderr)
+    return 0
+
+
+def register_features(sub, parents) -> None:
+    from lib.analysis.answer_features import FEATURES
+
+    p = sub.add_parser("features", parents=[parents["db"], parents["fmt"]],
+                       help="scores split by what the answers are (Japanese share, length, code block, <think>, "
+                            "refusal phrase): means per bin with intervals, or the A - B gap per bin")
+    p.add_argument("--feature", choices=[*FEATURES, "all"], default="japanese", help="the answer feature (default japanese)")
+    p.add_argument("--by", choices=("judge", "model"), default="judge", help="one row per judge (default) or model")
+    p.add_argument("--bench", help="only this bench (default: every bench)")
+    p.add_argument("--a", metavar="SELECTOR", help="side A (as for compare): with --b, the paired gap per bin")
+    p.add_argument("--b", metavar="SELECTOR", help="side B")
+    p.add_argument("--side", choices=("a", "b"), default="a",
+                   help="when A and B answered separately (two models, two harnesses): whose answers give the bin")
+    p.add_argument("--swallow-samples", choices=("mean", "first"), default="mean",
+                   help="Swallow items: the mean of the 5 samples (default) or sample 0 only")
+    p.set_defaults(func=cmd_features)

@@ -25,6 +25,7 @@ from lib.generation.runner import GenerationResult, GenRequest, run_plan
 from lib.generation.setups import GenerationSetup, setup_from_dict, setup_to_dict
 from lib.search_index import index_new_sources
 from lib.store import Store
+from lib.text_features import fill_answer_features
 
 HARNESS = "judgelens"
 KIND = "generate"
@@ -91,6 +92,7 @@ def _store_result(store: Store, sid: int, label: str, result: GenerationResult) 
 
     def write(cur) -> int:
         cur.execute("DELETE FROM answers WHERE source_id = ?", [sid])
+        cur.execute("DELETE FROM answer_features WHERE source_id = ?", [sid])  # the slots' texts may have changed
         # keep the request bodies of sent rows; rewrite the slot table from the result
         bodies = dict(cur.execute("SELECT request_key, request FROM generations WHERE source_id = ? "
                                   "AND request_key IS NOT NULL", [sid]).fetchall())
@@ -103,6 +105,7 @@ def _store_result(store: Store, sid: int, label: str, result: GenerationResult) 
                             [r[:7] + (bodies.get(r[5]),) + r[8:] for r in gen_rows])
         cur.execute("UPDATE sources SET rows_imported = ? WHERE source_id = ?", [len(ans_rows), sid])
         index_new_sources(cur)
+        fill_answer_features(cur)
         return len(ans_rows)
 
     return store.transaction(write)

@@ -9,6 +9,7 @@ import re
 from lib.judging.context import ContextResult, preprocess_text
 from lib.probes.spec import (MIN_TRUNCATE_CHARS, PROBES, TRUNCATE_SHARE, ProbeResult, ProbeSpec, excerpt,
                              fmt_score, item_name)
+from lib.text_features import QUESTION_JAPANESE_MIN, is_japanese
 
 
 WRONG_LANGUAGE = {
@@ -33,16 +34,8 @@ _SENTENCE_END = set("。．.!?！？」』)）\n ")
 # ------------------------------------------------------------------------------------------------
 # Canary texts
 
-def is_japanese(text: str | None) -> bool:
-    text = "".join((text or "").split())
-    if not text:
-        return False
-    ja = sum(1 for ch in text if "\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef")
-    return ja / len(text) >= 0.2
-
-
 def _lang(ctx: dict) -> str:
-    return "ja" if is_japanese(ctx.get("question")) else "en"
+    return "ja" if is_japanese(ctx.get("question"), QUESTION_JAPANESE_MIN) else "en"
 
 
 def truncate_mid_sentence(text: str, share: float = TRUNCATE_SHARE) -> str | None:
