@@ -73,6 +73,12 @@ def summary_text(run: ProbeRun) -> str:
                (f"{could_not}; the other {len(counted)} probe(s) pass." if counted else f"{could_not}.")
                if unknown else f"passes all {len(counted)} probe(s) that decide it."))
     lines.append(head)
+    for r in decided:  # each probe no reply of which gave a rating: say so, never what the judge "scores"
+        if r.probe in unscored:
+            missing = sum(1 for i in r.items if i.get("score") is None)
+            lines.append(f"{name} on {PROBES[r.probe].label}: no rating could be parsed from the judge's reply on "
+                         f"{missing} of {r.n_items} item(s): fix the template's output format or its parser "
+                         "(the judge's own words below).")
     hi = run.scale[1] if run.scale else None
     ablations = [r for r in run.results if r.kind == "ablation" and r.status in ("pass", "fail")]
     for r in failed:
