@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 from lib import harness as H
 from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
+from lib.vocab import prompt_text_sql, question_seen_sql
 
 T = TypeVar("T")
 
@@ -283,10 +284,37 @@ CREATE TABLE IF NOT EXISTS probe_results (
     detail       VARCHAR
 );
 
-CREATE OR REPLACE VIEW current_questions AS
+-- The question the judge saw (issue 22): per judged question turn, the text the stored judge prompts show
+-- (lib.vocab.question_seen), kept current by refresh_item_scores. Judge prompts win over question files.
+CREATE TABLE IF NOT EXISTS judge_questions (
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    text        VARCHAR NOT NULL,              -- the text most judge prompts show (ties: the first in text order)
+    n_prompts   BIGINT NOT NULL,               -- prompts (one per judgment file, judge and prompt name) showing it
+    n_texts     INTEGER NOT NULL               -- distinct texts the judges saw (> 1: not all saw the same question)
+);
+
+-- Question files: the harness's own question file (FastChat: question.jsonl) is a bench's question set; any
+-- other question file (question_full.jsonl, ...) is kept as a named set of its own (question_set = its stem).
+-- file_questions: per question the harness's own file, else the named sets in name order; the newest source
+-- of the same set wins. Nothing depends on import order across sets.
+CREATE OR REPLACE VIEW question_sets AS
+SELECT q.*, {QUESTION_SET} AS question_set FROM questions q LEFT JOIN sources s USING (source_id);
+CREATE OR REPLACE VIEW file_questions AS
 SELECT * EXCLUDE (rn) FROM (
-    SELECT *, row_number() OVER (PARTITION BY bench, question_id ORDER BY source_id DESC) AS rn
-    FROM questions) WHERE rn = 1;
+    SELECT *, row_number() OVER (PARTITION BY bench, question_id
+                                 ORDER BY question_set IS NOT NULL, question_set, source_id DESC) AS rn
+    FROM question_sets) WHERE rn = 1;
+-- What every page shows: the file's question with each turn the judges saw put in its place (file_turns: the
+-- file's own text).
+CREATE OR REPLACE VIEW current_questions AS
+SELECT f.source_id, f.bench, f.question_id, f.category,
+       CASE WHEN s.seen IS NULL THEN f.turns
+            ELSE list_transform(f.turns, lambda t, i: coalesce(s.seen[i], t)) END AS turns,
+       f.question_set, f.turns AS file_turns
+FROM file_questions f LEFT JOIN (SELECT bench, question_id, map(list(turn), list(text)) AS seen
+                                 FROM judge_questions GROUP BY bench, question_id) s USING (bench, question_id);
 
 CREATE OR REPLACE VIEW answers_view AS
 SELECT *, regexp_replace(text, '(?s)<think>.*?(?:</think>|$)\\s*', '', 'g') AS text_no_think,  -- lib.vocab.THINK_SQL
@@ -373,6 +401,19 @@ CREATE TABLE IF NOT EXISTS human_pair_votes (
 );
 """
 
+
+
+def _question_set_sql() -> str:
+    """The question set of a question file: NULL for the file its harness reads, else the file's stem."""
+    own = [h for h in H.all() if h.question_file]
+    if not own:
+        return "NULL::VARCHAR"
+    others = " OR ".join(f"(s.harness = '{h.name}' AND s.file_name <> '{h.question_file}')" for h in own)
+    return f"CASE WHEN {others} THEN regexp_replace(s.file_name, '\\.[a-z]+$', '') END"
+
+
+SCHEMA = SCHEMA.replace("{QUESTION_SET}", _question_set_sql())
+
 # Columns added to a table after stores with that table existed: (table, column, type), added on open.
 ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"),)
 
@@ -414,8 +455,39 @@ def _refresh_extras(cur, benches, marked=()) -> None:
     in item_scores (refresh_human_scores, below), and the search index (lib.search_index)."""
     from lib.search_index import index_new_sources
 
+    refresh_judge_questions(cur, benches)
     refresh_human_scores(cur, benches)
     index_new_sources(cur, marked=marked)
+
+
+def refresh_judge_questions(cur, benches=None) -> None:
+    """Recompute ``judge_questions`` for these benches (None: all): the question text each stored judge prompt
+    shows (``lib.vocab.question_seen``), one prompt per judgment file, judge, prompt name and question turn."""
+    where, params = "", {}
+    if benches is not None:
+        if not benches:
+            return
+        where, params = "AND list_contains($b, bench)", {"b": list(benches)}
+        cur.execute("DELETE FROM judge_questions WHERE list_contains($b, bench)", params)
+    else:
+        cur.execute("DELETE FROM judge_questions")
+    seen = {n: question_seen_sql("prompt", "turn", n) for n in (1, 2)}
+    cur.execute(f"""
+        INSERT INTO judge_questions
+        WITH p AS (SELECT bench, question_id, turn, min(judge_prompt) AS prompt FROM single_judgments
+                   WHERE judge_prompt IS NOT NULL {where}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name
+                   UNION ALL
+                   SELECT bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
+                   WHERE g1_user_prompt IS NOT NULL {where}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name),
+             t AS (SELECT bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p),
+             s AS (SELECT bench, question_id, 1 AS turn, {seen[1]} AS text FROM t
+                   UNION ALL SELECT bench, question_id, 2, {seen[2]} FROM t),
+             c AS (SELECT bench, question_id, turn, text, count(*) AS n FROM s WHERE text IS NOT NULL
+                   GROUP BY ALL)
+        SELECT bench, question_id, turn, first(text ORDER BY n DESC, text), sum(n), count(*)
+        FROM c GROUP BY bench, question_id, turn""", params)
 
 
 

@@ -46,10 +46,18 @@ def samples(store: Store, key: ItemKey) -> list[int]:
 
 
 def question(store: Store, bench: str, question_id: str) -> dict | None:
+    """The question as the judges saw it (``turns``: each turn from the judges' prompts where they hold it), and
+    what the question file says (``file_turns``, its ``question_set``: None for the harness's own file);
+    ``differs[i]``: turn i+1 of the file is not what the judges saw."""
     with store.read() as cur:
-        row = cur.execute("SELECT category, turns FROM current_questions WHERE bench = ? AND question_id = ?",
-                          [bench, question_id]).fetchone()
-    return {"category": row[0], "turns": list(row[1])} if row else None
+        row = cur.execute("SELECT category, turns, file_turns, question_set FROM current_questions "
+                          "WHERE bench = ? AND question_id = ?", [bench, question_id]).fetchone()
+    if not row:
+        return None
+    turns, file_turns = list(row[1]), list(row[2])
+    differs = [a.rstrip() != b.rstrip() for a, b in zip(turns, file_turns)]
+    return {"category": row[0], "turns": turns, "file_turns": file_turns, "question_set": row[3],
+            "differs": differs}
 
 
 def references(store: Store, bench: str, question_id: str, turn: int) -> pd.DataFrame:

@@ -72,6 +72,7 @@ class Harness:
     judge_temperature: float | None = None     # the judge call's temperature
     judge_model_note: str = ""                 # a sentence about the judge model, for the setup table
     reference_source: str = "judge_files"      # "judge_files": one reference file per judge; "dataset": one set
+    question_file: str | None = None           # the one question file the harness reads (others: named sets)
     parsed_by_template: bool = False           # ratings were parsed by a JudgeLens template's parser (re-judges)
     # -- answers / setup table --
     stores_system_prompt: bool = True          # answers record their system prompt

@@ -391,10 +391,36 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
         cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                     [rows, item.warnings, source_id])
         item.rows, item.source_id, item.status = rows, source_id, "imported"
+    _question_set_notes(cur, [i for i in todo if i.status == "imported" and "questions" in i.table_names])
     # Judgments and questions feed the per-item table (questions give judged items their category).
     refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
                               and SCORED_TABLES.intersection(i.table_names)],
                         marked=[i.source_id for i in todo if i.status == "imported" and i.fast])
+
+
+def _question_set_notes(cur, items: list[ImportFile]) -> None:
+    """Two question files of one bench that disagree are named, with the number of question ids whose text
+    differs (issue 22: Stability's question.jsonl and question_full.jsonl). Which text pages show does not depend
+    on this (``current_questions``: the judges' prompts, else the harness's own question file)."""
+    for item in items:
+        rows = cur.execute(
+            """SELECT s.path, o.question_set, count(*) AS shared,
+                      count(*) FILTER (WHERE o.turns <> m.turns) AS differ
+               FROM questions m JOIN question_sets o ON o.bench = m.bench AND o.question_id = m.question_id
+               JOIN sources s ON s.source_id = o.source_id
+               WHERE m.source_id = $s AND o.source_id <> $s
+               GROUP BY s.path, o.source_id, o.question_set ORDER BY o.source_id""", {"s": item.source_id}).fetchall()
+        shown = H.get(item.harness).question_file
+        for path, other_set, shared, differ in rows:
+            if not differ:
+                continue
+            rule = (f"{H.get(item.harness).title} reads {shown} only; " if shown else "") + (
+                "pages show the text the judges' prompts hold, else the harness's own question file")
+            note = (f"this question file and {path} (bench {item.bench}) disagree on {differ} of {shared} shared "
+                    f"question id(s); {rule}")
+            item.warnings.append(note)
+        if rows:
+            cur.execute("UPDATE sources SET warnings = ? WHERE source_id = ?", [item.warnings, item.source_id])
 
 
 # tables whose rows change item_scores (questions give judged items their category)
@@ -633,7 +659,7 @@ def relink(store: Store, questions_changed: bool = True) -> None:
 
 
 def _is_judgment_note(text: str) -> bool:
-    return "judged more than once" in text or "no usable score" in text
+    return "judged more than once" in text or "no usable score" in text or "shared question id(s)" in text
 
 
 def remove_source(store: Store, source_id: int) -> bool:
