@@ -153,3 +153,9 @@ class UnknownSystemPromptError(UsageError):
     """A generation setup needs the model's system prompt and the run's files do not show it."""
 
     title = "Unknown system prompt"
+
+
+class LfsPointerError(JudgeLensError):
+    """Files of the import are git-LFS pointers (lib.ingest.lfs): nothing was imported."""
+
+    title = "Git LFS pointers, not data: nothing was imported"

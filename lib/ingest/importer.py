@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Iterator
 
 from lib import harness as H
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
+from lib.ingest import lfs
 from lib.ingest.formats import human, registry
 from lib.ingest.formats.base import BLANK_NOTE, Reader
 from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
@@ -108,6 +109,12 @@ class ImportFile:
 @dataclass
 class IngestReport:
     files: list[ImportFile]
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # data files of a folder no reader takes: why
+
+    @property
+    def failed(self) -> bool:
+        """Nothing was imported and some file was refused: every data file of the import was refused."""
+        return not self.imported and not self.unchanged and bool(self.refused or self.not_read)
 
     @property
     def imported(self) -> list[ImportFile]:
@@ -126,7 +133,10 @@ class IngestReport:
                 + (f", {len(self.refused)} refused" if self.refused else ""))
         if not self.imported and self.unchanged and not self.refused:
             head += ": nothing changed"
-        return "\n".join([head, *(f.line() for f in self.files)])
+        if self.not_read:
+            head += f", {len(self.not_read)} not read"
+        return "\n".join([head, *(f.line() for f in self.files),
+                          *(f"not read   {name}: {why}" for name, why in self.not_read)])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,12 +151,28 @@ def _display(path: Path, root: Path | None) -> str:
     return str(path)
 
 
-def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | None:
+# Files a folder import must read or list as not read (issue 22: no silent skips).
+DATA_SUFFIXES = (".json", ".jsonl", ".parquet", ".eval")
+# kinds a file in a folder is recognised as by its content whatever its name (judgment files of forks)
+CONTENT_KINDS = frozenset({"single_judgments", "pair_judgments"})
+
+
+def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | str | None:
+    """The file's ImportFile, or (a data file no reader takes) the reason, or None (not a data file)."""
     display = _display(path, root)
-    found = registry.claim(path, explicit, separate=False)
+    try:
+        found = registry.claim(path, explicit, separate=False)
+        if found is None and not explicit and path.suffix in DATA_SUFFIXES:
+            found = registry.claim(path, True, separate=False)  # by content: judgment files of any name
+            if found is not None and found.kind not in CONTENT_KINDS:
+                where = found.reader.describes
+                return (f"its records look like {found.reader.name} {found.kind.replace('_', ' ')}, but it is not "
+                        f"where that harness keeps them ({where}); move it there or give it on its own")
+    except FormatError as exc:
+        return exc.message.removeprefix(f"{path}: ").removeprefix(f"{display}: ")
     if found is None:
-        if explicit:
-            raise FormatError(f"{display}: JudgeLens does not know this file. It reads {registry.known_files()}.")
+        if explicit or path.suffix in DATA_SUFFIXES:
+            return f"JudgeLens does not know this file. It reads {registry.known_files()}."
         return None
     return ImportFile(path, display, found.reader.harness, found.kind, found.bench, found.meta, reader=found.reader)
 
@@ -155,16 +181,23 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = None) -> list[ImportFile]:
+def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = None, *,
+             not_read: list[tuple[str, str]] | None = None, taken: Iterable[Path] = ()) -> list[ImportFile]:
     """Every importable file under the given files and folders, in a stable order.
 
     With ``allowed_roots`` (the app's import folders), every file is resolved first: a link that leads out
-    of the roots refuses the whole import, naming each such link.
+    of the roots refuses the whole import, naming each such link. Any git-LFS pointer refuses the import before a
+    file is parsed (``lib.ingest.lfs``). A given file no reader takes refuses the import (all of them named at
+    once); a data file in a folder (``DATA_SUFFIXES``) no reader takes is listed in ``not_read`` with the reason
+    (``taken``: files another path of the import reads, e.g. verdict exports).
     """
     found: list[ImportFile] = []
-    seen: set[Path] = set()
+    seen: set[Path] = {Path(p).resolve() for p in taken}
     roots = [Path(r).resolve() for r in allowed_roots] if allowed_roots is not None else None
     outside: list[str] = []
+    pointers: list[tuple[str, int]] = []
+    unknown: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for given in paths:
         root = Path(given).expanduser()
         if not root.exists():
@@ -183,8 +216,14 @@ def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = Non
             if resolved in seen:
                 continue
             seen.add(resolved)
+            if (real := lfs.pointer_size(path)) is not None:
+                pointers.append((_display(path, base), real))
+                continue
             item = _classify(path, base, explicit)
-            if item is not None:
+            if isinstance(item, str):
+                (unknown.append(f"{_display(path, base)}: {item}") if explicit
+                 else skipped.append((_display(path, base), item)))
+            elif item is not None:
                 found.append(item)
     if outside:
         raise PathNotAllowed(
@@ -192,11 +231,19 @@ def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = Non
             f"({', '.join(map(str, roots))}), so nothing was imported:\n" + "\n".join(outside)
             + "\nRemove those links, or ask whoever runs this JudgeLens to add their folder to "
             "JUDGELENS_IMPORT_ROOTS.", title="Links out of the import folders")
+    if pointers:
+        raise lfs.refuse(pointers)
+    if unknown:
+        raise FormatError("\n".join(unknown))
+    if not_read is not None:
+        not_read.extend(skipped)
     if not found:
+        listed = "".join(f"\n  {name}: {why}" for name, why in skipped)
         raise FormatError(
             "Found no harness files in " + ", ".join(str(p) for p in paths) + ". Point JudgeLens at a FastChat "
             "data folder (with <bench>/question.jsonl, model_answer/, model_judgment/) or a lighteval output "
-            "folder (results/…/results_*.json, details/…/details_*.parquet).",
+            "folder (results/…/results_*.json, details/…/details_*.parquet)."
+            + (f"\nNot read:{listed}" if listed else ""),
             title="Nothing to import",
         )
     order = registry.kind_order()
@@ -452,8 +499,9 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
     """
     progress = progress or (lambda f, m: None)
     paths, human_items = _human_files(list(paths), allowed_roots)  # verdict exports, MT-Bench human judgments
+    not_read: list[tuple[str, str]] = []
     try:
-        items = discover(paths, allowed_roots) if paths else []
+        items = discover(paths, allowed_roots, not_read=not_read, taken=[h.path for h in human_items]) if paths else []
     except PathNotAllowed:
         raise
     except FormatError:
@@ -463,13 +511,15 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
     if not items:
         _import_human(store, human_items)
         progress(1.0, "done")
-        return IngestReport(human_items)
+        return IngestReport(human_items, not_read)
     with store.read() as cur:
         known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
         known_sizes = {b for (b,) in cur.execute("SELECT DISTINCT bytes FROM sources").fetchall()}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelens-hash") as hasher:
-        return _ingest_items(store, items, human_items, known, _hash_later(items, known_sizes, hasher),
-                             skip_bad_lines, progress)
+        report = _ingest_items(store, items, human_items, known, _hash_later(items, known_sizes, hasher),
+                               skip_bad_lines, progress)
+    report.not_read = not_read
+    return report
 
 
 def _hash_later(items: list[ImportFile], known_sizes: set[int], hasher: ThreadPoolExecutor) -> Callable:
