@@ -45,6 +45,19 @@ EXPECTED = {
                  "reported_metrics": 2 * 9 * 4},  # per run: overall + 8 categories x (3 judge + 1 japanese_ratio)
         "by_content": (),
     },
+    # shaberi (tests/data/shaberi/PROVENANCE.md): shisa-v2-llama3.1-8b on ja-mt-bench-1shot (60 questions, two judges;
+    # 2 gpt-5.1 rows hold reprocess-forgotten-scores.py's backfill {"score": 5 | 4, "judge_output": ...}) + a
+    # constructed ELYZA-tasks-100 model (3 questions, scale 1-5, two judges, one {"score": null} failure)
+    "shaberi": {
+        "files": {"answers": 2, "judgements": 4},
+        "rows": {"questions": 60 + 3, "answers": 60 + 3, "single_judgments": 2 * 60 + 2 * 3},
+        "by_content": (),
+        # results_vizualization.py: the mean of score per judge, dataset and model (backfilled scores count, nulls
+        # are skipped); 295 over the 58 plain rows + 5 + 4 backfilled
+        "own": {("gpt-5.1-2025-11-13", L8, 1): (295 + 5 + 4) / 60, ("gpt-4.1-2025-04-14", L8, 1): 410 / 60,
+                ("gpt-4.1-2025-04-14", "constructed/model", 1): 4.0,
+                ("gpt-5.1-2025-11-13", "constructed/model", 1): 7 / 3},
+    },
     # tests/data/human/README.md: 5 verdicts by two analysts, 6 MT-Bench human pairwise votes
     "human": {
         "files": {"verdicts": 1, "human_pairs": 1},
@@ -201,3 +214,20 @@ def test_the_harness_own_number_is_reproduced(reader, stores):
     assert len(expected) >= 4
     for key, value in expected.items():
         assert table[key] == pytest.approx(value, abs=5e-5), key
+
+
+def test_shaberi_exact_values(stores):
+    """A null score is a failure keeping the judge's text; a backfilled {"score": 5, ...} counts as 5; ELYZA-tasks-100
+    is rated on 1-5 (the harness rules' per-bench scale), so a 6 there would be out of range, a 6 on MT-Bench not."""
+    from lib.ingest.formats.base import score_status
+
+    with Store(stores["shaberi"], read_only=True) as s:
+        failed = frame(s, "SELECT bench, judge, raw_score, parse_status, rationale FROM single_judgments "
+                          "WHERE parse_status <> 'ok'", plain=True)
+        backfilled = frame(s, "SELECT raw_score FROM single_judgments WHERE judge = 'gpt-5.1-2025-11-13' AND "
+                              "question_id = '26' AND bench = 'shisa-ai/ja-mt-bench-1shot'", plain=True)
+    assert failed.values.tolist() == [["elyza/ELYZA-tasks-100", "gpt-4.1-2025-04-14", None, "not_parsed",
+                                       "評価できません"]]
+    assert backfilled["raw_score"].tolist() == [5.0]
+    assert score_status(6.0, H.SHABERI, "elyza/ELYZA-tasks-100") == "out_of_range"
+    assert score_status(6.0, H.SHABERI, "shisa-ai/ja-mt-bench-1shot") == "ok"

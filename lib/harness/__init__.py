@@ -16,15 +16,16 @@ from lib.harness.base import (GENERIC, ITEM, OWN_RULES, PROMPT_FAMILY_PREFIX, RE
                               Harness, all, get, names, register, sql_in, sql_is, sql_is_not, where)
 from lib.harness.fastchat import FASTCHAT
 from lib.harness.local import HUMAN, REJUDGE
+from lib.harness.shaberi import SHABERI
 from lib.harness.swallow import SWALLOW
 
-_REGISTERED = (FASTCHAT, SWALLOW, REJUDGE, HUMAN)
+_REGISTERED = (FASTCHAT, SWALLOW, SHABERI, REJUDGE, HUMAN)
 for _h in _REGISTERED:
     register(_h)
 
 # the harness a link names when a row does not say (an imported FastChat judgment)
 DEFAULT = FASTCHAT
 
-__all__ = ["FASTCHAT", "SWALLOW", "REJUDGE", "HUMAN", "GENERIC", "DEFAULT", "Harness", "Generation", "ITEM",
+__all__ = ["FASTCHAT", "SWALLOW", "SHABERI", "REJUDGE", "HUMAN", "GENERIC", "DEFAULT", "Harness", "Generation", "ITEM",
            "SHOW_RESULT", "RESULTS_FILE", "OWN_RULES", "PROMPT_FAMILY_PREFIX", "all", "get", "names", "register",
            "sql_in", "sql_is", "sql_is_not", "where"]

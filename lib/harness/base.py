@@ -55,6 +55,7 @@ class Harness:
     imported: bool                      # read from files (has a reader in lib.ingest.formats)
     # -- scores --
     scale: tuple[float, float] = (1.0, 10.0)   # the judge's rating scale
+    bench_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # benches on another scale
     failure_code: float | None = -1.0          # the raw score the harness writes when no rating was found
     reported_scale: float = 1.0                # the harness's headline numbers = means x this (Swallow: 0.1)
     reported_metrics: Mapping[int, str] = field(default_factory=dict)  # turn (0: both) -> results-file metric
@@ -80,6 +81,10 @@ class Harness:
     system_prompt_missing: str = "none recorded"
     temperature_missing: str = ""              # appended to "not recorded" in the setup table
     generation: Generation | None = None
+
+    def scale_for(self, bench: str | None) -> tuple[float, float]:
+        """The rating scale of this harness's judges on ``bench`` (``bench_scales``, else ``scale``)."""
+        return self.bench_scales.get(bench or "", self.scale)
 
     @property
     def multi_sample(self) -> bool:

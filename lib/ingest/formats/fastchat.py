@@ -31,7 +31,7 @@ KINDS = ("judge_prompts", "questions", "reference_answers", "answers", "single_j
 
 # Single judgment parse status, from the stored score and text.
 ERROR_TEXT = "$ERROR$"
-SCORE_MIN, SCORE_MAX = 1.0, 10.0
+SCORE_MIN, SCORE_MAX = H.FASTCHAT.scale  # the harness rules say; the fast path SQL uses them too
 
 WINNERS = {"model_1", "model_2", "tie", "error"}
 # Older files and some forks spell winners differently; map them onto FastChat's words.

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lib.ingest.formats import fastchat, human, swallow
+from lib.ingest.formats import fastchat, human, shaberi, swallow
 from lib.ingest.formats.base import Claim, Reader
 
 READERS: tuple[Reader, ...] = (
     fastchat.READER,
     swallow.READER,
+    shaberi.READER,
     human.READER,
 )
 
