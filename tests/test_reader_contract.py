@@ -58,6 +58,16 @@ EXPECTED = {
                 ("gpt-4.1-2025-04-14", "constructed/model", 1): 4.0,
                 ("gpt-5.1-2025-11-13", "constructed/model", 1): 7 / 3},
     },
+    # tests/data/nejumi/README.md (constructed from mtbench.py): 1 model x 2 runs, 16 questions x 2 turns, judge_count 2
+    # in run-a; the question file is FastChat's (read by its reader)
+    "nejumi": {
+        "files": {"answers": 2, "single_judgments": 4},
+        "with": {"fastchat": {"questions": 1}},
+        "rows": {"questions": 16, "answers": 2 * 16 * 2, "single_judgments": (2 + 1) * 16 * 2},
+        "by_content": (),
+        "own_by": ["judge", "model"],
+        "own": lambda folder: nejumi_leaderboard(folder),
+    },
     # tests/data/human/README.md: 5 verdicts by two analysts, 6 MT-Bench human pairwise votes
     "human": {
         "files": {"verdicts": 1, "human_pairs": 1},
@@ -65,6 +75,29 @@ EXPECTED = {
         "by_content": ("verdicts", "human_pairs"),
     },
 }
+
+def nejumi_leaderboard(folder: Path) -> dict:
+    """wandb/llm-leaderboard mtbench.py's AVG_mtbench, recomputed from the sample's files with its pandas steps, x 10
+    (JudgeLens keeps the judge's 0-10 scale; the harness rules' reported_scale is 0.1)."""
+    import pandas as pd
+
+    from lib.ingest.formats.nejumi import run_model
+
+    bench = folder / "japanese_mt_bench"
+    questions = pd.read_json(bench / "question.jsonl", lines=True)[["question_id", "category"]]
+    out = {}
+    for path in sorted((bench / "model_judgment").rglob("*.jsonl")):
+        df = pd.read_json(path, lines=True)
+        out.setdefault((df.judge_model[0], run_model(df.model[0])), []).append(df)
+    board = {}
+    for key, frames in out.items():
+        df = pd.concat(frames).merge(questions, on="question_id", how="left")
+        per_q = df.query("score != -1").groupby(["question_id", "turn", "category"], as_index=False).score.mean()
+        summary = per_q.groupby(["category"], as_index=False).score.mean()
+        summary["score"] = summary["score"] / 10.0
+        board[key] = summary.score.mean() / H.NEJUMI.reported_scale
+    return board
+
 
 READERS = list(registry.READERS)
 IDS = [r.name for r in READERS]
@@ -96,14 +129,15 @@ def test_every_reader_has_a_sample_and_expectations():
 
 @pytest.mark.parametrize("reader", READERS, ids=IDS)
 def test_recognises_its_files_by_name_or_content(reader):
-    claimed: dict[str, int] = {}
+    claimed: dict[str, dict[str, int]] = {}
     for path in _files(ROOT / reader.sample):
         found = registry.claim(path, explicit=False)
         if found is None:
             continue
-        assert found.reader is reader, f"{path} of {reader.name}'s sample claimed by {found.reader.name}"
-        claimed[found.kind] = claimed.get(found.kind, 0) + 1
-    assert claimed == EXPECTED[reader.name]["files"]
+        mine = claimed.setdefault(found.reader.name, {})
+        mine[found.kind] = mine.get(found.kind, 0) + 1
+    # the files of other readers a sample needs (a question file read by FastChat's reader) are listed in "with"
+    assert claimed == {reader.name: EXPECTED[reader.name]["files"], **EXPECTED[reader.name].get("with", {})}
 
 
 @pytest.mark.parametrize("reader", READERS, ids=IDS)
@@ -131,7 +165,7 @@ def test_reads_its_sample(reader, stores):
             counts = {t: cur.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
             harnesses = {h for (h,) in cur.execute("SELECT DISTINCT harness FROM sources").fetchall()}
     assert {t: n for t, n in counts.items() if n} == EXPECTED[reader.name]["rows"]
-    assert harnesses == {reader.harness}
+    assert harnesses == {reader.harness, *(registry.reader(r).harness for r in EXPECTED[reader.name].get("with", {}))}
 
 
 @pytest.mark.parametrize("reader", [r for r in READERS if not r.separate], ids=[r.name for r in READERS
@@ -143,7 +177,7 @@ def test_the_line_reader_gives_what_the_import_stored(reader, stores):
         per_table: dict[str, int] = {}
         for item in items:
             item.size = item.path.stat().st_size
-            reader.read(item, items, s)
+            item.reader.read(item, items, s)
             assert not [p for parsed in item.tables.values() for p in parsed.problems], item.display
             for table, parsed in item.tables.items():
                 per_table[table] = per_table.get(table, 0) + len(parsed.rows)
@@ -199,10 +233,13 @@ OWN_NUMBER_READERS = [r for r in READERS if H.get(r.harness).own_rule != H.ITEM]
 @pytest.mark.parametrize("reader", OWN_NUMBER_READERS, ids=[r.name for r in OWN_NUMBER_READERS])
 def test_the_harness_own_number_is_reproduced(reader, stores):
     rules = H.get(reader.harness)
+    by = EXPECTED[reader.name].get("own_by", ["judge", "model", "turn"])
     with Store(stores[reader.name], read_only=True) as s:
-        got = queries.scores(s, by=["judge", "model", "turn"], rule="harness")
-        if rules.own_rule == H.SHOW_RESULT:  # the published show_result.py numbers
-            expected = EXPECTED[reader.name]["own"]
+        got = queries.scores(s, by=by, rule="harness")
+        got = got[got["harness"] == reader.harness]
+        if "own" in EXPECTED[reader.name]:  # the published numbers, or the harness's own code's steps
+            own = EXPECTED[reader.name]["own"]
+            expected = own(ROOT / reader.sample) if callable(own) else own
         else:  # the harness's results file, on the judges' scale
             reported = frame(s, "SELECT model, metric, value FROM reported_metrics", plain=True)
             by_metric = {(m, k): v for m, k, v in reported.itertuples(index=False)}
@@ -210,8 +247,9 @@ def test_the_harness_own_number_is_reproduced(reader, stores):
             expected = {(judge, model, turn): by_metric[(model, rules.reported_metrics[turn])] / rules.reported_scale
                         for model in got["model"].unique() for turn in (1, 2)}
     assert set(got["rule"]) == {rules.own_rule_label}
-    table = {(j, m, int(t)): v for j, m, t, v in zip(got["judge"], got["model"], got["turn"], got["mean"])}
-    assert len(expected) >= 4
+    table = {tuple(int(v) if k == "turn" else v for k, v in zip(by, row[:-1])): row[-1]
+             for row in got[[*by, "mean"]].itertuples(index=False)}
+    assert len(expected) >= (4 if "turn" in by else 2)
     for key, value in expected.items():
         assert table[key] == pytest.approx(value, abs=5e-5), key
 
@@ -231,3 +269,18 @@ def test_shaberi_exact_values(stores):
     assert backfilled["raw_score"].tolist() == [5.0]
     assert score_status(6.0, H.SHABERI, "elyza/ELYZA-tasks-100") == "out_of_range"
     assert score_status(6.0, H.SHABERI, "shisa-ai/ja-mt-bench-1shot") == "ok"
+
+
+def test_nejumi_exact_values(stores):
+    """Hash -> run id, '--' -> '/'; a 0 is a legal rating (0-10), -1 is the failure code; the question text the judge
+    saw comes from judge_prompt."""
+    with Store(stores["nejumi"], read_only=True) as s:
+        models = frame(s, "SELECT DISTINCT model FROM single_judgments ORDER BY 1", plain=True)["model"].tolist()
+        status = frame(s, "SELECT raw_score, parse_status, count(*) AS n FROM single_judgments WHERE raw_score IN "
+                          "(-1, 0) GROUP BY ALL ORDER BY 1", plain=True)
+        answers = frame(s, "SELECT DISTINCT model FROM answers ORDER BY 1", plain=True)["model"].tolist()
+        seen = frame(s, "SELECT count(*) AS n FROM judge_questions", plain=True)["n"].tolist()
+    assert models == answers == ["llm-jp/llm-jp-3-13b-instruct [run 3c7e96ef]",
+                                 "llm-jp/llm-jp-3-13b-instruct [run 6939bdc3]"]
+    assert status["parse_status"].tolist() == ["not_parsed", "ok"] and status["n"].iloc[1] > 0
+    assert seen == [16 * 2]

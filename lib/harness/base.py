@@ -18,9 +18,13 @@ from typing import Iterable, Mapping
 SHOW_RESULT = "show_result"    # FastChat show_result.py: mean over judgment rows, failure code dropped, repeats count
 RESULTS_FILE = "results_file"  # Swallow: per item the mean of its samples with failures averaged in, items at the
                                # failure code dropped, then the mean (the harness's results file, x its scale)
+CATEGORY_MEANS = "category_means"  # Nejumi: per question-turn the mean of its rows (failure code dropped), per
+                               # category the mean of those, then the mean of the category means (x reported_scale)
+SAMPLE_RUNS = "sample_runs"    # multi-sample FastChat forks: per sample index the mean of its rows (a "run"),
+                               # then the mean over runs; failure code dropped
 ITEM = "item"                  # no rule of its own: JudgeLens's per-item mean
 
-OWN_RULES = (SHOW_RESULT, RESULTS_FILE, ITEM)
+OWN_RULES = (SHOW_RESULT, RESULTS_FILE, CATEGORY_MEANS, SAMPLE_RUNS, ITEM)
 
 # Judge prompt families: the built-in template names of a family start with its prefix.
 PROMPT_FAMILY_PREFIX = MappingProxyType({"swallow": "swallow-", "ja": "ja-", "lmsys": ""})

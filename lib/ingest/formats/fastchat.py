@@ -172,7 +172,7 @@ def answer_rows(obj: dict, bench: str, file_model: str) -> list[tuple]:
     ]
 
 
-def _judge(obj: dict) -> tuple[str, str | None]:
+def judge_of(obj: dict) -> tuple[str, str | None]:
     judge = need(obj, "judge")
     if isinstance(judge, str) and judge:
         return judge, None
@@ -198,7 +198,7 @@ def parse_status(raw_score: float, judgment: str | None) -> str:
 def single_judgment_rows(obj: dict, bench: str) -> list[tuple]:
     qid = as_id(need(obj, "question_id"))
     model = as_name(need(obj, "model"), "model")
-    judge, prompt_name = _judge(obj)
+    judge, prompt_name = judge_of(obj)
     raw = as_number(need(obj, "score"), "score")
     judgment = as_text(obj.get("judgment"), "judgment", required=False)
     user_prompt = as_text(obj.get("user_prompt"), "user_prompt", required=False)
@@ -221,7 +221,7 @@ def pair_judgment_rows(obj: dict, bench: str) -> list[tuple]:
     qid = as_id(need(obj, "question_id"))
     model_1 = as_name(need(obj, "model_1"), "model_1")
     model_2 = as_name(need(obj, "model_2"), "model_2")
-    judge, prompt_name = _judge(obj)
+    judge, prompt_name = judge_of(obj)
     if "g1_winner" in obj or "g2_winner" in obj:
         g1, g2 = _winner(obj, "g1_winner"), _winner(obj, "g2_winner")
     else:  # older lm-sys files: one "winner" for both games

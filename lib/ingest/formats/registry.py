@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lib.ingest.formats import fastchat, human, shaberi, swallow
+from lib.ingest.formats import fastchat, human, nejumi, shaberi, swallow
 from lib.ingest.formats.base import Claim, Reader
 
 READERS: tuple[Reader, ...] = (
+    nejumi.READER,      # before fastchat: FastChat's layout, hashed model ids
     fastchat.READER,
     swallow.READER,
     shaberi.READER,
