@@ -10,8 +10,8 @@ from lib.store import frame
 
 
 def test_registry_lists_and_finds_the_harnesses():
-    assert H.names() == ("fastchat", "swallow", "shaberi", "nejumi", "judgelens", "human")
-    assert H.names(imported=True) == ("fastchat", "swallow", "shaberi", "nejumi")
+    assert H.names() == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "judgelens", "human")
+    assert H.names(imported=True) == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples")
     assert H.get("swallow") is H.SWALLOW and H.get("fastchat") is H.FASTCHAT
     assert H.get("no-such-harness") is H.GENERIC and H.get(None) is H.GENERIC
     assert H.GENERIC.own_rule == H.ITEM and not H.GENERIC.multi_sample
@@ -19,7 +19,7 @@ def test_registry_lists_and_finds_the_harnesses():
     assert H.where(own_rule=H.CATEGORY_MEANS) == (H.NEJUMI,)
     assert H.NEJUMI.scale_for("japanese_mt_bench") == (0.0, 10.0)
     assert H.SHABERI.scale_for("elyza/ELYZA-tasks-100") == (1.0, 5.0) and H.SHABERI.failure_code is None
-    assert H.where(multi_sample=True) == (H.SWALLOW,)
+    assert H.where(multi_sample=True) == (H.SWALLOW, H.FASTCHAT_SAMPLES)
     assert H.where(turn2_after_sample0=True) == (H.SWALLOW,)
     assert {h.name for h in H.all()} == set(H.names())
 

@@ -68,6 +68,14 @@ EXPECTED = {
         "own_by": ["judge", "model"],
         "own": lambda folder: nejumi_leaderboard(folder),
     },
+    # tests/data/fastchat_samples/README.md (constructed): 6 questions x 2 models x 2 turns, 5 choices judged per row
+    "fastchat_samples": {
+        "files": {"single_judgments": 1},
+        "with": {"fastchat": {"questions": 1, "answers": 2}},
+        "rows": {"questions": 6, "answers": 2 * 6 * 5 * 2, "single_judgments": 2 * 6 * 2 * 5},
+        "by_content": ("single_judgments",),
+        "own": lambda folder: sample_runs_number(folder),
+    },
     # tests/data/human/README.md: 5 verdicts by two analysts, 6 MT-Bench human pairwise votes
     "human": {
         "files": {"verdicts": 1, "human_pairs": 1},
@@ -97,6 +105,19 @@ def nejumi_leaderboard(folder: Path) -> dict:
         summary["score"] = summary["score"] / 10.0
         board[key] = summary.score.mean() / H.NEJUMI.reported_scale
     return board
+
+
+def sample_runs_number(folder: Path) -> dict:
+    """The multi-sample fork's number per (judge, model, turn), from the files: per choice index the mean of the
+    scores not at -1, then the mean over the choice indexes."""
+    runs: dict = {}
+    for path in (folder / "ja_mt_bench" / "model_judgment").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            for i, score in enumerate(rec["score"]):
+                if score != -1:
+                    runs.setdefault((rec["judge"][0], rec["model"], rec["turn"]), {}).setdefault(i, []).append(score)
+    return {key: sum(sum(v) / len(v) for v in per_run.values()) / len(per_run) for key, per_run in runs.items()}
 
 
 READERS = list(registry.READERS)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lib.ingest.formats import fastchat, human, nejumi, shaberi, swallow
+from lib.ingest.formats import fastchat, fastchat_samples, human, nejumi, shaberi, swallow
 from lib.ingest.formats.base import Claim, Reader
 
 READERS: tuple[Reader, ...] = (
     nejumi.READER,      # before fastchat: FastChat's layout, hashed model ids
+    fastchat_samples.READER,   # before fastchat: FastChat's layout, list-valued scores
     fastchat.READER,
     swallow.READER,
     shaberi.READER,
