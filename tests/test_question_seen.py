@@ -98,3 +98,20 @@ def test_swallow_prompts_are_json_messages():
     assert question_seen(SINGLE.format(q="問1\n\n続き", a="x"), 1) == ("問1\n\n続き", None)
     assert question_seen("[指示]\n…\n\n[質問]\n日本語の質問\n\n[アシスタントの回答の開始]\nx", 1) == ("日本語の質問", None)
     assert question_seen("no markers here", 1) == (None, None)
+
+
+def test_items_cli_gives_the_judges_question_and_the_files(files, tmp_path, capsys):
+    from lib import cli
+
+    db = tmp_path / "s.duckdb"
+    with Store(db) as s:
+        ingest(s, [files["full"], files["question"], files["judgments"]])
+    assert cli.main(["items", "--db", str(db), "--bench", BENCH, "--question-id", "2", "--format", "jsonl"]) == 0
+    got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(i["turn"], i["question"], i["question_file_text"], i["question_differs"]) for i in got] == [
+        (1, SEEN_Q2, QUESTION[1]["turns"][0], True), (2, QUESTION[1]["turns"][1], None, False)]
+    assert [(j["judge"], j["harness"], j["score"], j["rationale"]) for j in got[0]["judges"]] == [
+        ("gpt-4", "fastchat", 7.0, "Rating: [[7]]")]
+    assert cli.main(["items", "--db", str(db), "--judge", "gpt-4", "--turn", "2", "--format", "csv"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split(",")[-2:] == ["score:gpt-4", "rationale:gpt-4"] and len(rows) == 2

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lib.cli import data, generate, harness, judging, links, review, search, stats, store, verdicts
+from lib.cli import data, generate, harness, items, judging, links, review, search, stats, store, verdicts
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError
 
-COMMAND_MODULES = (data, review, stats, judging, generate, links, harness, search, verdicts, store)
+COMMAND_MODULES = (data, review, stats, judging, generate, links, harness, search, items, verdicts, store)
 
 
 def build_parser() -> argparse.ArgumentParser:
