@@ -10,8 +10,9 @@ from lib.store import frame
 
 
 def test_registry_lists_and_finds_the_harnesses():
-    assert H.names() == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "judgelens", "human")
-    assert H.names(imported=True) == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples")
+    assert H.names() == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "inspect_ai", "judgelens",
+                         "human")
+    assert H.names(imported=True) == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "inspect_ai")
     assert H.get("swallow") is H.SWALLOW and H.get("fastchat") is H.FASTCHAT
     assert H.get("no-such-harness") is H.GENERIC and H.get(None) is H.GENERIC
     assert H.GENERIC.own_rule == H.ITEM and not H.GENERIC.multi_sample

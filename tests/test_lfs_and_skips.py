@@ -115,3 +115,12 @@ def test_a_zstd_zip_uploads_and_imports(tmp_path):
     with Store(tmp_path / "s.duckdb") as s:
         report = ingest(s, staged.paths)
     assert sorted(f.kind for f in report.imported) == ["questions", "single_judgments"]
+
+
+def test_an_uploaded_zstd_inspect_log_is_read_not_called_damaged(tmp_path):
+    log = next((Path(__file__).parent / "data" / "inspect_ai" / "logs").glob("*.eval"))
+    staged = stage_uploads([(log.name, log.read_bytes())], tmp_path / "upload", "b")
+    with Store(tmp_path / "s.duckdb") as s:
+        report = ingest(s, staged.paths)
+        n = frame(s, "SELECT count(*) AS n FROM single_judgments", plain=True)["n"].tolist()
+    assert [(f.kind, f.bench) for f in report.imported] == [("inspect_log", "ja_mt_bench_single")] and n == [7]

@@ -76,6 +76,15 @@ EXPECTED = {
         "by_content": ("single_judgments",),
         "own": lambda folder: sample_runs_number(folder),
     },
+    # tests/data/inspect_ai/README.md (constructed from the log format): a zstd .eval (4 questions x 2 epochs, one
+    # unscored) and a .json log (3 C/I grades)
+    "inspect_ai": {
+        "files": {"inspect_log": 2},
+        "rows": {"questions": 4 + 3, "answers": 8 + 3, "single_judgments": 7 + 3, "reported_metrics": 2 + 1},
+        "by_content": ("inspect_log",),
+        "own_by": ["judge", "model"],
+        "own": lambda folder: inspect_metrics(folder),
+    },
     # tests/data/human/README.md: 5 verdicts by two analysts, 6 MT-Bench human pairwise votes
     "human": {
         "files": {"verdicts": 1, "human_pairs": 1},
@@ -118,6 +127,19 @@ def sample_runs_number(folder: Path) -> dict:
                 if score != -1:
                     runs.setdefault((rec["judge"][0], rec["model"], rec["turn"]), {}).setdefault(i, []).append(score)
     return {key: sum(sum(v) / len(v) for v in per_run.values()) / len(per_run) for key, per_run in runs.items()}
+
+
+def inspect_metrics(folder: Path) -> dict:
+    """Each log's own number as the log states it: results.scores[].metrics (mean, else accuracy), per scorer."""
+    from lib.ingest.formats.inspect_ai import load
+
+    out = {}
+    for path in sorted((folder / "logs").iterdir()):
+        header, _ = load(path)
+        for scored in header["results"]["scores"]:
+            metrics = scored["metrics"]
+            out[(scored["name"], header["eval"]["model"])] = (metrics.get("mean") or metrics["accuracy"])["value"]
+    return out
 
 
 READERS = list(registry.READERS)
@@ -248,7 +270,7 @@ def test_human_exact_values(stores):
                                            "human:expert_1": 1}
 
 
-OWN_NUMBER_READERS = [r for r in READERS if H.get(r.harness).own_rule != H.ITEM]
+OWN_NUMBER_READERS = [r for r in READERS if H.get(r.harness).own_rule != H.ITEM or "own" in EXPECTED[r.name]]
 
 
 @pytest.mark.parametrize("reader", OWN_NUMBER_READERS, ids=[r.name for r in OWN_NUMBER_READERS])

@@ -154,7 +154,7 @@ def _display(path: Path, root: Path | None) -> str:
 # Files a folder import must read or list as not read (issue 22: no silent skips).
 DATA_SUFFIXES = (".json", ".jsonl", ".parquet", ".eval")
 # kinds a file in a folder is recognised as by its content whatever its name (judgment files of forks)
-CONTENT_KINDS = frozenset({"single_judgments", "pair_judgments"})
+CONTENT_KINDS = frozenset({"single_judgments", "pair_judgments", "inspect_log"})
 
 
 def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | str | None:

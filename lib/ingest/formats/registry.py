@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lib.ingest.formats import fastchat, fastchat_samples, human, nejumi, shaberi, swallow
+from lib.ingest.formats import fastchat, fastchat_samples, human, inspect_ai, nejumi, shaberi, swallow
 from lib.ingest.formats.base import Claim, Reader
 
 READERS: tuple[Reader, ...] = (
@@ -17,6 +17,7 @@ READERS: tuple[Reader, ...] = (
     fastchat.READER,
     swallow.READER,
     shaberi.READER,
+    inspect_ai.READER,
     human.READER,
 )
 
