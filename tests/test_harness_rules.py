@@ -10,13 +10,14 @@ from lib.store import frame
 
 
 def test_registry_lists_and_finds_the_harnesses():
-    assert H.names() == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "inspect_ai", "judgelens",
-                         "human")
-    assert H.names(imported=True) == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "inspect_ai")
+    assert H.names() == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "fastchat_wide", "inspect_ai",
+                         "judgelens", "human")
+    assert H.names(imported=True) == ("fastchat", "swallow", "shaberi", "nejumi", "fastchat_samples", "fastchat_wide",
+                                     "inspect_ai")
     assert H.get("swallow") is H.SWALLOW and H.get("fastchat") is H.FASTCHAT
     assert H.get("no-such-harness") is H.GENERIC and H.get(None) is H.GENERIC
     assert H.GENERIC.own_rule == H.ITEM and not H.GENERIC.multi_sample
-    assert H.where(own_rule=H.SHOW_RESULT) == (H.FASTCHAT, H.SHABERI)
+    assert H.where(own_rule=H.SHOW_RESULT) == (H.FASTCHAT, H.SHABERI, H.FASTCHAT_WIDE)
     assert H.where(own_rule=H.CATEGORY_MEANS) == (H.NEJUMI,)
     assert H.NEJUMI.scale_for("japanese_mt_bench") == (0.0, 10.0)
     assert H.SHABERI.scale_for("elyza/ELYZA-tasks-100") == (1.0, 5.0) and H.SHABERI.failure_code is None

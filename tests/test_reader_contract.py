@@ -85,6 +85,14 @@ EXPECTED = {
         "own_by": ["judge", "model"],
         "own": lambda folder: inspect_metrics(folder),
     },
+    # tests/data/fastchat_wide/README.md (constructed): 5 questions; single wide rows 2 judges x 2 models; 5 pair rows
+    "fastchat_wide": {
+        "files": {"single_judgments": 1, "pair_judgments": 1},
+        "with": {"fastchat": {"questions": 1}},
+        "rows": {"questions": 5, "single_judgments": 2 * 2 * 5 * 2, "pair_judgments": 5},
+        "by_content": ("single_judgments", "pair_judgments"),
+        "own": lambda folder: wide_show_result(folder),
+    },
     # tests/data/human/README.md: 5 verdicts by two analysts, 6 MT-Bench human pairwise votes
     "human": {
         "files": {"verdicts": 1, "human_pairs": 1},
@@ -140,6 +148,17 @@ def inspect_metrics(folder: Path) -> dict:
             metrics = scored["metrics"]
             out[(scored["name"], header["eval"]["model"])] = (metrics.get("mean") or metrics["accuracy"])["value"]
     return out
+
+
+def wide_show_result(folder: Path) -> dict:
+    """show_result.py's mean per (judge, model, turn) over the wide rows' score_turn1 / score_turn2, -1 dropped."""
+    cells: dict = {}
+    for line in (folder / "ja_mt_bench" / "model_judgment" / "wide_single.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for turn in (1, 2):
+            if rec[f"score_turn{turn}"] != -1:
+                cells.setdefault((rec["judge_id"], rec["model_id"], turn), []).append(rec[f"score_turn{turn}"])
+    return {key: sum(v) / len(v) for key, v in cells.items()}
 
 
 READERS = list(registry.READERS)
@@ -327,3 +346,29 @@ def test_nejumi_exact_values(stores):
                                  "llm-jp/llm-jp-3-13b-instruct [run 6939bdc3]"]
     assert status["parse_status"].tolist() == ["not_parsed", "ok"] and status["n"].iloc[1] > 0
     assert seen == [16 * 2]
+
+
+def test_fastchat_wide_pairs_map_each_game(stores):
+    """winner_ab is game 1 (A = model_1); winner_ba is game 2, positions swapped (A there = model_2)."""
+    path = ROOT / registry.reader("fastchat_wide").sample / "ja_mt_bench" / "model_judgment" / "gpt-4o_wide-a_vs_wide-b.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    game1 = {"A": "model_1", "B": "model_2", "tie": "tie"}
+    game2 = {"A": "model_2", "B": "model_1", "tie": "tie"}
+    with Store(stores["fastchat_wide"], read_only=True) as s:
+        got = frame(s, "SELECT question_id, model_1, model_2, g1_winner, g2_winner FROM pair_judgments "
+                       "ORDER BY question_id::INTEGER", plain=True).values.tolist()
+    assert got == [[str(r["question_id"]), "wide-a", "wide-b", game1[r["winner_ab"]], game2[r["winner_ba"]]] for r in recs]
+
+
+def test_fastchat_rating_in_text_rows(tmp_path):
+    """Rows with no score field: the rating is read from the judgment the FastChat way (評価：[[9]]); none: -1."""
+    folder = tmp_path / "ja" / "model_judgment"
+    folder.mkdir(parents=True)
+    rows = [{"question_id": 1, "model": "m", "judge": ["gpt-4", "single-v1"], "turn": 1,
+             "judgment": "よい回答です。\n\n評価：[[9]]"},
+            {"question_id": 2, "model": "m", "judge": ["gpt-4", "single-v1"], "turn": 1, "judgment": "評価できません"}]
+    (folder / "gpt-4_single.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    with Store(tmp_path / "s.duckdb") as s:
+        ingest(s, [tmp_path / "ja"])
+        got = frame(s, "SELECT question_id, raw_score, parse_status FROM single_judgments ORDER BY 1", plain=True)
+    assert got.values.tolist() == [["1", 9.0, "ok"], ["2", -1.0, "not_parsed"]]
