@@ -85,6 +85,9 @@ CREATE TABLE IF NOT EXISTS sources (
     rows_skipped  BIGINT NOT NULL DEFAULT 0,
     warnings      VARCHAR[] NOT NULL DEFAULT [],
     skipped_lines JSON,                        -- [{"line": n, "reason": "..."}] when --skip-bad-lines dropped lines
+    scale_min     DOUBLE,                      -- the judges' rating scale on this source's bench (lib.harness
+    scale_max     DOUBLE,                      -- Harness.scale_for) and the harness's failure code, as imported
+    failure_code  DOUBLE,                      -- (NULL: none, e.g. shaberi's null scores)
     UNIQUE (sha256, bench, kind)
 );
 CREATE TABLE IF NOT EXISTS questions (
@@ -415,7 +418,8 @@ def _question_set_sql() -> str:
 SCHEMA = SCHEMA.replace("{QUESTION_SET}", _question_set_sql())
 
 # Columns added to a table after stores with that table existed: (table, column, type), added on open.
-ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"),)
+ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"), ("sources", "scale_min", "DOUBLE"),
+                 ("sources", "scale_max", "DOUBLE"), ("sources", "failure_code", "DOUBLE"))
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 

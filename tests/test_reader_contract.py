@@ -329,6 +329,10 @@ def test_shaberi_exact_values(stores):
     assert failed.values.tolist() == [["elyza/ELYZA-tasks-100", "gpt-4.1-2025-04-14", None, "not_parsed",
                                        "評価できません"]]
     assert backfilled["raw_score"].tolist() == [5.0]
+    with Store(stores["shaberi"], read_only=True) as s:  # the scale each source was read on is stored with it
+        scales = frame(s, "SELECT DISTINCT bench, scale_min, scale_max, failure_code FROM sources WHERE kind = "
+                          "'judgements' ORDER BY 1", plain=True).values.tolist()
+    assert scales == [["elyza/ELYZA-tasks-100", 1.0, 5.0, None], ["shisa-ai/ja-mt-bench-1shot", 1.0, 10.0, None]]
     assert score_status(6.0, H.SHABERI, "elyza/ELYZA-tasks-100") == "out_of_range"
     assert score_status(6.0, H.SHABERI, "shisa-ai/ja-mt-bench-1shot") == "ok"
 
@@ -346,6 +350,12 @@ def test_nejumi_exact_values(stores):
                                  "llm-jp/llm-jp-3-13b-instruct [run 6939bdc3]"]
     assert status["parse_status"].tolist() == ["not_parsed", "ok"] and status["n"].iloc[1] > 0
     assert seen == [16 * 2]
+    from lib.analysis import distributions
+
+    with Store(stores["nejumi"], read_only=True) as s:   # a 0 gets its own bin (not counted as a 1)
+        hist = distributions.score_histogram(s, unit="judgment")
+        zeros = frame(s, "SELECT count(*) AS n FROM single_judgments WHERE score = 0", plain=True)["n"].iloc[0]
+    assert hist["bin"].tolist() == list(range(0, 11)) and hist["count"].iloc[0] == zeros > 0
 
 
 def test_fastchat_wide_pairs_map_each_game(stores):

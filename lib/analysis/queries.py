@@ -266,7 +266,8 @@ def order_by_rank(board: pd.DataFrame, ranked: list[str]) -> pd.DataFrame:
 def sources(store: Store) -> pd.DataFrame:
     return frame(store, """
         SELECT source_id, harness, kind, bench, file_name, rows_imported, rows_skipped,
-               array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path
+               array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path, scale_min, scale_max,
+               failure_code
         FROM sources ORDER BY source_id""")
 
 

@@ -419,11 +419,14 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
             continue
         skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
         source_id = inserted[0] if inserted else store.next_id(cur, "sources")
+        rules = H.get(item.harness)
         cur.execute(
             "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
-            "rows_skipped, warnings, skipped_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+            "rows_skipped, warnings, skipped_lines, scale_min, scale_max, failure_code) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
             [source_id, item.sha256, str(item.path), item.path.name, item.harness, item.kind, item.bench,
-             item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None])
+             item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None,
+             *rules.scale_for(item.bench), rules.failure_code])
         if item.fast:
             rows = inserted[1] if inserted else _insert_fast(cur, item, source_id)
             if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
