@@ -382,3 +382,20 @@ def test_fastchat_rating_in_text_rows(tmp_path):
         ingest(s, [tmp_path / "ja"])
         got = frame(s, "SELECT question_id, raw_score, parse_status FROM single_judgments ORDER BY 1", plain=True)
     assert got.values.tolist() == [["1", 9.0, "ok"], ["2", -1.0, "not_parsed"]]
+
+
+def test_nejumi3_rows_are_fastchat_rows_with_hashed_models(tmp_path):
+    """Nejumi 3 wrote FastChat's rows (judge list, user_prompt) under the same hashed model ids: the Nejumi reader
+    takes them by the file name's hash and names the run."""
+    model_id = "tokyotech-llm--Swallow-7b-instruct-v0.1_hash_" + "ab" * 32
+    folder = tmp_path / "japanese_mt_bench" / "model_judgment" / "gpt-4_single"
+    folder.mkdir(parents=True)
+    row = {"question_id": 1, "model": model_id, "judge": ["gpt-4", "single-v1"], "turn": 1, "score": 0,
+           "judgment": "評価：[[0]]", "user_prompt": "[Question]\n質問\n\n[The Start of Assistant's Answer]\n…"}
+    (folder / f"{model_id}__1turn.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    with Store(tmp_path / "s.duckdb") as s:
+        ingest(s, [tmp_path / "japanese_mt_bench"])
+        got = frame(s, "SELECT harness, judge, prompt_name, model, raw_score, parse_status FROM single_judgments",
+                    plain=True).values.tolist()
+    assert got == [["nejumi", "gpt-4", "single-v1", "tokyotech-llm/Swallow-7b-instruct-v0.1 [run abababab]", 0.0,
+                    "ok"]]
