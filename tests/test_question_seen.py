@@ -115,3 +115,22 @@ def test_items_cli_gives_the_judges_question_and_the_files(files, tmp_path, caps
     assert cli.main(["items", "--db", str(db), "--judge", "gpt-4", "--turn", "2", "--format", "csv"]) == 0
     header, *rows = capsys.readouterr().out.splitlines()
     assert header.split(",")[-2:] == ["score:gpt-4", "rationale:gpt-4"] and len(rows) == 2
+
+
+def test_the_item_view_shows_the_judges_question_and_flags_the_file(files, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    db = tmp_path / "app.duckdb"
+    with Store(db) as s:
+        ingest(s, [files["question"], files["full"], files["judgments"]])
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update({"bench": BENCH, "q": "2", "turn": "1", "model": "m"})
+    at.run()
+    at.switch_page("pages/item_view.py").run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    assert SEEN_Q2 in texts and QUESTION[1]["turns"][0] in texts   # what the judge saw, then the file's text
+    assert any("The judges saw the text above" in w.value for w in at.warning)
