@@ -124,3 +124,12 @@ def test_an_uploaded_zstd_inspect_log_is_read_not_called_damaged(tmp_path):
         report = ingest(s, staged.paths)
         n = frame(s, "SELECT count(*) AS n FROM single_judgments", plain=True)["n"].tolist()
     assert [(f.kind, f.bench) for f in report.imported] == [("inspect_log", "ja_mt_bench_single")] and n == [7]
+
+
+def test_skip_bad_lines_with_every_file_refused_exits_non_zero(tmp_path, capsys):
+    bench = tmp_path / "data" / "ja_mt_bench" / "model_judgment"
+    put(bench / "gpt-4_single.jsonl", lines({**JUDGMENT, "score": "high"}))
+    put(bench / "gpt-4o_single.jsonl", "{not json\n")
+    code = cli.main(["ingest", str(tmp_path / "data"), "--skip-bad-lines", "--db", str(tmp_path / "c.duckdb")])
+    out = capsys.readouterr().out
+    assert code == 1 and "0 file(s) imported, 0 unchanged (already imported), 2 refused" in out
