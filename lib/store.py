@@ -298,6 +298,14 @@ CREATE TABLE IF NOT EXISTS judge_questions (
     n_texts     INTEGER NOT NULL               -- distinct texts the judges saw (> 1: not all saw the same question)
 );
 
+CREATE TABLE IF NOT EXISTS judge_prompt_questions (   -- what judge_questions counts: per source, the text each
+    source_id   INTEGER NOT NULL,                       -- prompt group (judge, prompt name, question turn) shows
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    text        VARCHAR NOT NULL
+);
+
 -- Question files: the harness's own question file (FastChat: question.jsonl) is a bench's question set; any
 -- other question file (question_full.jsonl, ...) is kept as a named set of its own (question_set = its stem).
 -- file_questions: per question the harness's own file, else the named sets in name order; the newest source
@@ -465,34 +473,38 @@ def _refresh_extras(cur, benches, marked=()) -> None:
 
 
 def refresh_judge_questions(cur, benches=None) -> None:
-    """Recompute ``judge_questions`` for these benches (None: all): the question text each stored judge prompt
-    shows (``lib.vocab.question_seen``), one prompt per judgment file, judge, prompt name and question turn."""
+    """Bring ``judge_questions`` up to date for these benches (None: all): the question text each stored judge prompt
+    shows (``lib.vocab.question_seen``), one prompt per judgment file, judge, prompt name and question turn. The
+    texts of each source are cut out once (``judge_prompt_questions``; re-judge sources, which grow, every time);
+    the per-question majority is then recomputed from those few rows."""
+    cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)"
+                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    seen = {n: question_seen_sql("prompt", "turn", n) for n in (1, 2)}
+    new = "source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions)"
+    cur.execute(f"""
+        INSERT INTO judge_prompt_questions
+        WITH p AS (SELECT source_id, bench, question_id, turn, min(judge_prompt) AS prompt FROM single_judgments
+                   WHERE judge_prompt IS NOT NULL AND {new}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name
+                   UNION ALL
+                   SELECT source_id, bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
+                   WHERE g1_user_prompt IS NOT NULL AND {new}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name),
+             t AS (SELECT source_id, bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p)
+        SELECT * FROM (SELECT source_id, bench, question_id, 1 AS turn, {seen[1]} AS text FROM t
+                       UNION ALL SELECT source_id, bench, question_id, 2, {seen[2]} FROM t) WHERE text IS NOT NULL""")
     where, params = "", {}
     if benches is not None:
         if not benches:
             return
-        where, params = "AND list_contains($b, bench)", {"b": list(benches)}
-        cur.execute("DELETE FROM judge_questions WHERE list_contains($b, bench)", params)
-    else:
-        cur.execute("DELETE FROM judge_questions")
-    seen = {n: question_seen_sql("prompt", "turn", n) for n in (1, 2)}
+        where, params = "WHERE list_contains($b, bench)", {"b": list(benches)}
+    cur.execute(f"DELETE FROM judge_questions {where}", params)
     cur.execute(f"""
         INSERT INTO judge_questions
-        WITH p AS (SELECT bench, question_id, turn, min(judge_prompt) AS prompt FROM single_judgments
-                   WHERE judge_prompt IS NOT NULL {where}
-                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name
-                   UNION ALL
-                   SELECT bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
-                   WHERE g1_user_prompt IS NOT NULL {where}
-                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name),
-             t AS (SELECT bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p),
-             s AS (SELECT bench, question_id, 1 AS turn, {seen[1]} AS text FROM t
-                   UNION ALL SELECT bench, question_id, 2, {seen[2]} FROM t),
-             c AS (SELECT bench, question_id, turn, text, count(*) AS n FROM s WHERE text IS NOT NULL
+        WITH c AS (SELECT bench, question_id, turn, text, count(*) AS n FROM judge_prompt_questions {where}
                    GROUP BY ALL)
         SELECT bench, question_id, turn, first(text ORDER BY n DESC, text), sum(n), count(*)
         FROM c GROUP BY bench, question_id, turn""", params)
-
 
 
 # --- the analyst's verdicts (table human_verdicts): what a row may hold, its uid, insert, and the human judge's

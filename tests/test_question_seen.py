@@ -134,3 +134,16 @@ def test_the_item_view_shows_the_judges_question_and_flags_the_file(files, tmp_p
     texts = [t.value for t in at.text]
     assert SEEN_Q2 in texts and QUESTION[1]["turns"][0] in texts   # what the judge saw, then the file's text
     assert any("The judges saw the text above" in w.value for w in at.warning)
+
+
+def test_removing_the_judgments_gives_the_question_file_back(files, tmp_path):
+    from lib.ingest.importer import remove_source
+
+    with Store(tmp_path / "s.duckdb") as s:
+        report = ingest(s, [files["question"], files["judgments"]])
+        assert item_view.question(s, BENCH, "2")["turns"][0] == SEEN_Q2
+        [judged] = [f.source_id for f in report.imported if f.kind == "single_judgments"]
+        assert remove_source(s, judged)
+        q2 = item_view.question(s, BENCH, "2")
+        left = frame(s, "SELECT count(*) AS n FROM judge_prompt_questions", plain=True)["n"].tolist()
+    assert q2["turns"] == QUESTION[1]["turns"] and q2["differs"] == [False, False] and left == [0]
