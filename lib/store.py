@@ -2,7 +2,8 @@
 
 Tables (one row per thing, every row tagged with the ``source_id`` of the file it came from):
 
-- ``sources``            one imported file: path, sha256, harness, kind, bench, counts, warnings, skipped lines
+- ``sources``            one imported file: path, sha256, harness, kind, bench, counts, warnings, skipped lines,
+                         the scale and failure code it was read on (its harness rules)
 - ``questions``          bench, question_id, category, turns
 - ``reference_answers``  the reference a judge saw: bench, judge (file stem), question_id, turn, text
 - ``answers``            a model's answer: bench, model, question_id, sample, turn, text
@@ -19,8 +20,12 @@ Cross-harness: ``question_links`` (the same question in two benches: exact, edit
 ``model_aliases`` (one model under several names), see ``lib.analysis.linking`` and ``lib.analysis.aliases``.
 
 Derived: ``item_scores`` (a table kept current by ``refresh_item_scores``: one row per judged item,
-duplicates and Swallow samples averaged, parse failures left out); views ``current_questions`` (newest
-source wins per bench/question) and ``answers_view`` (adds ``text_no_think``).
+duplicates and Swallow samples averaged, parse failures left out); ``judge_questions`` (the question text the
+stored judge prompts show, per question turn; from ``judge_prompt_questions``, kept current the same way); views
+``question_sets`` (every question file's rows with its set: NULL for the file the harness reads, else the file's
+stem), ``file_questions`` (per question the harness's own file, else the named sets in name order; the newest
+source within a set), ``current_questions`` (what pages show: the file's question with each turn the judges saw
+in its place; ``file_turns`` the file's text) and ``answers_view`` (adds ``text_no_think``).
 
 Identifiers are text: ``question_id`` is stored as VARCHAR so "7" and 7 are the same id and a
 fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected.
