@@ -78,12 +78,13 @@ def _ranges(code_points: list[int]) -> str:
     return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in out)
 
 
-def _all_chars() -> list[str]:
-    # every decomposable or cased character is below U+30000
+def all_chars() -> list[str]:
+    """Every character that can be decomposable or cased (all below U+30000), surrogates left out."""
     return [chr(c) for c in range(0x30000) if not 0xD800 <= c <= 0xDFFF]
 
 
-def _lower_all(chars: list[str]) -> list[str]:
+def lower_all(chars: list[str]) -> list[str]:
+    """Each character lowered by pyarrow's ``utf8_lower`` (one code point to one): the index's lower case."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -97,7 +98,7 @@ def unstable_chars() -> frozenset[str]:
     vowel or a voiced-sound mark)."""
     composes: set[int] = set()
     flagged: set[str] = set()
-    for ch in _all_chars():
+    for ch in all_chars():
         decomposition = unicodedata.decomposition(ch)
         if decomposition and not decomposition.startswith("<"):
             parts = decomposition.split()
@@ -125,7 +126,7 @@ LOCAL_RANGES = ((0xFF01, 0xFF5E), (0x3000, 0x3000), (0xFF61, 0xFF9D), (0x00B2, 0
 
 
 @lru_cache(maxsize=1)
-def _case_tables():
+def case_tables():
     """(the characters whose texts get a copy, the local characters -> their lower(NFKC), and twice lower(NFKC)
     character -> every uncopied character with that lower(NFKC), for those not only themselves: without and with
     the local characters).
@@ -134,14 +135,14 @@ def _case_tables():
     case-folding orbit differs from their lower case's (``İ``, ``ẞ``, Greek with iota subscript, ...), so that a
     regex with ``(?i)`` means the same on the original as on the lowered copy."""
     unstable = unstable_chars()
-    chars = _all_chars()
-    lows = _lower_all(chars)
+    chars = all_chars()
+    lows = lower_all(chars)
     local: dict[str, str] = {}
     for a, b in LOCAL_RANGES:
         for c in map(chr, range(a, b + 1)):
             image = unicodedata.normalize("NFKC", c)
             if len(image) == 1 and image not in unstable:
-                local[c] = _lower_all([image])[0]
+                local[c] = lower_all([image])[0]
     copied = (set(unstable) - set(local)) | {
         c for c, low in zip(chars, lows) if low != c and c not in unstable and _simple_fold(c) != _simple_fold(low)}
     key = {c: local.get(c, low) for c, low in zip(chars, lows) if c not in copied}  # lower(NFKC(c))
@@ -161,7 +162,7 @@ def _case_tables():
 def built_classes() -> dict[str, str]:
     """The three classes an import needs, computed from the rules above (``lib/search_classes.py`` holds them as
     generated for the pinned Unicode data; ``scripts/gen_search_classes.py`` writes that file from this)."""
-    copied, local = _case_tables()[:2]
+    copied, local = case_tables()[:2]
     return {"COPY": "[" + _ranges(sorted(ord(c) for c in copied)) + "]",
             "MARKED": "[" + _ranges(sorted(ord(c) for c in copied | set(local))) + "]",
             "UNSTABLE": "[" + _ranges(sorted(ord(c) for c in unstable_chars())) + "]"}
@@ -187,7 +188,7 @@ def _classes() -> dict[str, str]:
 
 
 def copy_class() -> str:
-    """An RE2 character class of the characters whose texts get a normalised copy (see ``_case_tables``)."""
+    """An RE2 character class of the characters whose texts get a normalised copy (see ``case_tables``)."""
     return _classes()["COPY"]
 
 
@@ -199,13 +200,13 @@ def marked_class() -> str:
 @lru_cache(maxsize=1)
 def local_class() -> str:
     """An RE2 character class of the local characters (``LOCAL_RANGES``) a text without a copy may hold."""
-    return "[" + _ranges(sorted(ord(c) for c in _case_tables()[1])) + "]"
+    return "[" + _ranges(sorted(ord(c) for c in case_tables()[1])) + "]"
 
 
 @lru_cache(maxsize=1)
 def local_translation() -> tuple[str, str]:
     """(from, to) for DuckDB's ``translate``: each local character to its lower(NFKC)."""
-    local = _case_tables()[1]
+    local = case_tables()[1]
     return "".join(local), "".join(local.values())
 
 
@@ -224,7 +225,7 @@ def stable_match(needle: str, local: bool = False) -> tuple[str, str | None]:
     character alone; ``("never", None)`` when the needle holds a character no such text holds (a lone combining
     mark, ...). Without local characters a pattern is a case-folded literal (``[Aa][Bb]12[Cc]``), which RE2 finds
     as fast as ``contains``; alternatives of several bytes (``[AaＡａ]``) make it several times slower."""
-    copied, _, plain, with_local = _case_tables()
+    copied, _, plain, with_local = case_tables()
     pre = with_local if local else plain
     parts, cased = [], False
     for ch in needle:

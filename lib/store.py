@@ -11,6 +11,7 @@ Tables (one row per thing, every row tagged with the ``source_id`` of the file i
                          rationale, rendered judge prompt, judge model, prompt name
 - ``pair_judgments``     one pairwise comparison (two games: A/B and swapped)
 - ``judge_prompts``      judge prompt templates shipped with a harness (judge_prompts.jsonl)
+- ``work_claims``        work one process is doing that no other may start meanwhile (``Store.claim``)
 - ``reported_metrics``   numbers a harness reported about itself (Swallow results_*.json, 0–1 scale)
 
 Probes (``lib.probes``): ``probe_runs`` (one probe suite run of a template version against a judge)
@@ -30,8 +31,13 @@ in its place; ``file_turns`` the file's text) and ``answers_view`` (adds ``text_
 Identifiers are text: ``question_id`` is stored as VARCHAR so "7" and 7 are the same id and a
 fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected.
 
-Concurrency: one process holds the file read-write. Inside it, every reader takes its own
-``cursor()`` and every writer takes ``Store.write()`` (a lock plus one transaction).
+Concurrency (DuckDB file): DuckDB lets many processes hold a file read-only, or one process hold it read-write.
+So no process keeps the file: ``_FileGate`` (one per file and process) opens it read-only for reads, read-write
+only for a write (``Store.write()``: a lock plus one transaction), and closes it once idle (``IDLE_CLOSE_S``).
+The app and the CLI therefore share the default store: readers read side by side; a writer waits until the
+other processes' reads and writes are done (at most ``busy_wait()`` seconds, saying whom it waits for), and
+readers wait while another process writes. Inside one process readers join whatever connection is open
+(a cursor each), so a write never blocks that process's own readers.
 
 Team store (DuckLake): ``Store("ducklake:sqlite:FILE")`` or ``Store("ducklake:postgres:CONNINFO")`` (chosen
 by ``JUDGELENS_STORE``; Parquet data under ``JUDGELENS_DATA_PATH``) opens the same tables in a DuckLake
@@ -47,14 +53,16 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 """
 from __future__ import annotations
 
+import atexit
 import glob
+import numbers
 import os
 import random
 import re
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
@@ -64,7 +72,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from lib import harness as H
-from lib.errors import DatabaseBusyError, DatabaseFileError, UsageError
+from lib.errors import DatabaseBusyError, DatabaseFileError, JudgeLensError, UsageError, redact
 from lib.vocab import prompt_text_sql, question_seen_sql
 
 T = TypeVar("T")
@@ -217,6 +225,16 @@ CREATE TABLE IF NOT EXISTS judge_cache (
     completion_tokens INTEGER,
     latency_s         DOUBLE,
     created_at        TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+-- Work one writer does while others wait or stand back (``Store.claim``): e.g. ``rejudge:<run sha256>``, a re-judge
+-- batch running, so a second batch with that label neither pays for its requests again nor doubles its verdicts.
+CREATE TABLE IF NOT EXISTS work_claims (
+    claim       VARCHAR NOT NULL,
+    token       VARCHAR NOT NULL,              -- host:pid:random of the holder
+    host        VARCHAR NOT NULL,
+    pid         INTEGER NOT NULL,
+    claimed_at  DOUBLE NOT NULL,               -- epoch seconds
+    note        VARCHAR
 );
 CREATE TABLE IF NOT EXISTS rejudgments (       -- what produced each re-judged single_judgments row
     source_id    INTEGER NOT NULL,
@@ -524,6 +542,11 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     """(author, score, cleared) of a verdict row the store may hold, else UsageError: an author (one line), a 1-10
     score or none, the fields it empties (``cleared``: score, label, note; none it also sets), and at least one
     thing to record (a score, a label, a note or a field to empty)."""
+    if author is not None and not isinstance(author, str):
+        raise UsageError(f"An author name is text; got {_shown(author)}.")
+    for name, value in (("label", label), ("note", note)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"A verdict's {name} is text; got {_shown(value)}.")
     author = (author or "").strip()
     if not author:
         raise UsageError("Set your name first (--author, the sidebar, or [judgelens] author in secrets): "
@@ -531,6 +554,8 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     if any(c in author for c in "\n\r\t"):
         raise UsageError("An author name is one line of text.")
     if score is not None:
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise UsageError(f"A verdict's score is a number 1-10; got {_shown(score)}.")
         score = float(score)
         if not 1 <= score <= 10:
             raise UsageError(f"A verdict's score is 1-10; got {score:g}.")
@@ -544,6 +569,88 @@ def check_verdict(author: str | None, score, label: str | None, note: str | None
     if not any(given.values()) and not cleared:
         raise UsageError("A verdict needs a score, a label or a note (or a field to clear).")
     return author, score, cleared
+
+
+VERDICT_TURNS = (1, 2)  # MT-Bench questions have two turns (a bench's own questions may have fewer)
+VERDICT_SAMPLES = 5  # Swallow judges each item 5 times (samples 0-4); FastChat once (sample 0)
+
+
+def _shown(value) -> str:
+    """A value as the file has it (JSON), for messages: [16], 16.0, null, true, "x"."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)[:80]
+    except (TypeError, ValueError):
+        return repr(value)[:80]
+
+
+def _verdict_id(value, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise UsageError(f"A verdict's {name} is a non-empty string or an integer; got {_shown(value)}.")
+    return str(value).strip()
+
+
+def check_verdict_key(bench, question_id, turn, model, sample) -> tuple[str, str, int, str, int]:
+    """(bench, question_id, turn, model, sample) of the item a verdict is on, else UsageError: ids are strings or
+    integers (never a list, a float or null turned into text), ``turn`` an integer in VERDICT_TURNS, ``sample`` an
+    integer 0-4 (absent: 0). The store's own limits (the question's turns, the item's samples, items it does not
+    hold) are ``verdict_item_problems``."""
+    bench, question_id, model = (_verdict_id(bench, "bench"), _verdict_id(question_id, "question_id"),
+                                 _verdict_id(model, "model"))
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn not in VERDICT_TURNS:
+        raise UsageError(f"A verdict's turn is 1 or 2; got {_shown(turn)}.")
+    sample = 0 if sample is None else sample
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample < VERDICT_SAMPLES:
+        raise UsageError(f"A verdict's sample is 0-{VERDICT_SAMPLES - 1} (Swallow's samples; FastChat has sample 0 "
+                         f"only); got {_shown(sample)}.")
+    return bench, question_id, int(turn), model, int(sample)
+
+
+def verdict_item_problems(cur, rows: list[dict]) -> tuple[dict[int, str], dict[int, str]]:
+    """What the store says about the items of verdict ``rows`` (dicts with bench, question_id, turn, model, sample):
+    ``(refused, unknown)``, each row index -> why. Refused: a turn the stored question does not have, a sample the
+    stored item does not have (a FastChat item has sample 0 only). Unknown: a bench, question or model the store
+    does not hold (the verdict is kept; the import names it in a note)."""
+    if not rows:
+        return {}, {}
+    import pyarrow as pa
+
+    keys = pa.table({"i": list(range(len(rows))), "bench": [r["bench"] for r in rows],
+                     "question_id": [str(r["question_id"]) for r in rows], "model": [r["model"] for r in rows]})
+    cur.register("_verdict_keys", keys)
+    try:
+        found = cur.execute("""
+            SELECT k.i,
+                   EXISTS (SELECT 1 FROM current_questions q WHERE q.bench = k.bench) OR
+                   EXISTS (SELECT 1 FROM single_judgments j WHERE j.bench = k.bench) AS bench_known,
+                   (SELECT max(len(q.turns)) FROM current_questions q
+                    WHERE q.bench = k.bench AND q.question_id = k.question_id) AS turns,
+                   EXISTS (SELECT 1 FROM single_judgments j WHERE j.bench = k.bench
+                           AND j.question_id = k.question_id) AS judged,
+                   (SELECT max(s) FROM (SELECT sample AS s FROM answers a WHERE a.bench = k.bench
+                                          AND a.question_id = k.question_id AND a.model = k.model
+                                        UNION ALL SELECT sample FROM single_judgments j WHERE j.bench = k.bench
+                                          AND j.question_id = k.question_id AND j.model = k.model)) AS top_sample
+            FROM _verdict_keys k""").fetchall()
+    finally:
+        cur.unregister("_verdict_keys")
+    refused, unknown = {}, {}
+    for i, bench_known, turns, judged, top in found:
+        r = rows[i]
+        where = f"bench {r['bench']} question {r['question_id']}"
+        if not bench_known:
+            unknown[i] = f"no bench {r['bench']!r} in this store"
+        elif turns is None and not judged:
+            unknown[i] = f"no question {r['question_id']} in bench {r['bench']}"
+        elif top is None:
+            unknown[i] = f"no answer or judgment of model {r['model']!r} on {where}"
+        if turns is not None and r["turn"] > turns:
+            refused[i] = f"turn {r['turn']}: {where} has {turns} turn(s)"
+        elif top is not None and int(r.get("sample") or 0) > top:
+            refused[i] = (f"sample {r.get('sample')}: the store holds " + ("sample 0 only" if top == 0 else
+                          f"samples 0-{top}") + f" of {where} model {r['model']}")
+    return refused, unknown
 
 
 def verdict_uid(author, created_at, bench, question_id, turn, model, sample, score, label, note, cleared=()) -> str:
@@ -715,6 +822,22 @@ def parse_lake(target: str) -> tuple[str, str]:
     return catalog, where
 
 
+_PG_UNREACHABLE = re.compile(r'Unable to connect to Postgres at "(?:[^"\\]|\\.)*": ', re.S)
+
+
+def lake_open_reason(exc: BaseException) -> str:
+    """Why attaching a DuckLake store failed, without the conninfo DuckDB repeats (twice, password included):
+    libpq's own words (``password authentication failed``, ``Connection refused``, ``database "x" does not
+    exist``) where there are some; redacted in any case."""
+    text = str(exc)
+    found = _PG_UNREACHABLE.search(text)
+    if found:
+        text = text[found.end():]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    text = " ".join(line if line[-1] in ".?!" else line + "." for line in lines)
+    return redact(text).rstrip(".")
+
+
 def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -773,6 +896,175 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     raise AssertionError("unreachable")
 
 
+IDLE_CLOSE_S = 0.5  # an idle connection is closed after this long, so other processes can write the file
+_LOCKED = re.compile(r"Could not set lock|Conflicting lock", re.I)
+
+
+def busy_wait() -> float:
+    """How long a read or write waits while another process uses the DuckDB file (``JUDGELENS_BUSY_WAIT``
+    seconds, default 300)."""
+    try:
+        return max(0.0, float(os.environ.get("JUDGELENS_BUSY_WAIT", "300")))
+    except ValueError:
+        return 300.0
+
+
+class _FileGate:
+    """This process's use of one DuckDB file: at most one connection, read-only unless a write needs it
+    read-write, closed when nothing has used it for IDLE_CLOSE_S. Readers of this process share the open
+    connection (a cursor each); a writer waits until this process's readers of a read-only connection are done
+    (new readers wait behind it), reopens read-write and keeps it for the transaction. Opening waits, retrying,
+    while another process holds a lock that conflicts (``wait`` seconds at most), and tells ``notify`` once."""
+
+    _gates: dict[str, "_FileGate"] = {}
+    _gates_lock = threading.Lock()
+
+    @classmethod
+    def of(cls, path: Path) -> "_FileGate":
+        key = os.path.realpath(path)
+        with cls._gates_lock:
+            gate = cls._gates.get(key)
+            if gate is None:
+                gate = cls._gates[key] = cls(path)
+            gate.stores += 1
+            return gate
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.cond = threading.Condition()
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.writable = False
+        self.users = 0          # cursors handed out and not yet returned
+        self.writers_waiting = 0
+        self.writing = False
+        self.stores = 0         # Store objects using this gate
+        self.last_used = 0.0
+        self.timer_pending = False
+        self.local = threading.local()
+
+    def _depth(self) -> int:
+        return getattr(self.local, "depth", 0)
+
+    def _open(self, writable: bool, notify, wait: float | None) -> duckdb.DuckDBPyConnection:
+        wait = busy_wait() if wait is None else wait
+        deadline = time.monotonic() + wait
+        delay, told = 0.02, False
+        while True:
+            try:
+                return _connect(self.path, not writable)
+            except duckdb.Error as exc:
+                text = str(exc)
+                if not _LOCKED.search(text):
+                    raise open_error(self.path, exc) from exc
+                if time.monotonic() >= deadline:
+                    raise busy_error(self.path, exc, waited=wait) from exc
+                if notify is not None and not told:
+                    pid = _LOCK_PID.search(text)
+                    who = f"process {pid.group(1)}" if pid else "another process"
+                    what = "write to" if writable else "read"
+                    notify(f"Waiting for {who} (a JudgeLens app or CLI) to finish with {self.path} before this "
+                           f"command can {what} it; at most {wait:.0f} s (JUDGELENS_BUSY_WAIT)…")
+                    told = True
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def acquire(self, writable: bool, notify=None, wait: float | None = None) -> duckdb.DuckDBPyConnection:
+        with self.cond:
+            depth = self._depth()
+            if writable:
+                if depth and not (self.con is not None and self.writable):
+                    raise RuntimeError(f"A write to {self.path} started while this thread reads it read-only; "
+                                       "finish the read first.")
+                self.writers_waiting += 1
+                try:
+                    while self.writing or (self.users and not self.writable):
+                        self.cond.wait()
+                finally:
+                    self.writers_waiting -= 1
+                self.writing = True
+                try:
+                    if self.con is not None and not self.writable:
+                        self._close()
+                    if self.con is None:
+                        self.con, self.writable = self._open(True, notify, wait), True
+                except BaseException:
+                    self.writing = False
+                    self.cond.notify_all()
+                    raise
+            else:
+                while depth == 0 and self.writers_waiting and not (self.con is not None and self.writable):
+                    self.cond.wait()
+                if self.con is None:
+                    self.con, self.writable = self._open(False, notify, wait), False
+            self.users += 1
+            self.local.depth = depth + 1
+            try:
+                return self.con.cursor()
+            except BaseException:
+                self._release(writable)
+                raise
+
+    def release(self, writable: bool) -> None:
+        with self.cond:
+            self._release(writable)
+
+    def _release(self, writable: bool) -> None:
+        self.users -= 1
+        self.local.depth = self._depth() - 1
+        if writable:
+            self.writing = False
+        self.cond.notify_all()
+        self.last_used = time.monotonic()
+        if self.users == 0 and not self.writers_waiting and self.con is not None and not self.timer_pending:
+            self._start_timer(IDLE_CLOSE_S)
+
+    def _start_timer(self, seconds: float) -> None:
+        self.timer_pending = True
+        timer = threading.Timer(seconds, self._close_if_idle)
+        timer.daemon = True
+        timer.start()
+
+    def _close_if_idle(self) -> None:
+        with self.cond:
+            self.timer_pending = False
+            if self.con is None or self.users or self.writing:
+                return
+            idle = time.monotonic() - self.last_used
+            if idle < IDLE_CLOSE_S:
+                self._start_timer(IDLE_CLOSE_S - idle)
+            else:
+                self._close()
+
+    def _close(self) -> None:
+        if self.con is not None:
+            con, self.con = self.con, None
+            con.close()  # a read-write connection checkpoints its WAL into the file here
+
+    @classmethod
+    def close_all(cls) -> None:
+        """At exit: close every idle connection, so a read-write one checkpoints its WAL into the file (the file
+        alone then holds everything; a copy of it is complete)."""
+        with cls._gates_lock:
+            gates = list(cls._gates.values())
+        for gate in gates:
+            with gate.cond:
+                if gate.users == 0:
+                    gate._close()
+
+    def close_store(self) -> None:
+        with _FileGate._gates_lock:
+            self.stores -= 1
+            if self.stores > 0:
+                return
+            _FileGate._gates.pop(os.path.realpath(self.path), None)
+        with self.cond:
+            if self.users == 0:
+                self._close()
+
+
+atexit.register(_FileGate.close_all)
+
+
 class Store:
     """One open store: a DuckDB file (default) or a DuckLake store (``ducklake:sqlite:FILE`` /
     ``ducklake:postgres:CONNINFO``, Parquet data under ``data_path``). Thread-safe: readers use ``read()``
@@ -785,16 +1077,19 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False, *,
-                 data_path: str | os.PathLike | None = None):
+                 data_path: str | os.PathLike | None = None, notify: Callable[[str], None] | None = None):
         target = path if path is not None else default_store()
         self.lake = is_lake(target)
         self.read_only = read_only
+        self.notify = notify
+        self._gate: _FileGate | None = None
         self._write_lock = threading.Lock()
         if self.lake:
             self._open_lake(str(target), data_path if data_path is not None else default_data_path())
             return
         self.data_path = None
         self.path = Path(target)
+        self.shown = str(self.path)
         check_database_file(self.path, read_only)
         if not read_only:
             try:
@@ -802,82 +1097,86 @@ class Store:
             except OSError as exc:
                 raise DatabaseFileError(f"Cannot create the folder {self.path.parent} for the database: "
                                         f"{exc.strerror}. Use --db (or JUDGELENS_DB) with a writable location.") from None
+        self._gate = _FileGate.of(self.path)
         try:
-            self._con = _connect(self.path, read_only)
-        except duckdb.Error as exc:  # another process holds the file, or the file is damaged
-            raise open_error(self.path, exc) from exc
-        if read_only:
-            self._check_schema()
-            self._upgrade_for_reading()
-            return
-        try:
-            self._create_schema()
-        except duckdb.Error as exc:
-            self._con.close()
-            raise open_error(self.path, exc) from exc
+            if read_only:
+                self._check_schema()
+                self._upgrade_for_reading()
+            else:
+                self._create_schema()
+        except BaseException:
+            self._gate.close_store()
+            raise
 
     def _check_schema(self) -> None:
         try:
-            found = self._con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
-                                      "('meta', 'sources', 'single_judgments')").fetchone()[0]
+            with self.read() as cur:
+                found = cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                                    "('meta', 'sources', 'single_judgments')").fetchone()[0]
         except duckdb.Error as exc:
-            self._con.close()
             raise open_error(self.path, exc) from exc
         if found < 3:
-            self._con.close()
             raise DatabaseFileError(
                 f"{self.path} is a DuckDB file but not a JudgeLens store (it has no sources table). Import into "
                 f"it first (python -m lib.cli ingest PATH --db {self.path}), or point --db at a JudgeLens "
                 "database.", title="Not a JudgeLens database")
 
     def _missing_columns(self) -> list[tuple[str, str, str]]:
-        have = set(self._con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall())
+        with self.read() as cur:
+            have = set(cur.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall())
         tables = {t for t, _ in have}
         return [(t, c, kind) for t, c, kind in ADDED_COLUMNS if t in tables and (t, c) not in have]
 
     def _upgrade_for_reading(self) -> None:
         """A store made before a column in ADDED_COLUMNS existed, opened read-only (the CLI's reading commands):
         add the columns once through a short read-write connection, then read as asked, so readers never meet an
-        older schema. Where the file cannot be written (a read-only folder, another process writing), it is read
-        as it is; only what needs the new columns fails there."""
+        older schema. Where the file cannot be written now (a read-only folder, another process using it), it is
+        read as it is; only what needs the new columns fails there."""
         if not self._missing_columns():
             return
-        self._con.close()
         try:
-            con = _connect(self.path, False)
-        except (duckdb.Error, OSError):
-            con = None
-        if con is not None:
-            try:
-                for table, column, sql_type in ADDED_COLUMNS:
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
-            except duckdb.Error:
-                pass
-            finally:
-                con.close()
-        self._con = _connect(self.path, True)
+            cur = self._gate.acquire(True, wait=0)
+        except (JudgeLensError, duckdb.Error, OSError):
+            return
+        try:
+            for table, column, sql_type in ADDED_COLUMNS:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+        except duckdb.Error:
+            pass
+        finally:
+            cur.close()
+            self._gate.release(True)
 
     def _create_schema(self) -> None:
         with self._write_lock:
-            kind = self._con.execute(
-                "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
-            if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
-                self._con.execute("DROP VIEW item_scores")
-            self._con.execute(SCHEMA)
-            for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
-                self._con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
-            if upgrade_search_index(self._con):
-                self._con.execute(SCHEMA)  # views over altered tables (answers_view) bound again
-            if kind and kind[0] == "VIEW":
-                refresh_item_scores(self._con)
-            self._con.execute(
-                "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION]
-            )
+            try:
+                cur = self._gate.acquire(True, self.notify)
+            except duckdb.Error as exc:
+                raise open_error(self.path, exc) from exc
+            try:
+                kind = cur.execute(
+                    "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
+                if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
+                    cur.execute("DROP VIEW item_scores")
+                cur.execute(SCHEMA)
+                for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+                if upgrade_search_index(cur):
+                    cur.execute(SCHEMA)  # views over altered tables (answers_view) bound again
+                if kind and kind[0] == "VIEW":
+                    refresh_item_scores(cur)
+                cur.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
+            except duckdb.Error as exc:
+                raise open_error(self.path, exc) from exc
+            finally:
+                cur.close()
+                self._gate.release(True)
 
     # -- DuckLake
     def _open_lake(self, target: str, data_path) -> None:
         catalog, where = parse_lake(target)
-        self.path = target  # what identifies the store (cache keys, messages); no file of its own
+        self.path = target  # what identifies the store (cache keys); no file of its own
+        self.shown = redact(target)  # what messages and ``store info`` show: no password
         self.catalog, self.catalog_location = catalog, where
         config = dict(CONNECT_CONFIG)  # extensions only from the installed wheels, loaded below
         if not os.environ.get("HOME") and not Path("~").expanduser().is_dir():
@@ -910,7 +1209,9 @@ class Store:
             con.close()
             hint = ("" if data_path is not None or catalog != "postgres" else
                     " A new PostgreSQL-backed store needs a data folder: set JUDGELENS_DATA_PATH (or --data-path).")
-            raise DatabaseBusyError(f"Could not open the DuckLake store {target}: {exc}.{hint}",
+            reason = lake_open_reason(exc)
+            end = "" if reason.endswith("?") else "."
+            raise DatabaseBusyError(f"Could not open the DuckLake store {self.shown}: {reason}{end}{hint}",
                                     title="Could not open the store") from exc
         except BaseException:
             con.close()
@@ -977,7 +1278,7 @@ class Store:
         except duckdb.Error as exc:
             if _retryable(exc):
                 raise DatabaseBusyError(
-                    f"The store {self.path} was changed by other processes {COMMIT_ATTEMPTS} times while this "
+                    f"The store {self.shown} was changed by other processes {COMMIT_ATTEMPTS} times while this "
                     f"change was being written; nothing was written. Try again. ({exc})",
                     title="The store is busy") from exc
             raise
@@ -1007,23 +1308,38 @@ class Store:
 
     # -- both kinds
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A connection of this thread's own. Close it (or use ``with``) when done."""
+        """DuckLake only: a connection of this thread's own. Close it (or use ``with``) when done. (A DuckDB
+        file is opened per use: ``read()`` / ``write()``.)"""
+        if not self.lake:
+            raise RuntimeError("Store.cursor() is for DuckLake stores; use Store.read() or Store.write().")
         cur = self._con.cursor()
-        if self.lake:  # a cursor starts in the in-memory database; the store is the attached lake
-            cur.execute(f"USE {LAKE_ALIAS}")
+        cur.execute(f"USE {LAKE_ALIAS}")  # a cursor starts in the in-memory database; the store is the attached lake
         return cur
 
     @contextmanager
-    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        cur = self.cursor()
+    def _file_cursor(self, writable: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if writable and self.read_only:
+            raise DatabaseFileError(f"{self.path} was opened for reading only; this command cannot change it.",
+                                    title="The database is open for reading")
+        try:
+            cur = self._gate.acquire(writable, self.notify)
+        except duckdb.Error as exc:
+            raise open_error(self.path, exc) from exc
         try:
             yield cur
-        except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
-            if _CORRUPT.search(str(exc)):
-                raise damaged_error(self.path, exc) from exc
-            raise
         finally:
             cur.close()
+            self._gate.release(writable)
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with (self._file_cursor(False) if not self.lake else closing(self.cursor())) as cur:
+            try:
+                yield cur
+            except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
+                if _CORRUPT.search(str(exc)):
+                    raise damaged_error(self.path, exc) from exc
+                raise
 
     @contextmanager
     def write(self, memory_limit: str | None = None, clock: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -1034,8 +1350,7 @@ class Store:
         On a DuckLake store the transaction bumps ``write_clock`` (see the module docstring); use
         ``transaction()`` to have a transaction that another process's commit refused run again.
         """
-        with self._write_lock:
-            cur = self.cursor()
+        with self._write_lock, (self._file_cursor(True) if not self.lake else closing(self.cursor())) as cur:
             if memory_limit:
                 cur.execute(f"SET memory_limit = '{memory_limit}'")
             try:
@@ -1052,7 +1367,39 @@ class Store:
             finally:
                 if memory_limit:
                     cur.execute("RESET memory_limit")
-                cur.close()
+
+    # -- claims: one holder at a time for a piece of work, across threads, processes and machines
+    def claim(self, name: str, note: str = "") -> tuple[str | None, dict | None]:
+        """Take the claim ``name``: ``(token, None)``, or ``(None, holder)`` while a live holder has it (a dict
+        with ``host``, ``pid``, ``claimed_at``, ``note``). Atomic: on a DuckDB file under the write lock, on
+        DuckLake by the write clock (two claimers at once conflict; the re-run sees the winner). A holder is dead
+        when its process on this host is gone, or, from another host, after ``CLAIM_STALE_S``. Give the claim
+        back with ``release``."""
+        import socket
+        import uuid
+
+        host, pid = socket.gethostname(), os.getpid()
+        token = f"{host}:{pid}:{uuid.uuid4().hex}"
+
+        def take(cur):
+            holders = cur.execute("SELECT token, host, pid, claimed_at, note FROM work_claims WHERE claim = ?",
+                                  [name]).fetchall()
+            for tok, h, p, at, n in holders:
+                if _claim_alive(h, int(p), float(at), tok):
+                    return None, {"host": h, "pid": int(p), "claimed_at": float(at), "note": n}
+            cur.execute("DELETE FROM work_claims WHERE claim = ?", [name])  # dead holders' claims
+            cur.execute("INSERT INTO work_claims VALUES (?, ?, ?, ?, ?, ?)", [name, token, host, pid, time.time(), note])
+            return token, None
+
+        got, holder = self.transaction(take)
+        if got:
+            _LIVE_CLAIMS.add(got)
+        return got, holder
+
+    def release(self, name: str, token: str) -> None:
+        _LIVE_CLAIMS.discard(token)
+        self.transaction(lambda cur: cur.execute("DELETE FROM work_claims WHERE claim = ? AND token = ?",
+                                                 [name, token]))
 
     def set_meta(self, cur, key: str, value: str) -> None:
         """Set a ``meta`` row inside the caller's write transaction (no ON CONFLICT on DuckLake)."""
@@ -1064,7 +1411,8 @@ class Store:
         if not self.lake:
             return {"kind": "duckdb file", "store": str(self.path), "data": str(self.path),
                     "bytes": self.path.stat().st_size if self.path.exists() else 0}
-        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.path, "catalog": self.catalog_location,
+        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.shown,
+                "catalog": redact(self.catalog_location),
                 "data": self.data_path}
         with self.read() as cur:
             files = cur.execute(
@@ -1077,7 +1425,11 @@ class Store:
         return info
 
     def close(self) -> None:
-        self._con.close()
+        if self.lake:
+            self._con.close()
+        elif self._gate is not None:
+            gate, self._gate = self._gate, None
+            gate.close_store()
 
     def __enter__(self) -> "Store":
         return self
@@ -1096,6 +1448,28 @@ def frame(store: Store, sql: str, params: list | dict | None = None, *, plain: b
         import pandas as pd
 
         return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])
+
+
+CLAIM_STALE_S = 6 * 3600  # a claim held from another machine counts as abandoned after this long
+_LIVE_CLAIMS: set[str] = set()  # claims this process holds and has not released
+
+
+def _claim_alive(host: str, pid: int, claimed_at: float, token: str) -> bool:
+    """Whether a claim's holder may still be working: this process (a claim it has not released), another live
+    process on this host, or another host within ``CLAIM_STALE_S``."""
+    import socket
+
+    if host != socket.gethostname():
+        return time.time() - claimed_at < CLAIM_STALE_S
+    if pid == os.getpid():
+        return token in _LIVE_CLAIMS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _CORRUPT = re.compile(r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database|"
@@ -1174,7 +1548,7 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         have = cur.execute("SELECT count(*) FROM sources").fetchone()[0] + cur.execute(
             "SELECT count(*) FROM templates").fetchone()[0]
     if have:
-        raise UsageError(f"The store {target.path} already holds data; migrate into a new, empty store.",
+        raise UsageError(f"The store {target.shown} already holds data; migrate into a new, empty store.",
                          title="Target store is not empty")
     alias = "jl_migrate_source"
     try:
@@ -1257,12 +1631,17 @@ def _schema_tables() -> set[str]:
     return set(re.findall(r"CREATE (?:TABLE IF NOT EXISTS|OR REPLACE VIEW) (\w+)", SCHEMA))
 
 
-def busy_error(path: Path, exc: Exception) -> DatabaseBusyError:
+def busy_error(path: Path, exc: Exception, waited: float | None = None) -> DatabaseBusyError:
     text = str(exc)
     pid = _LOCK_PID.search(text)
     who = f" (process {pid.group(1)})" if pid else ""
     if "lock" not in text.lower():
         return DatabaseBusyError(f"Could not open the database {path}: {text}", title="Could not open the database")
+    if waited is not None:
+        return DatabaseBusyError(
+            f"The database {path} stayed in use by another JudgeLens app or CLI{who} for {waited:.0f} s (a long "
+            "import or re-judge writes it for as long as it runs); nothing was changed here. Try again when it "
+            "is done, wait longer (JUDGELENS_BUSY_WAIT=SECONDS), or use another file (--db FILE).")
     return DatabaseBusyError(
         f"The database {path} is open in another JudgeLens app or CLI{who}. DuckDB lets only one "
         "process use a database file at a time. Close the other process and try again, or use "

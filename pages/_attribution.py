@@ -1,78 +1,186 @@
-"""The attribution ladder section of the harness comparison: estimate, confirm, re-judge, waterfall.
+"""The full waterfall of the harness comparison: every cause of the gap gets its own bar (issue 21).
 
-Nothing is sent before the user confirms the estimate (requests, cache hits, cost). The endpoint comes from the
-sidebar form shared with the Workbench and Probes.
+A model endpoint (the model under test) next to the judge endpoint of the sidebar; each side's generation setup
+(from the files, editable where they do not show it); the cost of every step on both endpoints before any call,
+a confirmation, progress; the waterfall in both orders side by side, the interactions, the Shapley split, and
+what each bar means. Without a model endpoint: the judge-side steps, and what the stored answers tell alone
+(``lib.analysis.answer_stats``). Nothing expensive on a rerun: the stored-data view is a cached query, the
+ladder runs only on the button and its result is kept in the session.
 """
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from lib.errors import JudgeLensError
-from lib.judging import attribution
+from lib.analysis import answer_stats
+from lib.attribution import ladder as L
+from lib.errors import JudgeLensError, LadderInterrupted, UnknownSystemPromptError
+from lib.generation.questions import run_answer_facts
+from lib.generation.setups import FASTCHAT_TYPICAL_SYSTEM_PROMPT, GenerationSetup
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from pages._common import judge_endpoint, show_chart, show_error, show_table
+from pages._common import cached_chart, cached_query, judge_endpoint, show_chart, show_error, show_table
+
+
+def _stored_view(store, version, ra, rb) -> None:
+    st.markdown("**What the stored answers tell without any call**")
+    st.caption("Per run: samples per item, the share of samples that are exact copies of sample 0 (Swallow at "
+               "temperature 0), sample 0 vs the N-sample mean and the per-sample spread, and the share of answers "
+               "that are not Japanese. " + answer_stats.NOTE)
+    try:
+        view = cached_query(answer_stats.stored_view, version, runs=[ra, rb])
+    except JudgeLensError as exc:
+        show_error(exc)
+        return
+    shown = view.assign(mean_per_sample=view["mean_per_sample"].map(lambda v: " ".join(f"{x:.2f}" for x in v)))
+    show_table(shown, "hx_answer_stats")
+
+
+def _system_prompt(run, side: str, store, version):
+    """The side's stated system prompt (``...``: not stated), from a text field prefilled with what its files
+    show; FastChat files show none."""
+    facts = cached_query(run_answer_facts, version, run=run) if run.harness == "swallow" else {}
+    recorded = (facts.get("system_prompts") or [None])[0] if facts else None
+    key = f"hx_sp_{side}"
+    label = f"{side}'s system prompt ({run.harness})"
+    if run.harness == "fastchat":
+        text = st.text_input(label, key=key, placeholder=f"FastChat files do not record it; e.g. "
+                                                         f"{FASTCHAT_TYPICAL_SYSTEM_PROMPT}",
+                             help="The model adapter's conversation template decides it. JudgeLens never guesses: "
+                                  "state it, or tick 'none'.")
+    else:
+        text = st.text_input(label, value=recorded or "", key=key, help="As the run's files show it; edit to state "
+                                                                         "another.")
+    none = st.checkbox(f"{side} sends no system prompt", key=f"hx_sp_none_{side}")
+    if none:
+        return None
+    return text if text else ...
 
 
 def attribution_section(store, version, ra, rb) -> None:
-    st.subheader("Attribute the gap")
-    st.caption("Re-judge A's answers on the linked items: first with A's own setup against your endpoint (replay: "
-               "the judge's drift, measured on its own), then switching one judge-side factor at a time to B's "
-               "setting. The last bar, residual, is B's stored score minus A's answers judged B's way: what the "
-               "answers themselves contribute. Calls go through the re-judge cache: a step already judged costs "
-               "nothing.")
+    st.subheader("Attribute the gap: every cause gets a bar")
+    st.caption("Start from A's stored score and walk to B's, one cause at a time, on the same linked items: replay "
+               "(A's answers judged A's way today: the judge's drift), regenerate (A's answers made again A's way "
+               "on your model endpoint: the model's drift), then each generation factor (system prompt, "
+               "temperature, samples, turn-2 context, max_tokens) and each judge-side factor (prompt, judge, judge "
+               "max_tokens, references, truncation, reasoning) switched to B's, then the residual (what no factor "
+               "explains). Every request goes through the one request cache: a state already reached costs nothing.")
     config, api_key = judge_endpoint()
-    c1, c2, c3 = st.columns([3, 1, 1])
-    steps = c1.multiselect("Factors, in this order", list(attribution.STEPS), default=list(attribution.STEPS),
-                           key="hx_steps", format_func=attribution.STEP_LABELS.get)
-    items = c2.number_input("Items", 2, 10_000, 20, key="hx_items",
-                            help="Linked items to re-judge, question by question over the categories.")
-    reverse = c3.toggle("Reverse", key="hx_reverse", help="B's answers judged A's way, factor by factor.")
-    wanted = (ra, rb, tuple(steps), int(items), bool(reverse), config)
-    ladder = st.session_state.get("hx_ladder")
-    if ladder is not None and st.session_state.get("hx_ladder_for") != wanted:
-        ladder = st.session_state["hx_ladder"] = None
+    c1, c2, c3 = st.columns([3, 2, 2])
+    answer_url = c1.text_input("Model endpoint (serving the model under test)", key="hx_ans_url",
+                               placeholder="http://127.0.0.1:8000/v1 (leave empty: judge-side steps only)")
+    answer_model = c2.text_input("Model name at that endpoint", key="hx_ans_model")
+    answer_key = c3.text_input("Its API key (this session only)", type="password", key="hx_ans_key")
+    with_answers = bool(answer_url.strip() and answer_model.strip())
+    if not with_answers:
+        st.info("No model endpoint: the generation steps need one (a vLLM or llama.cpp server, an API serving the "
+                "model). Shown below: the judge-side steps, and what the stored answers tell alone.",
+                icon=":material/info:")
+        _stored_view(store, version, ra, rb)
+    sp_a = sp_b = ...
+    if with_answers:
+        s1, s2 = st.columns(2)
+        with s1:
+            sp_a = _system_prompt(ra, "A", store, version)
+        with s2:
+            sp_b = _system_prompt(rb, "B", store, version)
+        try:
+            ga = cached_query(GenerationSetup.from_run, version, run=ra, system_prompt=sp_a)
+            gb = cached_query(GenerationSetup.from_run, version, run=rb, system_prompt=sp_b)
+            rows = [{"field": x["field"], "A": x["value"], "A source": x["source"], "B": y["value"],
+                     "B source": y["source"]} for x, y in zip(ga.describe(), gb.describe())]
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="hx_gen_setups")
+        except UnknownSystemPromptError as exc:
+            show_error(exc)
+            return
+        except JudgeLensError as exc:
+            show_error(exc)
+            return
+    factors = L.FACTORS if with_answers else L.JUDGE_FACTORS
+    o1, o2, o3, o4 = st.columns([4, 1, 1, 1])
+    picked = o1.multiselect("Factors, in this order", list(factors), default=list(factors), key="hx_order",
+                            format_func=L.STEP_LABELS.get)
+    items = o2.number_input("Items", 2, 10_000, 20, key="hx_items",
+                            help="Linked items, question by question over the categories.")
+    both = o3.toggle("Both orders", value=True, key="hx_both", help="Also B's answers made A's way: a factor "
+                     "whose effect changes between the orders interacts with another.")
+    shapley = o4.number_input("Shapley orders", 0, 50, 0, key="hx_shapley",
+                              help="Average each factor's effect over this many orders (0: off).")
     if config is None:
         st.info("Set a judge endpoint in the sidebar first.")
         return
-    if st.button("Estimate the calls", key="hx_estimate", icon=":material/calculate:"):
+    answer = None
+    if with_answers:
         try:
-            ladder = attribution.Ladder(store, ra, rb, config, steps=steps, items=int(items), reverse=reverse)
+            answer = L.AnswerEndpoint(answer_url.strip(), answer_model.strip(), api_key=answer_key or api_key)
+        except JudgeLensError as exc:
+            show_error(exc)
+            return
+    wanted = (ra, rb, tuple(picked), int(items), bool(both), int(shapley), config, answer, sp_a, sp_b)
+    if st.session_state.get("hx_ladder_for") != wanted:
+        st.session_state["hx_ladder"] = None
+    if st.button("Estimate the cost", key="hx_estimate", icon=":material/calculate:", disabled=not picked):
+        try:
+            ladder = L.Attribution(store, ra, rb, config, answer=answer, a_system_prompt=sp_a, b_system_prompt=sp_b,
+                                   order=picked, both_orders=both, shapley=int(shapley), items=int(items))
             st.session_state["hx_estimate_result"] = ladder.prepare()
             st.session_state["hx_ladder"], st.session_state["hx_ladder_for"] = ladder, wanted
         except JudgeLensError as exc:
             show_error(exc)
             return
+    ladder = st.session_state.get("hx_ladder")
     if ladder is not None:
         est = st.session_state["hx_estimate_result"]
-        cost = (f"; expected cost ~\\${est['cost_expected']:.4f} (at most \\${est['cost_upper']:.4f})"
-                if est["cost_expected"] is not None else "; set prices in the sidebar for a cost estimate")
-        st.info(f"{est['steps']} steps × {est['items']} items: {est['requests']} requests, {est['cached']} from the "
-                f"cache, {est['already_judged']} already judged, **{est['to_send']} to send** to "
-                f"{md_escape(config.base_url)} ({md_escape(config.model)} for the replay"
-                + (", then B's judge" if "judge" in steps else "")
-                + f"){cost}.", icon=":material/info:")
-        if st.button(f"Run the ladder ({est['to_send']} calls)", key="hx_run", type="primary",
+        st.info(md_escape(L.estimate_text(est)) + f" (judge: {md_escape(config.base_url)}"
+                + (f"; model: {md_escape(answer.base_url)}" if answer else "") + ").", icon=":material/info:")
+        with st.expander("Cost per step"):
+            show_table(est["per_step"], "hx_cost_per_step")
+        if st.button(f"Run the waterfall ({est['to_send']} requests)", key="hx_run", type="primary",
                      icon=":material/play_arrow:"):
-            bar = st.progress(0.0, text="re-judging")
+            bar = st.progress(0.0, text="starting")
 
-            def progress(i, n, done, total):
-                bar.progress(min(1.0, (i + (done / total if total else 1)) / n),
-                             text=f"step {i + 1}/{n}: {done}/{total} items")
+            def progress(text, done, total):
+                bar.progress(min(1.0, done / total) if total else 1.0, text=f"{text}: {done}/{total}")
 
             try:
-                st.session_state["hx_ladder_result"] = ladder.run(api_key=api_key, progress=progress)
+                st.session_state["hx_ladder_result"] = ladder.run(judge_api_key=api_key, progress=progress)
+            except LadderInterrupted as exc:
+                show_error(exc)
             except JudgeLensError as exc:
                 show_error(exc)
             finally:
                 st.session_state["hx_ladder"] = None
     result = st.session_state.get("hx_ladder_result")
-    if result is not None and result.attrs.get("run_a") in (ra.selector, rb.selector):
-        st.caption(f"A = {md_escape(result.attrs['label_a'])}; B = {md_escape(result.attrs['label_b'])}; "
-                   f"{result.attrs['used']} items "
-                   "with a score at every step. " + attribution.LADDER_NOTE)
-        show_chart(charts.ladder_waterfall(result), "attribution_waterfall")
-        shown = result.assign(step=result["step"].map(lambda s: attribution.STEP_LABELS.get(s, s)))
-        show_table(shown, "attribution_ladder",
-                   column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                  for c in ("mean", "delta", "ci_low", "ci_high")})
+    if result is not None and result.forward.attrs.get("run_a") in (ra.selector, rb.selector):
+        show_waterfall(result)
+
+
+def show_waterfall(result) -> None:
+    fwd = result.forward
+    st.caption(f"A = {md_escape(fwd.attrs['label_a'])}; B = {md_escape(fwd.attrs['label_b'])}; {fwd.attrs['used']} "
+               "items with a score at every step. " + md_escape(L.NOTE))
+    main = {k: v for k, v in result.orders.items() if not k.startswith(L.SHAPLEY)}
+    show_chart(cached_chart(charts.ladder_waterfalls, main), "attribution_waterfall")
+    cols = st.columns(len(main))
+    for col, (label, table) in zip(cols, main.items()):
+        with col:
+            st.markdown(f"**{md_escape(label)}**")
+            shown = table.assign(step=table["step"].map(lambda s: L.STEP_LABELS.get(s, s)))
+            show_table(shown, f"attribution_ladder_{label}",
+                       column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                      for c in ("mean", "delta", "ci_low", "ci_high")})
+    if not result.interactions.empty:
+        flagged = result.interactions[result.interactions["interacts"]]
+        if len(flagged):
+            st.warning("These factors interact (their effect changes between orders by more than its interval): "
+                       + md_escape(", ".join(f"{r.factor} ({r.lowest:+.2f} to {r.highest:+.2f})"
+                                             for r in flagged.itertuples())) + ". The order decides how their "
+                       "shared part is split; the Shapley average splits it evenly.")
+        show_table(result.interactions, "attribution_interactions")
+    if result.shapley is not None:
+        st.markdown("**Shapley-style split** (each factor's effect averaged over the orders run)")
+        show_table(result.shapley, "attribution_shapley")
+    with st.expander("What each bar means, and when to trust it"):
+        st.dataframe(pd.DataFrame([{"bar": L.STEP_LABELS.get(k, k), "meaning": v} for k, v in L.STEP_MEANING.items()]),
+                     hide_index=True, width="stretch")
+        st.text(L.NOTE)

@@ -14,7 +14,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
-from lib.errors import DatabaseFileError, JudgeLensError
+from lib.errors import DatabaseFileError, JudgeLensError, install_log_redaction, redact
 from lib.store import Store, default_data_path, default_db_path
 
 
@@ -78,7 +78,9 @@ def store_target() -> tuple[str, str | None]:
 
 
 def get_store() -> Store:
-    """The one store of this server process. On failure, say why and stop the page."""
+    """The one store of this server process. On failure, say why and stop the page. Every log handler there is
+    gets the redacting filter first: an uncaught exception Streamlit logs may quote a store's password."""
+    install_log_redaction()
     try:
         return _open_store(*store_target())
     except JudgeLensError as exc:
@@ -217,7 +219,7 @@ def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), l
     ``ints`` / ``lists`` name the params holding a whole number / a comma-separated list. Returns whether this
     run seeded (a URL the page had not seen: a deep link followed, or the page's first run)."""
     marker = f"_{page}_seeded"
-    if st.session_state.get(marker) == dict(st.query_params):
+    if st.session_state.get(marker) == _page_params():
         return False
     for param, key in keys.items():
         if param not in st.query_params:
@@ -230,13 +232,19 @@ def seed_from_url(page: str, keys: dict[str, str], ints: tuple[str, ...] = (), l
         elif param in lists:
             value = [v for v in value.split(",") if v]
         st.session_state[key] = value
-    st.session_state[marker] = dict(st.query_params)
+    st.session_state[marker] = _page_params()
     return True
 
 
+def _page_params() -> dict:
+    """The address bar's parameters that belong to the page (not the remembered judge endpoint)."""
+    return {k: v for k, v in st.query_params.to_dict().items() if k not in REMEMBER_PARAMS.values()}
+
+
 def publish_to_url(page: str, params: dict[str, str]) -> None:
-    st.query_params.from_dict(params)
-    st.session_state[f"_{page}_seeded"] = dict(st.query_params)
+    kept = {p: st.query_params[p] for p in REMEMBER_PARAMS.values() if p in st.query_params}
+    st.query_params.from_dict({**params, **kept})
+    st.session_state[f"_{page}_seeded"] = _page_params()
 
 
 def show_text(text: str, height: int | None = None) -> None:
@@ -248,8 +256,8 @@ def show_text(text: str, height: int | None = None) -> None:
 
 
 def show_error(exc: JudgeLensError) -> None:
-    st.error(f"**{exc.title}**")
-    st.code(exc.message, language=None, wrap_lines=True)
+    st.error(f"**{redact(exc.title)}**")
+    st.code(redact(exc.message), language=None, wrap_lines=True)
 
 
 def empty_state() -> None:
@@ -266,9 +274,30 @@ def show_chart(fig, name: str) -> None:
                        help="Self-contained: opens offline. For a PNG, use the camera icon on the chart.")
 
 
+def readable_dataframe(df, **kwargs):
+    """``st.dataframe`` without raw nulls: a column holding a missing value shows an em dash there and p-values
+    read ``< 0.001`` (``lib.render.tables.for_display``), formatted as its ``column_config`` says."""
+    from lib.render.tables import for_display
+
+    config = dict(kwargs.pop("column_config", None) or {})
+    formats = {}
+    for col, conf in config.items():
+        type_config = conf.get("type_config", {}) if isinstance(conf, dict) else {}
+        if type_config.get("format"):
+            formats[col] = type_config["format"]
+    shown, converted = for_display(df, formats)
+    for col in converted:  # now text: keep the label and help, drop the number type
+        conf = config.get(col)
+        label, help_, width = (conf.get("label"), conf.get("help"), conf.get("width")) if isinstance(conf, dict) else (
+            None, None, None)
+        config[col] = st.column_config.TextColumn(label or str(col), help=help_, width=width)
+    return st.dataframe(shown, column_config=config or None, **kwargs)
+
+
 def show_table(df, name: str, page_size: int = 50, noun: str = "rows", **kwargs) -> None:
-    """A table with a CSV download of all its rows; long tables are shown a page at a time (``paged``)."""
-    st.dataframe(paged(df, f"tbl_{name}", noun, page_size), hide_index=True, width="stretch", **kwargs)
+    """A table with a CSV download of all its rows; long tables are shown a page at a time (``paged``). Missing
+    values read as an em dash, p-values as ``< 0.001`` (``readable_dataframe``); the CSV keeps the raw values."""
+    readable_dataframe(paged(df, f"tbl_{name}", noun, page_size), hide_index=True, width="stretch", **kwargs)
     st.download_button("Table as CSV", data=lambda: csv_text(df).encode(), file_name=f"{name}.csv",
                        mime="text/csv", on_click="ignore", icon=":material/download:", key=f"csv_{name}")
 
@@ -341,6 +370,24 @@ ENDPOINT_DEFAULTS = {"ep_url": "https://api.openai.com/v1", "ep_model": "gpt-4o-
 ENDPOINT_KEYS = tuple(ENDPOINT_DEFAULTS)
 
 
+REMEMBER_PARAMS = {"ep_url": "judge_url", "ep_model": "judge_model"}  # query parameter per remembered field
+
+
+def _remembered_endpoint() -> dict:
+    """The endpoint URL and model this browser tab used before a reload: kept in the address bar (never the key,
+    never on disk), so a reload or a link keeps them."""
+    return {key: st.query_params[param] for key, param in REMEMBER_PARAMS.items() if st.query_params.get(param)}
+
+
+def _remember_endpoint(base_url: str, model: str) -> None:
+    for key, value in (("ep_url", base_url), ("ep_model", model)):
+        param = REMEMBER_PARAMS[key]
+        if value != ENDPOINT_DEFAULTS[key] and st.query_params.get(param) != value:
+            st.query_params[param] = value
+        elif value == ENDPOINT_DEFAULTS[key] and param in st.query_params:
+            del st.query_params[param]
+
+
 def judge_endpoint():
     """The judge endpoint form in the sidebar, shared by Workbench and Probes. Returns (config, api_key).
 
@@ -353,18 +400,20 @@ def judge_endpoint():
     from lib.judging import config as J
 
     keep_values(*ENDPOINT_KEYS)  # across pages, and while the form is closed
+    remembered = _remembered_endpoint()
+    for key, default in ENDPOINT_DEFAULTS.items():  # the widgets read their value from here: no value= as well
+        st.session_state.setdefault(key, remembered.get(key, default))
     box = st.sidebar.expander("Judge endpoint", icon=":material/cloud:", key="ep_open", on_change="rerun")
     if box.open:
         with box:
-            st.text_input("Base URL", ENDPOINT_DEFAULTS["ep_url"], key="ep_url",
-                          help="Any OpenAI-compatible API: OpenAI, vLLM, Ollama, LiteLLM, …")
-            st.text_input("Model", ENDPOINT_DEFAULTS["ep_model"], key="ep_model")
-            st.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="ep_temp")
-            st.number_input("Max tokens", 1, 32768, 2048, key="ep_max_tokens")
-            st.number_input("Timeout (s)", 1, 600, 60, key="ep_timeout")
-            st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+            st.text_input("Base URL", key="ep_url", help="Any OpenAI-compatible API: OpenAI, vLLM, Ollama, LiteLLM, …")
+            st.text_input("Model", key="ep_model")
+            st.number_input("Temperature", 0.0, 2.0, step=0.1, key="ep_temp")
+            st.number_input("Max tokens", 1, 32768, key="ep_max_tokens")
+            st.number_input("Timeout (s)", 1, 600, key="ep_timeout")
+            st.number_input("$ per 1k input tokens (optional)", 0.0, 100.0, step=0.0005, format="%.4f",
                             key="ep_price_in")
-            st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, 0.0, 0.0005, format="%.4f",
+            st.number_input("$ per 1k output tokens (optional)", 0.0, 100.0, step=0.0005, format="%.4f",
                             key="ep_price_out")
             st.text_input("API key (kept in this browser session only)", type="password", key="ep_key")
     value = {key: st.session_state.get(key, default) for key, default in ENDPOINT_DEFAULTS.items()}
@@ -383,6 +432,7 @@ def judge_endpoint():
     except ValueError as exc:
         st.sidebar.error(str(exc))
         config = None
+    _remember_endpoint(base_url, model)
     host = base_url.split("//", 1)[-1].split("/", 1)[0]
     st.sidebar.caption(md_escape(f"{model} at {host}") + " · Key: " + (
         "found" if api_key else "none yet (password field, [judgelens] in secrets, or OPENAI_API_KEY)"))

@@ -9,25 +9,29 @@ from __future__ import annotations
 import streamlit as st
 
 from lib import harness as H
-from lib.analysis import aliases, harness_diff, linking, runs
+from lib.analysis import aliases, coverage, harness_diff, linking, runs
 from lib.analysis.deltas import LEVEL_LABELS, LEVELS
 from lib.errors import JudgeLensError
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
-from pages._common import cached_chart, cached_query, keep_valid, publish_to_url, seed_from_url, show_chart, show_error, show_table
+from pages._common import (cached_chart, cached_query, keep_valid, publish_to_url, readable_dataframe, seed_from_url,
+                           show_chart, show_error, show_table)
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
 
 
 def _default_pair(candidates) -> tuple[int, int]:
-    """A = the default harness's (the JA harness's) gpt-4o run when there is one, B = the first run of another
-    harness or bench."""
+    """A = the JA harness's gpt-4o run when there is one, B = the best-covered run of another harness or bench;
+    an analyst's verdicts (human:…) or a partial re-judge is never a default (lib.analysis.coverage's rule)."""
     labels = list(candidates["label"])
-    a = next((i for i, (h, j) in enumerate(zip(candidates["harness"], candidates["judge"]))
-              if h == H.DEFAULT.name and j == "gpt-4o"), 0)
-    b = next((i for i, (h, bn) in enumerate(zip(candidates["harness"], candidates["bench"]))
-              if (h, bn) != (candidates["harness"].iloc[a], candidates["bench"].iloc[a])), 1 if len(labels) > 1 else 0)
+    judges = list(candidates["judge"])
+    order = sorted(range(len(labels)), key=lambda i: (coverage.is_human(judges[i]), -int(candidates["items"].iloc[i]), i))
+    a = next((i for i, (h, j) in enumerate(zip(candidates["harness"], judges)) if h == H.DEFAULT.name and j == "gpt-4o"),
+             order[0])
+    place_a = (candidates["harness"].iloc[a], candidates["bench"].iloc[a])
+    b = next((i for i in order if (candidates["harness"].iloc[i], candidates["bench"].iloc[i]) != place_a
+              and not coverage.is_human(judges[i])), next((i for i in order if i != a), a))
     return a, b
 
 
@@ -61,13 +65,12 @@ def harness_compare(store, version: tuple) -> None:
         return
     ra = runs.Run(*cands.loc[labels.index(la), ["harness", "bench", "judge", "model"]])
     rb = runs.Run(*cands.loc[labels.index(lb), ["harness", "bench", "judge", "model"]])
-    o1, o2, o3 = st.columns([2, 2, 3])
+    o1, o2 = st.columns([3, 2])
     keep_valid("hx_samples", list(runs.SAMPLE_MODES), "mean")
-    samples = o1.radio("Scores", list(runs.SAMPLE_MODES), key="hx_samples", format_func=SAMPLES_LABELS.get)
+    samples = o1.radio("Scores", list(runs.SAMPLE_MODES), key="hx_samples", format_func=SAMPLES_LABELS.get,
+                       horizontal=True)
     exclude = o2.toggle("Exclude edited and fuzzy links", key="hx_exclude",
                         help="Leave out questions whose text differs between the two benches.")
-    level = o3.segmented_control("Rows", list(LEVELS), default="category", key="hx_level",
-                                 format_func=LEVEL_LABELS.get) or "category"
     publish_to_url("hx", {"view": "harness", "model": model, "a": la, "b": lb, "samples": samples})
     excl = ("edited", "fuzzy") if exclude else ()
 
@@ -79,13 +82,23 @@ def harness_compare(store, version: tuple) -> None:
         _links_editor(store, version, ra.bench, rb.bench)
 
     try:
-        gap = cached_query(runs.compare_runs, version, a=ra.selector, b=rb.selector, levels=(level,),
-                           swallow_samples=samples, exclude_links=excl)
+        head = cached_query(runs.compare_runs, version, a=ra.selector, b=rb.selector, levels=("all", "category"),
+                            swallow_samples=samples, exclude_links=excl)
         setup = cached_query(harness_diff.harness_diff, version, a=ra.selector, b=rb.selector)
     except JudgeLensError as exc:
         show_error(exc)
         return
     st.subheader("The gap")
+    headline = runs.gap_headline(head)
+    if headline:  # the result first, in one line; the rows below say where it comes from
+        st.markdown(f"**{md_escape(headline)}**")
+    # its own row: beside the other controls its last option ran off the page at 1440 px
+    level = st.segmented_control("Rows", list(LEVELS), default="category", key="hx_level",
+                                 format_func=LEVEL_LABELS.get) or "category"
+    gap = head[head["level"] == level].reset_index(drop=True) if level in ("all", "category") else cached_query(
+        runs.compare_runs, version, a=ra.selector, b=rb.selector, levels=(level,), swallow_samples=samples,
+        exclude_links=excl)
+    gap.attrs.update(head.attrs)
     if gap.empty:
         st.warning(md_escape(gap.attrs.get("note") or "Nothing pairs."))
     else:
@@ -106,12 +119,24 @@ def harness_compare(store, version: tuple) -> None:
 
     st.subheader("How the two runs were set up")
     st.caption("Computed from the imported files: judge, judge prompt, answers' system prompt, samples, temperature, "
-               "truncation, reasoning, references, parse failures, scale, questions. differs: yes / no / empty = "
-               "cannot tell (one harness does not record it).")
-    shown = setup.assign(differs=setup["differs"].map({True: "yes", False: "no", None: ""}))
-    st.dataframe(shown, hide_index=True, width="stretch", key="hx_setup",
-                 column_config={"example": st.column_config.LinkColumn("example", display_text="open item"),
-                                "evidence": st.column_config.TextColumn("evidence", width="large")})
+               "truncation, reasoning, references, parse failures, scale, questions. differs: yes / no / "
+               "cannot tell (one harness does not record it). The rows that differ come first.")
+    shown = setup.assign(differs=setup["differs"].map({True: "yes", False: "no", None: "cannot tell"}))
+    # One card per row, values wrapped: in a table the long values pushed differs and evidence off the page.
+    differing = shown[shown["differs"] == "yes"]
+    _setup_cards(differing)
+    rest = shown[shown["differs"] != "yes"]
+    if not rest.empty:
+        with st.expander(f"The same in both, or cannot tell ({len(rest)})", key="hx_setup_rest_open",
+                         on_change="rerun") as rest_box:
+            if rest_box.open:
+                _setup_cards(rest)
+    with st.expander("As a table (with a link to an example item per row)", key="hx_setup_table_open",
+                     on_change="rerun") as table_box:
+        if table_box.open:
+            readable_dataframe(shown, hide_index=True, width="stretch", key="hx_setup",
+                         column_config={"example": st.column_config.LinkColumn("example", display_text="open item"),
+                                        "evidence": st.column_config.TextColumn("evidence", width="large")})
     st.download_button("Setup table as CSV", csv_text(shown).encode(), "harness_setup.csv", "text/csv",
                        on_click="ignore", icon=":material/download:", key="hx_setup_csv")
     with st.expander("Judge prompt templates, A vs B (rebuilt from the stored prompts)"):
@@ -128,16 +153,28 @@ def harness_compare(store, version: tuple) -> None:
 
     from lib.reports import harness_report
 
-    ladder = st.session_state.get("hx_ladder_result")
-    if ladder is not None and sorted(map(str, (ladder.attrs.get("run_a"), ladder.attrs.get("run_b")))) != sorted(
-            map(str, (ra.selector, rb.selector))):
-        ladder = None  # a ladder of two other runs
-    reverse = ladder is not None and bool(ladder.attrs.get("reverse"))
+    result = st.session_state.get("hx_ladder_result")
+    if result is not None and sorted(map(str, (result.forward.attrs.get("run_a"), result.forward.attrs.get("run_b")))) \
+            != sorted(map(str, (ra.selector, rb.selector))):
+        result = None  # a ladder of two other runs
     st.download_button("Download the report (HTML)", data=lambda: harness_report(
-        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl,
-        ladder=None if reverse else ladder, reverse_ladder=ladder if reverse else None),
+        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl, attribution=result),
         file_name="judgelens_harness_report.html",
         mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
+
+
+def _setup_cards(rows) -> None:
+    """One bordered card per setup row: what, whether it differs, A and B side by side, the evidence; every value
+    is data from the files, shown escaped and wrapped."""
+    for row in rows.itertuples():
+        with st.container(border=True):
+            st.markdown(f"**{md_escape(str(row.area))}** · differs: {md_escape(str(row.differs))}")
+            ca, cb = st.columns(2)
+            for col, name, value in ((ca, "A", row.a), (cb, "B", row.b)):
+                col.caption(name)
+                col.markdown(md_escape("—" if value is None or str(value) in ("", "nan", "None") else str(value)))
+            if row.evidence:
+                st.caption(md_escape(str(row.evidence)))
 
 
 def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
@@ -173,4 +210,4 @@ def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
         if not al.empty:
             st.caption("Model aliases (one model under several names) and suggestions to confirm: "
                        "python -m lib.cli aliases set NAME CANONICAL / aliases remove NAME.")
-            st.dataframe(al, hide_index=True, width="stretch")
+            readable_dataframe(al, hide_index=True, width="stretch")

@@ -121,6 +121,7 @@ def verdict_panel(store, key) -> None:
     verdict is your latest value for it, so only "Clear score" / "Clear label" empty one."""
     from lib.judging import human
     from lib.render.safe_text import md_escape
+    from pages._common import readable_dataframe
 
     name = author_sidebar()
     st.subheader("Your verdict")
@@ -183,5 +184,5 @@ def verdict_panel(store, key) -> None:
                   icon=":material/skip_next:", width="stretch")
     if len(hist):
         with st.expander(f"History of verdicts on this item ({len(hist)}, every row as recorded)", expanded=False):
-            st.dataframe(hist.drop(columns=["bench", "question_id", "turn", "model", "sample"]), hide_index=True,
+            readable_dataframe(hist.drop(columns=["bench", "question_id", "turn", "model", "sample"]), hide_index=True,
                          width="stretch")

@@ -4,11 +4,13 @@ import streamlit as st
 
 from lib.analysis import queries
 from lib.analysis import agreement
+from lib.analysis import agreement_ci, reliability, setup_warnings, variance
 from lib.render import charts
 from lib.analysis import item_view
 from lib.reports import build_report
-from lib.render.safe_text import csv_text
-from pages._common import cached_chart, cached_query, keep_picks, page_start, show_chart, show_table
+from lib.render.safe_text import csv_text, md_escape
+from pages._common import (cached_chart, cached_query, keep_picks, page_start, readable_dataframe, show_chart,
+                           show_table)
 
 
 
@@ -54,15 +56,86 @@ def agreement_tab() -> None:
         show_table(table, f"agreement_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("pearson", "spearman", "kendall", "qwk", "exact", "within1", "mean_diff", "mae")})
+        setup_lines(judges, filters["model"])
         stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
                                     default="qwk", key="agr_stat")
         show_chart(cached_chart(charts.agreement_heatmap, table, stat or "qwk"), f"agreement_heatmap_{bench}")
+        with st.expander("95% intervals and the number of questions behind each pair", key="agr_ci_open",
+                         on_change="rerun") as ci_box:
+            if ci_box.open:  # a bootstrap per pair: computed when opened, then cached until the data changes
+                intervals_table()
         with st.expander("Score against score, one panel per pair of judges", key="agr_scatter_open",
                          on_change="rerun") as scatter_box:
             if scatter_box.open:  # drawn only when opened: one panel per pair is the page's heaviest figure
                 show_chart(cached_chart(charts.scatter_grid_counts,
                                         cached_query(agreement.pair_counts, version, judges=judges, **filters)),
                            f"agreement_scatter_{bench}")
+
+def setup_lines(chosen: list[str], model) -> None:
+    """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
+    for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model).itertuples():
+        st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
+
+
+def intervals_table() -> None:
+    """Every pair statistic with its 95% interval (cluster bootstrap over questions) and n_questions."""
+    table = cached_query(agreement_ci.agreement_ci, version, judges=judges, **filters)
+    st.caption(agreement_ci.CI_NOTE.format(n_boot=agreement_ci.N_BOOT, method="expanded percentile"))
+    few = table[table["n_questions"] < agreement_ci.FEW_QUESTIONS]
+    if len(few):
+        st.warning(agreement_ci.FEW_QUESTIONS_NOTE, icon=":material/warning:")
+    st.dataframe(agreement_ci.interval_text(table), hide_index=True, width="stretch")
+    st.download_button("Intervals as CSV", csv_text(table).encode(), f"agreement_intervals_{bench}.csv", "text/csv",
+                       on_click="ignore", icon=":material/download:", key="agr_ci_csv")
+
+
+def reliability_tab() -> None:
+    """Krippendorff's alpha over the chosen judges (human verdicts too), alpha without each, and the variance split."""
+    if len(judges) < 2:
+        st.info("Alpha needs two or more judges (your own verdicts, human:<name>, count as a judge).")
+    else:
+        reliability_tables()
+    variance_split()
+
+
+def reliability_tables() -> None:
+    """Alpha with intervals (all, per category and turn) and alpha without each judge."""
+    result = cached_query(reliability.reliability, version, judges=judges, **filters)
+    st.caption(reliability.RELIABILITY_NOTE)
+    table = result["overall"]
+    if (table["n_questions"] < agreement_ci.FEW_QUESTIONS).any():
+        st.warning("Groups with fewer than 20 questions (each category has about 10): their intervals are likely "
+                   "too narrow.", icon=":material/warning:")
+    show_table(table, f"reliability_{bench}",
+               column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns
+                              if c.startswith("alpha")})
+    if len(result["without"]):
+        st.markdown("**Alpha without each judge**: the judge whose removal raises alpha most is the odd one out.")
+        show_table(result["without"], f"reliability_without_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f") for c in result["without"].columns
+                                  if c.startswith("alpha")})
+
+
+def variance_split() -> None:
+    """The variance decomposition of the chosen judges' scores (lazy: an expander)."""
+    if not judges:
+        return
+    with st.expander("Where the spread of scores comes from (variance decomposition)", key="agr_var_open",
+                     on_change="rerun") as var_box:
+        if var_box.open:
+            parts = cached_query(variance.variance_decomposition, version, judges=judges, bench=bench,
+                                 category=filters["category"])
+            if parts.empty:
+                st.info("The decomposition needs two or more models and prompts that every chosen judge scored "
+                        "for every model.")
+            else:
+                st.caption(parts.attrs.get("note", ""))
+                show_chart(cached_chart(charts.variance_bar, parts, variance.COMPONENT_LABELS),
+                           f"variance_{bench}")
+                show_table(parts, f"variance_{bench}",
+                           column_config={c: st.column_config.NumberColumn(format="%.3f") for c in parts.columns
+                                          if c != "component"})
+
 
 def disagreements_tab() -> None:
     """The items the judges disagree on most; a row opens it in the item view."""
@@ -77,7 +150,7 @@ def disagreements_tab() -> None:
                                      for r in worst.itertuples()])
             st.caption("Items ranked by spread (highest minus lowest judge score). Click a row to open it in the item "
                        "view; the link column opens it in a new tab.")
-            event = st.dataframe(worst, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+            event = readable_dataframe(worst, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                                  key="agr_worst_table",
                                  column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
             st.download_button("Table as CSV", csv_text(worst.drop(columns=["open"])).encode(),
@@ -112,6 +185,15 @@ def pairwise_tab() -> None:
         show_table(cached_query(agreement.position_consistency, version, bench=bench), f"position_consistency_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("consistency", "first_position_bias")})
+        verdict_agreement = cached_query(agreement_ci.pairwise_verdict_agreement, version, bench=bench)
+        if len(verdict_agreement):
+            st.markdown("**Do the pairwise judges pick the same winner?**")
+            st.caption(agreement_ci.PAIR_VERDICT_NOTE)
+            if (verdict_agreement["n_questions"] < agreement_ci.FEW_QUESTIONS).any():
+                st.warning(agreement_ci.FEW_QUESTIONS_NOTE, icon=":material/warning:")
+            show_table(verdict_agreement, f"pair_verdict_agreement_{bench}",
+                       column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                      for c in verdict_agreement.columns if c.startswith("agreement")})
 
 def failures_tab() -> None:
     """Parse failures per judge, under each harness's rule."""
@@ -126,9 +208,9 @@ def failures_tab() -> None:
 
 # Lazy tabs: only the open tab's content runs and is sent, so a new browser tab draws the agreement table alone
 # (not the 200 disagreements, the pairwise tables and the parse-failure scan behind the other three).
-tabs = st.tabs(["Agreement", "Largest disagreements", "Pairwise verdicts", "Parse failures"], key="agr_tab",
-               on_change="rerun")
-for tab, draw in zip(tabs, (agreement_tab, disagreements_tab, pairwise_tab, failures_tab)):
+tabs = st.tabs(["Agreement", "Reliability", "Largest disagreements", "Pairwise verdicts", "Parse failures"],
+               key="agr_tab", on_change="rerun")
+for tab, draw in zip(tabs, (agreement_tab, reliability_tab, disagreements_tab, pairwise_tab, failures_tab)):
     if tab.open:
         with tab:
             draw()

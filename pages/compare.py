@@ -1,15 +1,32 @@
 """Compare: A vs B per category and turn, paired by item, with t intervals on question-level deltas and Holm."""
 import streamlit as st
 
-from lib.analysis import queries
+from lib.analysis import coverage, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from lib.analysis import deltas
+from lib.analysis import deltas, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from pages._common import cached_chart, cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
 from pages._harness import harness_compare
 
 store, version = page_start("Compare")
+
+
+def compare_mde(rows) -> str:
+    """The minimum detectable difference for the widest row shown (the overall row, or the row with most questions):
+    its interval's half-width and the delta found 80% of the time, at this number of questions."""
+    from scipy import stats
+
+    usable = rows[rows["n_questions"] >= 2]
+    if usable.empty:
+        return ""
+    row = usable.loc[usable["n_questions"].idxmax()]
+    se = (row["ci_high"] - row["ci_low"]) / 2 / stats.t.ppf(0.975, int(row["n_questions"]) - 1)
+    return ranking.mde_sentence(int(row["n_questions"]), float(se)) + (
+        " (the row with the most questions; a category row has fewer, so its threshold is higher)"
+        if len(usable) > 1 else "")
+
+
 
 seed_from_url("cmp", {"view": "cmp_view"})
 keep_valid("cmp_view", ["bench", "harness"], "bench")
@@ -24,7 +41,9 @@ loaded = cached_query(queries.judges_by_harness, version)
 benches = sorted(loaded["bench"].unique())
 bench = st.selectbox("Bench", benches, key="cmp_bench")
 here = loaded[loaded["bench"] == bench]
-judges, models = sorted(here["judge"].unique()), sorted(here["model"].unique())
+cover = cached_query(coverage.judge_items, version, bench=bench)
+judges, models = coverage.rank_judges(here["judge"].unique(), cover), sorted(here["model"].unique())
+default_ab = list(dict.fromkeys(coverage.default_judges(judges, cover, 2) + judges))[:2]  # best covered first
 mode = st.radio("Compare", ["two judges on the same answers", "two models under one judge"], horizontal=True,
                 key="cmp_mode")
 c1, c2, c3 = st.columns(3)
@@ -32,8 +51,9 @@ if mode == "two judges on the same answers":
     if len(judges) < 2:
         st.info("This bench has one judge. Import another judge's judgments, or re-judge on the Workbench.")
         st.stop()
-    ja = c1.selectbox("Judge A", judges, index=0, key="cmp_ja")
-    jb = c2.selectbox("Judge B", judges, index=1, key="cmp_jb")
+    ja = c1.selectbox("Judge A", judges, index=judges.index(default_ab[0]), key="cmp_ja",
+                      help="Judges are listed by judged items, most first.")
+    jb = c2.selectbox("Judge B", judges, index=judges.index(default_ab[-1]), key="cmp_jb")
     model = c3.selectbox("Answers of", ["(every model, paired per model)", *models], key="cmp_model")
     a, b = {"bench": bench, "judge": ja}, {"bench": bench, "judge": jb}
     if not model.startswith("("):
@@ -76,6 +96,13 @@ st.caption(
     "Red: significant after Holm; orange: the interval excludes 0 but the difference does not survive Holm; "
     "grey: the interval includes 0, the difference is inside the noise. A category has only 10 questions: "
     "expect wide intervals. Same numbers: python -m lib.cli compare.")
+if mode == "two judges on the same answers":
+    for row in cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
+                            model=a.get("model")).itertuples():
+        st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
+mde = compare_mde(table)
+if mde:
+    st.info(mde, icon=":material/straighten:")
 differs = "judge" if a.get("judge") != b.get("judge") else "model"
 show_chart(cached_chart(charts.delta_forest, table, str(a[differs]), str(b[differs])), f"delta_{bench}")
 shown = table.drop(columns=["level"] + ([] if per_model else ["model"]))

@@ -5,7 +5,7 @@ so; every figure is drawn from aggregates (bins, quartiles, category means), nev
 """
 import streamlit as st
 
-from lib.analysis import distributions, queries
+from lib.analysis import answer_features, coverage, distributions, queries
 from lib.render import charts
 from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
                            show_table)
@@ -20,15 +20,16 @@ c1, c2 = st.columns([1.2, 4])
 bench = c1.selectbox("Bench", benches, key="dist_bench",
                      help="Question ids and categories only mean the same thing within one bench.")
 here = loaded[loaded["bench"] == bench]
-all_judges = sorted(here["judge"].unique())
-keep_picks("dist_judges", all_judges, all_judges[:MAX_JUDGES])
-judges = c2.multiselect("Judges", all_judges, key="dist_judges")
-if len(all_judges) > MAX_JUDGES:
-    c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
+cover = cached_query(coverage.judge_items, version, bench=bench)
+all_judges = coverage.rank_judges(here["judge"].unique(), cover)  # most judged items first
+keep_picks("dist_judges", all_judges, coverage.default_judges(all_judges, cover, MAX_JUDGES))
+judges = c2.multiselect("Judges", all_judges, key="dist_judges",
+                        help="First shown: the judges with the most judged items on this bench.")
+c2.caption(coverage.showing_judges(judges, all_judges))
 means = cached_query(queries.scores, version, by=("model",), where={"bench": bench})
 ranked = means.sort_values(["mean", "model"], ascending=[False, True])["model"].tolist()
 ranked += sorted(set(here["model"]) - set(ranked))
-models = readable_subset(ranked, "dist_models", rank_note="by mean score over all judges")
+models = readable_subset(ranked, "dist_models", noun=f"models on {bench}", rank_note="by mean score over all judges")
 if not judges or not models:
     st.info("Pick at least one judge and one model.")
     st.stop()
@@ -110,3 +111,22 @@ with st.expander("Does a judge score longer answers higher? (reads every judged 
             show_table(stats, f"length_bias_{bench}",
                        column_config={c: st.column_config.NumberColumn(format="%.3f")
                                       for c in ("spearman_rho", "spearman_p", "kendall_tau", "kendall_p")})
+
+st.subheader("By what the answers are")
+with st.expander("Scores split by an answer feature: Japanese share, length, code block, <think>, refusal phrase",
+                 key="dist_feature_open", on_change="rerun") as feature_box:
+    if feature_box.open:
+        keep_valid("dist_feature", list(answer_features.FEATURES), "japanese")
+        feature = st.selectbox("Answer feature", list(answer_features.FEATURES), key="dist_feature",
+                               format_func=answer_features.FEATURES.get)
+        table = cached_query(answer_features.scores_by_feature, version, bench=bench, feature=feature,
+                             judges=judges)
+        if table.empty:
+            st.info("No answer texts for these judges' items: import the model_answer files.")
+        else:
+            st.caption("Mean item score per judge and bin of the feature, read from the stored answers (the visible "
+                       "text, <think> removed; Swallow's samples averaged). items and questions say how much stands "
+                       "behind each mean. No interval: items of one question move together and this split is not "
+                       "calibrated, so read the means as a lead to check on the Item view, not as a test.")
+            show_table(table, f"feature_{feature}_{bench}",
+                       column_config={"mean": st.column_config.NumberColumn(format="%.3f")})

@@ -10,7 +10,7 @@ from lib.ingest.importer import ingest, remove_source
 from lib.ingest.sample import SAMPLE_DIR, load_sample
 from lib.ingest.uploads import StagingArea, allowed_import_roots, check_import_path, stage_uploads
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, data_version, get_store
+from pages._common import cached_query, data_version, get_store, readable_dataframe
 
 st.title("Import")
 store = get_store()
@@ -126,7 +126,7 @@ with sources_tab:
         if table.empty:
             st.info("No sources yet: import something above, or load the bundled sample.")
         else:
-            st.dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
+            readable_dataframe(table.drop(columns=["sha256"]), hide_index=True, width="stretch",
                          column_config={"bytes": st.column_config.NumberColumn(format="%d")})
             st.download_button("Download sources (CSV)", lambda: csv_text(table).encode(), "judgelens_sources.csv",
                                "text/csv", on_click="ignore", icon=":material/download:")  # built on click, not per run

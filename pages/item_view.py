@@ -9,6 +9,7 @@ from lib.analysis import item_view as iv
 from lib.keys import ItemKey
 from lib.render.safe_text import md_escape
 from lib.analysis.flags import reference_overlap
+from lib.analysis.search_view import mark_hits
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
 from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, keep_valid,
@@ -31,6 +32,17 @@ if new_link and ("a" in st.query_params or "b" in st.query_params):
     st.session_state["iv_diff_open"] = True  # a link that names a diff opens it (see the diff below)
 if new_link and "cols" in st.query_params:
     st.session_state["_iv_cols_picked"] = True  # a link's columns count as picked (see the verdicts below)
+if new_link:  # opened from a Search result: its hits are marked « » in the texts below until another link
+    st.session_state["iv_hit"] = ((st.query_params["hit"], st.query_params.get("hit_in", ""),
+                                  st.query_params.get("hit_re") == "1") if st.query_params.get("hit") else None)
+
+
+def marked(text: str | None, field: str) -> str:
+    """``text`` with the Search hit between « and » when this item was opened from Search (plain characters)."""
+    hit = st.session_state.get("iv_hit")
+    if not hit or not text:
+        return text or ""
+    return mark_hits(text, hit[0], regex=hit[2])[0]
 
 
 keep_valid("iv_bench", benches)
@@ -97,7 +109,7 @@ with left:
         st.caption(f"category: {md_escape(q['category'])} · question {md_escape(key.question_id)}")
         for i, text in enumerate(q["turns"], 1):
             st.markdown(f"**Turn {i}**" + (" (judged now)" if i == key.turn else ""))
-            st.text(text)
+            st.text(marked(text, "question"))
             if q["differs"][i - 1]:
                 where = q["question_set"] or "the question file"
                 st.warning(f"⚑ The judges saw the text above; {md_escape(where)} says otherwise:", icon="⚠️")
@@ -117,7 +129,7 @@ with left:
                 st.caption("No reference answer for this question and turn.")
             for ref in refs.itertuples():
                 st.caption("looked up by judge(s): " + md_escape(", ".join(ref.judges)))
-                show_text(ref.text or "")
+                show_text(marked(ref.text, "reference"))
 with right:
     st.subheader("Answer")
     ans = cached_item_query(iv.answer, version, key=key)
@@ -139,7 +151,12 @@ with right:
         if ans["think"]:
             with st.expander(f"Reasoning in <think> ({len(ans['think']):,} characters; the judge saw it)"):
                 show_text(ans["think"], height=420)
-        show_text(ans["visible"], height=420)
+        hit = st.session_state.get("iv_hit")
+        if hit:
+            found = mark_hits(ans["visible"], hit[0], regex=hit[2])[1]
+            st.caption(f"Opened from Search: hits of «{md_escape(hit[0])}» are marked « » on this page "
+                       f"({found} in this answer).")
+        show_text(marked(ans["visible"], "answer"), height=420)
 
 verdict_panel(store, key)  # the analyst's own verdict, keyboard first (pages/_item_extras.py)
 
@@ -172,7 +189,7 @@ for start in range(0, len(chosen), 3):
                 st.warning({"not_parsed": "Rating not parsed (-1): no [[N]] in the judgment.",
                             "api_error": "API error ($ERROR$): the judge call failed.",
                             "out_of_range": f"Rating {v.raw_score:g} is outside 1-10."}.get(v.parse_status, v.parse_status))
-            show_text(v.rationale or "", height=360)
+            show_text(marked(v.rationale, "rationale"), height=360)
             seen_ref = next((r.text for r in refs.itertuples() if v.judge in r.judges), None)
             if seen_ref is None and not refs.empty:
                 seen_ref = refs["text"].iloc[0]

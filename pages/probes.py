@@ -9,7 +9,8 @@ from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.reports import probe_report
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import cached_query, judge_endpoint, page_start, progress_callback, show_error, show_table
+from pages._common import (cached_query, judge_endpoint, page_start, progress_callback, readable_dataframe, show_error,
+                           show_table)
 
 store, version = page_start("Probes")
 config, api_key = judge_endpoint()
@@ -50,14 +51,15 @@ def probe_tab() -> None:
         run_id = int(runs["run_id"].max())
     if run_id is not None:
         run = P.load_probe_run(store, int(run_id))
-        (st.success if run.passed else st.error)(
-            f"{md_escape(run.template)} {'passes' if run.passed else 'fails'}: judged by {md_escape(run.model)}, "
+        word = P.verdict_word(run)  # passes / fails / could not be evaluated (no score it could read)
+        {"passes": st.success, "fails": st.error}.get(word, st.warning)(
+            f"{md_escape(run.template)} {word}: judged by {md_escape(run.model)}, "
             f"run {run.run_id}")  # the names are data (typed by whoever ran it): never Markdown
         st.code(run.summary, language=None, wrap_lines=True)
         table = pd.DataFrame([{"probe": r.probe, "expected": r.expected, "result": r.status,
                                "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
         show_table(table, f"probes_run_{run.run_id}")
-        st.download_button("Probe report (HTML)", probe_report(run).encode(), f"judgelens_probes_{run.run_id}.html",
+        st.download_button("Probe report (HTML)", probe_report(run, word).encode(), f"judgelens_probes_{run.run_id}.html",
                            "text/html", on_click="ignore", icon=":material/summarize:")
         for r in run.results:
             if r.failed and r.evidence:
@@ -88,7 +90,7 @@ def flags_tab() -> None:
             continue
         with st.expander(f"{name}: {len(frame)} row(s)"):
             st.caption(F.FLAGS.get(name, ""))
-            st.dataframe(frame, hide_index=True, width="stretch",
+            readable_dataframe(frame, hide_index=True, width="stretch",
                          column_config={"link": st.column_config.LinkColumn("open", display_text="open ↗")})
             st.download_button("Table as CSV", csv_text(frame).encode(), f"flags_{name}.csv", "text/csv",
                                on_click="ignore", icon=":material/download:", key=f"csv_flag_{name}")

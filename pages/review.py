@@ -7,7 +7,7 @@ import json
 
 import streamlit as st
 
-from lib.analysis import item_view
+from lib.analysis import item_view, ppi
 from lib.judging import human
 from pages._common import cached_query, keep_values, page_start, show_table
 from pages._item_extras import author_sidebar
@@ -15,8 +15,9 @@ from pages._item_extras import author_sidebar
 store, version = page_start("Review")
 name = author_sidebar()
 # Lazy tabs: only the open tab's content runs and is sent, so a new browser tab draws the queue alone.
-tab_queue, tab_all, tab_pairs = st.tabs(["My review queue", "All verdicts", "Pairwise human judgments"],
-                                        key="rv_tab", on_change="rerun")
+tab_queue, tab_random, tab_all, tab_pairs = st.tabs(
+    ["My review queue", "Random sample: judge vs me", "All verdicts", "Pairwise human judgments"],
+    key="rv_tab", on_change="rerun")
 
 with tab_queue:
     if tab_queue.open:
@@ -43,6 +44,59 @@ with tab_queue:
                 if nxt:
                     st.page_link("pages/item_view.py", label="Open the first undecided item",
                                  icon=":material/skip_next:", query_params=item_view.link_params(bench, nxt[0], nxt[1], nxt[2]))
+
+with tab_random:
+    if tab_random.open:
+        st.caption("The largest disagreements show where judges fail, but they are not typical items, so they cannot "
+                   "measure a judge's bias. Score this random sample (a fixed random order of the bench's items, the "
+                   "same for everyone) to see how far each judge is from you, and what each model's mean would be "
+                   "with the judge's bias taken out.")
+        benches = item_view.benches(store)
+        c1, c2 = st.columns([2, 1])
+        rbench = c1.selectbox("Bench", benches, key="rv_rand_bench")
+        st.session_state.setdefault("rv_rand_n", 40)
+        keep_values("rv_rand_n")
+        rn = c2.number_input("Sample size", 2, 2000, key="rv_rand_n")
+        if not name:
+            st.info("Set your name in the sidebar: the sample shows what you have scored.")
+        elif rbench:
+            me = human.judge_name(name)
+            sample = cached_query(ppi.random_sample, version, human_judge=me, bench=rbench, n=int(rn))
+            done = int(sample["decided"].sum())
+            st.progress(done / max(len(sample), 1), text=f"{done} of {len(sample)} scored by {me}")
+            if len(sample) and done < len(sample):
+                first = sample[~sample["decided"]].iloc[0]
+                st.page_link("pages/item_view.py", label="Score the next sampled item", icon=":material/skip_next:",
+                             query_params=item_view.link_params(rbench, first["question_id"], int(first["turn"]),
+                                                                first["model"]))
+            gaps = sample["decided"].to_numpy()
+            if done and not gaps[:done].all():
+                st.warning("Score the sample in its order: skipping items that are hard to score would make the "
+                           "scored ones less typical.", icon=":material/warning:")
+            shown = sample.copy()
+            shown.insert(1, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model))
+                                     for r in sample.itertuples()])
+            show_table(shown, f"random_sample_{rbench}",
+                       column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
+            llm_judges = [j for j in cached_query(ppi.bench_judges, version, bench=rbench)]
+            if done >= 2 and llm_judges:
+                result = cached_query(ppi.judge_vs_human, version, judges=llm_judges, human_judge=me, bench=rbench,
+                                      n=int(rn))
+                st.markdown("**Each judge against you** on the sampled items you scored (95% intervals, bootstrap "
+                            "over questions)")
+                if len(result["agreement"]):
+                    show_table(result["agreement"], f"judge_vs_human_{rbench}",
+                               column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                              for c in result["agreement"].columns if c not in ("judge_a", "judge_b",
+                                                                                               "n", "n_questions")})
+                st.markdown("**Judge-corrected model means** (prediction-powered)")
+                st.caption(ppi.PPI_NOTE)
+                show_table(result["corrected"], f"corrected_means_{rbench}",
+                           column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                          for c in ("judge_mean", "correction", "corrected_mean", "ci_low", "ci_high",
+                                                    "human_mean_sampled")})
+            else:
+                st.info("Score at least two sampled items to compare the judges with you.")
 
 with tab_all:
     if tab_all.open:

@@ -4,14 +4,20 @@ Case-insensitive substring after NFKC (full-width = half-width), or a regular ex
 (text, fields, filters, page) lives in the URL, so the address bar is a deep link. Snippets are plain text in
 a dataframe, the hit between « and »: text is never rendered as HTML or Markdown.
 """
-import streamlit as st
+import math
 
+import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from lib import harness as H
 from lib.analysis import item_view
 from lib.analysis import search as S
 from lib.analysis.flags import FLAGS
+from lib.analysis.search_view import group_samples
 from lib.errors import JudgeLensError
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, page_start, publish_to_url, seed_from_url, show_error
+from pages._common import cached_query, page_start, publish_to_url, readable_dataframe, seed_from_url, show_error
 
 PAGE_SIZE = 50
 ANY = "(any)"
@@ -24,14 +30,27 @@ seed_from_url("sr", {"q": "sr_q", "in": "sr_in", "re": "sr_re", "bench": "sr_ben
                      "smin": "sr_smin", "smax": "sr_smax", "parse": "sr_parse", "flag": "sr_flag",
                      "dis": "sr_dis", "page": "sr_page"},
               ints=("page",), lists=("in", "judge", "flag"))
-# URL values arrive as text; coerce the few non-text widgets
-for key, cast in (("sr_smin", float), ("sr_smax", float), ("sr_dis", float)):
+# URL values arrive as text; coerce the few non-text widgets. A value a widget cannot hold (smin=nan, smax=11,
+# turn=3) is dropped with a message: silently kept it would find nothing, silently dropped it would find too much.
+bad_link = []
+for param, key, top in (("smin", "sr_smin", 10.0), ("smax", "sr_smax", 10.0), ("dis", "sr_dis", 9.0)):
     value = st.session_state.get(key)
     if isinstance(value, str):
         try:
-            st.session_state[key] = cast(value)
+            number = float(value)
         except ValueError:
+            number = math.nan
+        if math.isfinite(number) and 0.0 <= number <= top:
+            st.session_state[key] = number
+        else:
             del st.session_state[key]
+            bad_link.append(f"{param}={value!r} (a number from 0 to {top:g})")
+if st.session_state.get("sr_turn") not in (None, ANY, "1", "2"):
+    bad_link.append(f"turn={st.session_state['sr_turn']!r} (1 or 2)")
+    del st.session_state["sr_turn"]
+if bad_link:
+    st.warning("This link's " + "; ".join(bad_link) + " cannot be used: left out of the search below.",
+               icon=":material/link_off:")
 if isinstance(st.session_state.get("sr_re"), str):
     st.session_state["sr_re"] = st.session_state["sr_re"] in ("1", "true", "True")
 
@@ -57,7 +76,7 @@ c1, c2 = st.columns([4, 1])
 st.session_state.setdefault("sr_in", list(S.FIELDS))
 st.session_state["sr_in"] = [f for f in st.session_state["sr_in"] if f in S.FIELDS] or list(S.FIELDS)
 fields = c1.multiselect("In", list(S.FIELDS), key="sr_in", on_change=reset_page)
-regex = c2.toggle("Regular expression", key="sr_re", on_change=reset_page)
+regex = c2.toggle("Regular expression", key="sr_re", on_change=reset_page, help=S.REGEX_HELP)
 
 with st.expander("Filters", expanded=True):
     f1, f2, f3, f4 = st.columns(4)
@@ -90,9 +109,21 @@ if not text and not (bench or harness or judges or model or category or turn or 
     publish_to_url("sr", {})
     st.stop()
 
+def session_gone():
+    """A callable for ``S.stop_when``: true once this browser session has ended (the tab closed), so its search
+    is interrupted instead of running on for nobody."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return lambda: False
+    runtime, session = Runtime.instance(), ctx.session_id
+    return lambda: not runtime.is_active_session(session)
+
+
+stop = session_gone()
 try:
-    by_field = cached_query(S.count_by_field, version, q=query)
-except JudgeLensError as exc:
+    with S.stop_when(stop):
+        by_field = cached_query(S.count_by_field, version, q=query)
+except JudgeLensError as exc:  # a bad pattern, one too long, a search past its time limit
     show_error(exc)
     st.stop()
 total = sum(by_field.values())
@@ -106,21 +137,36 @@ st.caption(" · ".join(f"{f}: {by_field.get(f, 0):,}" for f in S.FIELDS if f in 
 if total:
     p1, p2 = st.columns([1, 4])
     page = p1.number_input(f"Page (of {pages:,})", 1, pages, key="sr_page")
-    results = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    try:
+        with S.stop_when(stop):
+            raw = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    except JudgeLensError as exc:
+        show_error(exc)
+        st.stop()
+    results = group_samples(raw)  # Swallow's identical samples of one answer: one row with a count
+    hit = {"hit": text, **({"hit_re": "1"} if regex else {})} if text else {}
     results.insert(0, "open", [
         item_view.link(_params) for _params in (
             {**item_view.link_params(r.bench, r.question_id, r.turn, r.model,
-                                     [r.judge] if r.judge else None, harness=r.harness),
-             **({"sample": str(int(r.sample))} if r.sample == r.sample and r.sample not in (None, 0) else {})}
-            if r.model else {"bench": r.bench, "q": str(r.question_id), "turn": str(int(r.turn))}
+                                     [r.judge] if r.judge else None, harness=r.harness or H.DEFAULT.name),
+             **({"sample": str(int(r.sample))} if r.sample == r.sample and r.sample not in (None, 0) else {}),
+             **hit, "hit_in": r.field}
+            if r.model else {"bench": r.bench, "q": str(r.question_id), "turn": str(int(r.turn)), **hit,
+                             "hit_in": r.field}
             for r in results.itertuples())])
-    p2.caption("The hit is between « and ». Click a row to open its item; the open column opens it in a new tab. "
-               "Question and reference rows open the item with the first model.")
-    event = st.dataframe(results.drop(columns=["harness"]), hide_index=True, width="stretch", on_select="rerun",
-                         selection_mode="single-row", key="sr_table",
-                         column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗"),
-                                        "snippet": st.column_config.TextColumn("snippet", width="large"),
-                                        "score": st.column_config.NumberColumn(format="%.1f")})
+    grouped = len(raw) - len(results)
+    p2.caption("The hit in its context comes first, between « and ». Click a row to open its item (the hit marked "
+               "there too); the open column opens it in a new tab. Question and reference rows open the item with "
+               "the first model." + (f" {grouped:,} identical Swallow sample(s) on this page are folded into their "
+                                     "answer's row (samples = how many)." if grouped else ""))
+    order = ["open", "snippet", "field", "bench", "question_id", "turn", "model", "judge", "samples", "score"]
+    shown = results[[c for c in order if c in results] + [c for c in results if c not in order + ["harness", "sample"]]]
+    event = readable_dataframe(shown, hide_index=True, width="stretch", on_select="rerun",
+                               selection_mode="single-row", key="sr_table",
+                               column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗",
+                                                                                  width="small"),
+                                              "snippet": st.column_config.TextColumn("hit in context", width=640),
+                                              "score": st.column_config.NumberColumn(format="%.1f")})
     d1, d2 = st.columns(2)
     d1.download_button("This page as CSV", csv_text(results.drop(columns=["open"])).encode(),
                        "search_page.csv", "text/csv", on_click="ignore", icon=":material/download:")
@@ -133,7 +179,8 @@ if total:
         params = {"bench": r["bench"], "q": str(r["question_id"]), "turn": str(int(r["turn"]))}
         if r["model"]:
             params = item_view.link_params(r["bench"], r["question_id"], r["turn"], r["model"],
-                                           [r["judge"]] if r["judge"] else None, harness=r["harness"])
+                                           [r["judge"]] if r["judge"] else None, harness=r["harness"] or H.DEFAULT.name)
+        params.update(hit, hit_in=r["field"])
         st.switch_page("pages/item_view.py", query_params=params)
 else:
     page = 1

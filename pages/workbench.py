@@ -248,21 +248,40 @@ def batch_form() -> None:
         else:
             st.caption("This bench has one judge: items are taken in question order instead.")
 
-    if st.button("Estimate and run", icon=":material/play_arrow:",
-                 disabled=running or messages is None or config is None):
+    # Two steps, always (prices of 0 included): the estimate, then an explicit confirmation naming requests and
+    # tokens. Nothing is sent before the second click.
+    if st.button("Estimate", icon=":material/calculate:", disabled=running or messages is None or config is None):
         items = select_items(store, **filters)
         try:
             batch = RejudgeBatch(store, template, config, items, label or None,
                                  judge_hint=st.session_state.get("wb_judge"))
-            estimate = batch.prepare()
+            st.session_state["wb_pending"] = (batch, batch.prepare(), int(concurrency))
         except (JudgeLensError, ValueError) as exc:
+            st.session_state.pop("wb_pending", None)
             st.error(str(exc))
-        else:
-            run = BackgroundJob(lambda progress, cancel, batch=batch: batch.run(
-                api_key=api_key, concurrency=int(concurrency), cancel=cancel, progress=progress),
-                name="judgelens-batch", progress=(0, estimate.to_send, None))
-            st.session_state["wb_job"] = {"run": run.start(), "estimate": estimate, "label": batch.label}
-            st.rerun()
+    pending = st.session_state.get("wb_pending")
+    if pending is None or running:
+        return
+    batch, estimate, conc = pending
+    cost = (f"; cost about ${estimate.cost_expected:.4f}, at most ${estimate.cost_upper:.4f}"
+            if estimate.cost_upper is not None else "; no prices set, so no cost estimate")
+    st.info(f"{estimate.items:,} item(s) as judge {md_escape(batch.label)}: {estimate.to_send:,} request(s) to send, "
+            f"{estimate.cached:,} answered from the cache. About {estimate.prompt_tokens:,} prompt tokens and up to "
+            f"{estimate.max_completion_tokens:,} completion tokens (typically "
+            f"{estimate.completion_tokens_typical * estimate.to_send:,}){cost}.", icon=":material/receipt_long:")
+    r1, r2, _ = st.columns([1, 1, 3])
+    go = r1.button(f"Run {estimate.to_send:,} request(s)", type="primary", icon=":material/play_arrow:",
+                   key="wb_b_confirm")
+    if r2.button("Cancel", key="wb_b_cancel_estimate"):
+        st.session_state.pop("wb_pending", None)
+        st.rerun()
+    if go:
+        st.session_state.pop("wb_pending", None)
+        run = BackgroundJob(lambda progress, cancel, batch=batch: batch.run(
+            api_key=api_key, concurrency=conc, cancel=cancel, progress=progress),
+            name="judgelens-batch", progress=(0, estimate.to_send, None))
+        st.session_state["wb_job"] = {"run": run.start(), "estimate": estimate, "label": batch.label}
+        st.rerun()
 
 
 job = st.session_state.get("wb_job")
@@ -293,7 +312,9 @@ def batch_status():
         if st.button("Cancel", icon=":material/stop:", key="wb_cancel"):
             run.cancel.set()
         return
-    if run.error is not None:  # shown on the page; the batch keeps what it wrote
+    if isinstance(run.error, JudgeLensError):  # e.g. another batch with this label is running
+        show_error(run.error)
+    elif run.error is not None:  # shown on the page; the batch keeps what it wrote
         st.error(str(run.error))
     if run.result is not None:
         st.success(f"Stored as judge {job['label']}.")

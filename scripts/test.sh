@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every JudgeLens test (unit, CLI, AppTest pages, real-browser). Sets up everything first:
-# .venv with requirements-dev.txt, Debian's chromium for the browser tests and Debian's postgresql for the
+# .venv with requirements-dev.txt, Debian's chromium and fonts-noto-cjk (Japanese) for the browser tests and Debian's postgresql for the
 # DuckLake team-store tests (each test session starts its own throwaway server as a non-root user).
 # Extra arguments go to pytest (e.g. -k ingest, -x).
 set -euo pipefail
@@ -12,6 +12,16 @@ if [ ! -x /usr/bin/chromium ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null
   else
     echo "Browser tests need Debian's chromium: sudo apt-get install chromium chromium-driver" >&2
+    exit 1
+  fi
+fi
+if ! fc-list :lang=ja 2>/dev/null | grep -q .; then
+  # Without a CJK font headless Chromium draws Japanese as boxes: browser tests and screenshots cannot read it.
+  if [ "$(id -u)" = 0 ]; then
+    echo "Installing Debian fonts-noto-cjk so the browser shows Japanese…"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk) >/dev/null
+  else
+    echo "Browser tests need a Japanese font: sudo apt-get install fonts-noto-cjk" >&2
     exit 1
   fi
 fi

@@ -53,6 +53,36 @@ def sample_store(_sample_db, tmp_path) -> Store:
 
 
 # ----------------------------------------------------------------------------------------------
+# A scripted judge: the real openai client over HTTP to tests/fake_openai.py on 127.0.0.1.
+
+@pytest.fixture
+def judge_responder():
+    """How ``server`` answers the requests its queue does not cover (``FakeOpenAI.responder``: body -> Reply or
+    text); None: its default "Rating: [[5]]". Override this fixture in a test module to script the judge."""
+    return None
+
+
+@pytest.fixture
+def server(judge_responder):
+    """A local OpenAI-compatible judge for one test (``tests/fake_openai.py``): ``server.url``,
+    ``server.queue(...)``, ``server.chat_requests()``."""
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as srv:
+        srv.responder = judge_responder
+        yield srv
+
+
+def judge_config(server, **kw):
+    """A ``JudgeConfig`` for ``server`` (model "judge-x", a 5 s timeout, one retry after 10-50 ms);
+    keyword arguments override any field."""
+    from lib.judging.config import JudgeConfig
+
+    return JudgeConfig(**{"base_url": server.url, "model": "judge-x", "timeout_s": 5, "max_retries": 1,
+                          "backoff_base_s": 0.01, "backoff_cap_s": 0.05, **kw})
+
+
+# ----------------------------------------------------------------------------------------------
 # DuckLake team stores (lib.store): a SQLite catalog in tmp, or a PostgreSQL catalog on the session's
 # throwaway server (tests/pg_support.py). Each test gets its own catalog and Parquet folder.
 

@@ -45,7 +45,9 @@ def _run_as() -> list[str]:
 
 
 @contextmanager
-def running_postgres(timeout: float = 30.0) -> Iterator[str]:
+def running_postgres(timeout: float = 30.0, password: str | None = None) -> Iterator[str]:
+    """``password``: connections over TCP must give it (scram-sha-256); the conninfo yielded does not
+    hold it (tests add ``password=...`` themselves, right or wrong)."""
     binaries = pg_bin()
     if binaries is None:
         raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql; scripts/test.sh does it)")
@@ -63,8 +65,17 @@ def running_postgres(timeout: float = 30.0) -> Iterator[str]:
     def run(*cmd: str, **kw) -> subprocess.CompletedProcess:
         return subprocess.run([*prefix, *cmd], check=True, capture_output=True, text=True, cwd=root, **kw)
 
+    auth = ["--auth=trust"]
+    env = dict(os.environ)
+    if password is not None:
+        pwfile = root / "pwfile"
+        pwfile.write_text(password + "\n")
+        if prefix:
+            shutil.chown(pwfile, prefix[2])
+        auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
+        env["PGPASSWORD"] = password
     try:
-        run(str(binaries / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "--encoding=UTF8", "--no-sync")
+        run(str(binaries / "initdb"), "-D", str(data), "-U", USER, *auth, "--encoding=UTF8", "--no-sync")
         run(str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", str(int(timeout)), "-o",
             f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={sock} "
             "-c max_connections=100 -c fsync=off -c full_page_writes=off -c synchronous_commit=off", "start")
@@ -78,7 +89,7 @@ def running_postgres(timeout: float = 30.0) -> Iterator[str]:
                 raise RuntimeError(f"PostgreSQL did not start: {log.read_text() if log.exists() else ''}")
             time.sleep(0.1)
         subprocess.run([str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", USER, DBNAME],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, env=env)
         yield f"host=127.0.0.1 port={port} dbname={DBNAME} user={USER}"
     finally:
         if (data / "postmaster.pid").exists():

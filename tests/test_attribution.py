@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_openai import FakeOpenAI
 
+from conftest import judge_config
 from lib.analysis import aliases, linking
 from lib.cli import main
-from lib.judging import attribution as AT
-from lib.judging.config import JudgeConfig
+from lib.attribution import ladder as L
 from lib.render import charts
 from lib.store import refresh_item_scores
 
@@ -80,15 +79,12 @@ def ladder_store(store):
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = scripted
-        yield srv
+def judge_responder():
+    """The shared ``server`` answers as ``scripted`` says."""
+    return scripted
 
 
-def cfg(server):
-    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1, backoff_base_s=0.01,
-                       backoff_cap_s=0.02)
+cfg = judge_config
 
 
 A = {"harness": "fastchat", "model": "m"}
@@ -100,49 +96,56 @@ def by_step(df) -> dict:
 
 
 def test_the_ladder_recovers_every_planted_effect(ladder_store, server):
-    ladder = AT.Ladder(ladder_store, A, B, cfg(server))
+    ladder = L.Attribution(ladder_store, A, B, cfg(server))
     est = ladder.prepare()
-    assert (est["steps"], est["items"], est["requests"], est["to_send"]) == (6, 16, 96, 96)
+    assert (est["steps"], est["items"], est["judge_to_send"], est["gen_to_send"]) == (7, 16, 108, 0)
     assert len(server.chat_requests()) == 0                     # nothing sent before run(): the estimate is free
-    df = ladder.run(api_key=KEY, concurrency=4)
-    assert list(df["step"]) == ["a", "replay", "prompt", "judge", "reference", "truncation", "reasoning",
-                                "residual", "b"]
+    df = ladder.run(judge_api_key=KEY, concurrency=4).forward
+    assert list(df["step"]) == ["a", "replay", "prompt", "judge", "judge_max_tokens", "reference", "truncation",
+                                "reasoning", "residual", "b"]
     s = by_step(df)
     assert s["a"]["mean"] == A_STORED and s["b"]["mean"] == B_STORED
     assert s["replay"]["mean"] == 8 and s["replay"]["delta"] == 1          # drift of today's judge, on its own
     assert s["prompt"]["delta"] == -2
     assert s["judge"]["delta"] == -1
+    assert s["judge_max_tokens"]["delta"] == 0                              # this judge ignores its max_tokens
     assert s["reference"]["delta"] == pytest.approx(0.75)                   # +1 on the 3 of 4 reference categories
     assert s["truncation"]["delta"] == -1
     assert s["reasoning"]["delta"] == 1
     assert s["residual"]["mean"] == B_STORED and s["residual"]["delta"] == pytest.approx(B_STORED - 5.75)
     assert s["b"]["delta"] == B_STORED - A_STORED
     # the bars add up: A + every delta up to the residual = B
-    assert A_STORED + sum(s[k]["delta"] for k in ("replay", *AT.STEPS, "residual")) == pytest.approx(B_STORED)
+    assert A_STORED + sum(s[k]["delta"] for k in ("replay", *L.JUDGE_FACTORS, "residual")) == pytest.approx(B_STORED)
     assert all(r["n"] == 16 for r in s.values())
     assert s["prompt"]["calls"] == 16 and s["prompt"]["cached"] == 0
     assert s["prompt"]["ci_low"] == s["prompt"]["ci_high"] == -2            # a constant effect: no spread
-    # what was sent: B's judge from the judge step on, the Swallow prompt, B's reference, cut answers
+    # what was sent: B's judge from the judge step on, the Swallow prompt, B's reference, cut answers; the judge
+    # max_tokens of the setup in force: A's 2048 (FastChat) until judge_max_tokens switches to B's 4096
     sent = [r.body for r in server.chat_requests()]
     assert {b["model"] for b in sent} == {"judge-x", "gpt-4o-2024-08-06"}
-    assert len(sent) == 96
+    # the estimate = what the server saw: 7 steps x 16 items, less the 4 writing items of the reference step
+    # (no reference shown: the same requests as the step before, answered by the cache)
+    assert len(sent) == est["judge_to_send"] == 108 and s["reference"]["cached"] == 4
+    assert sorted({(b["model"], b["max_tokens"]) for b in sent}) == [
+        ("gpt-4o-2024-08-06", 2048), ("gpt-4o-2024-08-06", 4096), ("judge-x", 2048)]
     # again: everything comes from the cache and the re-judged verdicts already stored
-    again = AT.Ladder(ladder_store, A, B, cfg(server))
+    again = L.Attribution(ladder_store, A, B, cfg(server))
     assert again.prepare()["to_send"] == 0
-    df2 = again.run(api_key=KEY)
-    assert len(server.chat_requests()) == 96
+    df2 = again.run(judge_api_key=KEY).forward
+    assert len(server.chat_requests()) == 108
     assert df2["delta"].round(9).tolist()[1:] == df["delta"].round(9).tolist()[1:]
     assert by_step(df2)["prompt"]["calls"] == 0 and by_step(df2)["prompt"]["cached"] == 16
 
 
 def test_order_and_reverse_ladder(ladder_store, server):
-    order = AT.Ladder(ladder_store, A, B, cfg(server), steps=["reasoning", "truncation", "prompt"]).run(api_key=KEY)
+    order = L.Attribution(ladder_store, A, B, cfg(server), order=["reasoning", "truncation", "prompt"]
+                          ).run(judge_api_key=KEY).forward
     s = by_step(order)
     assert list(order["step"]) == ["a", "replay", "reasoning", "truncation", "prompt", "residual", "b"]
     assert (s["reasoning"]["delta"], s["truncation"]["delta"], s["prompt"]["delta"]) == (1, -1, -2)
     # B's answers judged A's way: the Swallow prompt's -2 comes back as +2, the judge name is A's (no -1)
-    rev = AT.Ladder(ladder_store, A, B, cfg(server), reverse=True, items=6)
-    df = rev.run(api_key=KEY)
+    res = L.Attribution(ladder_store, A, B, cfg(server), both_orders=True, items=6).run(judge_api_key=KEY)
+    df = res.reverse
     s = by_step(df)
     assert s["a"]["mean"] == B_STORED and s["b"]["mean"] == A_STORED
     # 6 items = both turns of one coding, one math and one reasoning question: all show the reference
@@ -152,27 +155,43 @@ def test_order_and_reverse_ladder(ladder_store, server):
     assert s["truncation"]["delta"] == 0 and s["reasoning"]["delta"] == 0  # already cut; nothing to strip
     assert s["residual"]["delta"] == A_STORED - 8 and s["b"]["delta"] == A_STORED - B_STORED
     assert s["a"]["n"] == 6
+    # B's five identical samples per item are judged once (identical requests are sent once)
+    assert s["replay"]["calls"] == 6 and s["replay"]["cached"] == 24
+    # the judge model interacts with the order: -1 A->B (judge-x -> gpt-4o), 0 B->A (judge-x -> judge-a)
+    inter = res.interactions.set_index("factor")
+    assert bool(inter.loc["judge", "interacts"]) and inter.loc["judge", "change"] == 1
+    assert not inter.loc["prompt", "interacts"]
 
 
 def test_waterfall_chart_and_cli(ladder_store, server, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the CLI reads the key from the environment only
-    assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
-                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--items", "4",
-                 "--steps", "prompt,judge", "--format", "json"]) == 0
+    args = ["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
+            "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--items", "4",
+            "--order", "prompt,judge", "--format", "json"]
+    assert main(args) == 0                                      # cost first: nothing sent without --yes
+    assert "Nothing sent. Add --yes to send these 12 request(s)." in capsys.readouterr().err
+    assert len(server.chat_requests()) == 0
+    assert main(args + ["--yes"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [d["step"] for d in data] == ["a", "replay", "prompt", "judge", "residual", "b"]
-    assert all(set(d) == {"step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached"} for d in data)
+    assert all(set(d) == {"order", "step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached"} for d in data)
     assert data[2]["delta"] == -2 and data[3]["delta"] == -1 and data[0]["delta"] is None
-    fig = charts.ladder_waterfall(AT.Ladder(ladder_store, A, B, cfg(server), steps=["prompt", "judge"], items=4)
-                                  .run(api_key=KEY))
+    fig = charts.ladder_waterfall(L.Attribution(ladder_store, A, B, cfg(server), order=["prompt", "judge"], items=4)
+                                  .run(judge_api_key=KEY).forward)
     bar = fig.data[0]
     assert list(bar.measure) == ["absolute", "relative", "relative", "relative", "relative", "total"]
     assert list(bar.y[1:5]) == [1, -2, -1, pytest.approx(4 - 5)]
     assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
-                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--steps", "prompt,nope"]) == 2
+                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--order", "prompt,nope"]) == 2
+    assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
+                 "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--order",
+                 "system_prompt,prompt"]) == 2
+    assert "give the endpoint serving the model under test (--answer-base-url and --answer-model)" in \
+        capsys.readouterr().err
     report = ladder_store.path.parent / "gap.html"
     assert main(["attribute", "--db", str(ladder_store.path), "--a", "harness=fastchat,model=m", "--b",
                  "harness=swallow,model=m", "--model", "judge-x", "--base-url", server.url, "--items", "4",
-                 "--steps", "prompt,judge", "--reverse", "--report", str(report)]) == 0
+                 "--order", "prompt,judge", "--both-orders", "--yes", "--report", str(report)]) == 0
     html = report.read_text(encoding="utf-8")
-    assert "Reverse ladder (B&#x27;s answers" in html and '<td class="t">replay</td>' in html and "How the two runs were set up" in html
+    assert "Waterfall B-&gt;A" in html and '<td class="t">replay (judge drift)</td>' in html
+    assert "How the two runs were set up" in html and "What each bar means" in html

@@ -32,7 +32,7 @@ def test_the_browser_benchmark_times_the_floor_and_a_page(tmp_path):
 
     rows = {(r["page"], r["what"]): r for r in result["summary"]}
     floor = rows[("floor", "open hello-world page (new tab)")]
-    assert floor["n"] == 1 and floor["failed"] == 0 and 0 < floor["median"] < 120
+    assert floor["n"] == 1 and floor["failed"] == 0 and floor["median"] > 0   # failed: past --timeout
     overview = [r for (page, _), r in rows.items() if page == "Overview"]
     whats = [r["what"] for r in overview]
     assert "open in a new tab (Plotly page)" in whats
@@ -47,7 +47,7 @@ def test_the_browser_benchmark_times_the_floor_and_a_page(tmp_path):
                                            result["stores"]["wide 12k"]["widgets"]["Overview"].split(","))}
     assert census["stMetric"] == 7 and census["stPlotlyChart"] == 1 and census["stSelectbox"] >= 2, census
     same = rows[("floor", "open a page with the same widgets as Overview, trivially filled (new tab)")]
-    assert same["n"] == 1 and same["failed"] == 0 and 0 < same["median"] < 120
+    assert same["n"] == 1 and same["failed"] == 0 and same["median"] > 0   # failed: past --timeout
     new_tab = rows[("Overview", "open in a new tab (Plotly page)")]
     assert new_tab["over_widgets_floor"] == new_tab["median"] - same["median"]
     assert not [k for k in result["runs_s"] if k.endswith("|errors")], result["runs_s"]

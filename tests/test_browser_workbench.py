@@ -3,6 +3,8 @@ item view -> Re-judge in Workbench -> edit -> re-judge -> new beside stored with
 the new judge on the Compare page. The key is typed into the password field only."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
@@ -50,7 +52,11 @@ def test_workbench_round_trip(page, app_url, judge_server):
     type_and_commit(page, page.get_by_label("At most (items)"), "4")
     type_and_commit(page, page.get_by_label("Label (the new judge's name)"), "strict-browser")
     # The batch runs in a thread; a fragment polls it every second until it is stored, then reruns the page.
-    fresh(page.get_by_role("button", name="Estimate and run")).click()
+    n_sent = len(judge_server.chat_requests())
+    click_and_wait(page.get_by_role("button", name="Estimate", exact=True))
+    expect(fresh(page.get_by_text(re.compile(r"^4 item\(s\) as judge strict-browser: 4 request\(s\) to send")))).to_be_visible()
+    assert len(judge_server.chat_requests()) == n_sent                           # nothing sent before the confirmation
+    fresh(page.get_by_role("button", name="Run 4 request(s)")).click()
     expect(page.get_by_text("Stored as judge strict-browser.")).to_be_visible(timeout=BATCH_MS)
     wait_for_app(page)
 

@@ -57,6 +57,11 @@ def test_names_in_every_kind_of_label_stay_text():
     assert "<br>" in figures["forest"].data[0].hovertemplate  # our own template markup is kept
 
 
+def as_plotly_shows(name: str) -> str:
+    """A name with Plotly's markup characters escaped (Plotly decodes the entities when it draws)."""
+    return name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def test_horizontal_bar_charts_show_every_row_first_on_top():
     """A faceted horizontal bar chart of 12 models showed 5 in the browser: plotly.js's react() left the category
     axis of matched facets at its default range [-1, 4]. The charts pin the range to every row, in the given order
@@ -72,7 +77,7 @@ def test_horizontal_bar_charts_show_every_row_first_on_top():
             if axis.matches:  # a facet sharing the first axis
                 continue
             assert list(axis.range) == [11.5, -0.5]
-            assert list(axis.categoryarray) == [charts._literal(m) for m in models]
+            assert list(axis.categoryarray) == [as_plotly_shows(m) for m in models]
         shown = {y for trace in fig.data for y in trace.y}
         assert shown == set(axis.categoryarray)  # every bar sits on a listed row
 
@@ -94,3 +99,22 @@ def test_leaderboard_rows_join_a_models_names_and_runs_stay_apart():
     assert list(fig.layout.yaxis.categoryarray) == ["org/m", "other"]
     plain = charts.leaderboard_bars(board)  # without names: one row per stored name, as before
     assert list(plain.layout.yaxis.categoryarray) == ["org/m", "vllm/org/m", "other", "org__m"]
+
+
+def test_facet_titles_axes_and_the_radar_read_plainly():
+    board = pd.DataFrame({"harness": ["fastchat"] * 2, "bench": ["b"] * 2, "judge": ["j1", "j2"], "model": ["m", "m"],
+                          "t1": [8.0, 7.0], "t2": [7.5, 6.0]})
+    fig = charts.leaderboard_bars(board)
+    assert sorted(a.text for a in fig.layout.annotations) == ["Turn 1", "Turn 2"]      # not "turn=Turn 1"
+    x1, x2 = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    assert x2[0] - x1[1] >= 0.05                        # the panels' "10" and "0" ticks do not run together
+    hist = pd.DataFrame({"bin": [1, 2, 1, 2], "share": [0.5, 0.5, 0.4, 0.6], "count": [1, 1, 2, 3], "n": [2, 2, 5, 5],
+                         "bin_label": ["1", "2", "1", "2"], "judge": ["j"] * 4, "turn": [1, 1, 2, 2]})
+    assert sorted(a.text for a in charts.histogram(hist, "judge", "turn").layout.annotations) == ["turn 1", "turn 2"]
+    counts = pd.DataFrame({"x": [1.0, 2.0], "y": [2.0, 2.0], "items": [3, 4], "pair": ["a (x) vs b (y)"] * 2})
+    grid = charts.scatter_grid_counts(counts)
+    assert grid.layout.xaxis.title.text == "score by the judge named first (x)"
+    assert grid.layout.yaxis.title.text == "score by the judge named second (y)"
+    radar = charts.radar(pd.DataFrame({"category": ["stem", "math", "writing"], "score": [7.0, 6.0, 8.0],
+                                       "model": ["m"] * 3}), "model")
+    assert radar.layout.margin.l >= 60 and radar.layout.margin.r >= 60   # room for "stem" beside the circle

@@ -3,19 +3,21 @@ from __future__ import annotations
 
 import re
 import threading
-import time
+from functools import partial
 from pathlib import Path
 
 from fake_openai import FakeOpenAI, Reply
 
+from conftest import judge_config
 from lib.errors import JudgeAPIError
 from lib.judging.calls import CallResult, CallStats
-from lib.judging.config import JudgeConfig
 from lib.judging.dispatch import Dispatcher
 from lib.judging.jobs import BackgroundJob
+from waiting import join_threads_named, threads_named
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-dispatch-0123456789"
+WORKERS = "judgelens-judge-"   # the dispatcher's worker threads are named so
 
 
 class Job:
@@ -24,8 +26,7 @@ class Job:
         self.request_hash = str(i)
 
 
-def config(server, **kw):
-    return JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0, **kw)
+config = partial(judge_config, max_retries=0)   # the shared judge config, no retries
 
 
 def test_every_job_comes_back_once_with_its_answer_or_its_reason():
@@ -62,14 +63,15 @@ def test_a_fatal_error_stops_the_run():
 
 
 def test_a_caller_that_stops_reading_stops_the_workers():
+    before = threads_named(WORKERS)
     with FakeOpenAI(latency=0.2) as server:
         d = Dispatcher(config(server), api_key=KEY, concurrency=2)
         run = d.run([Job(i) for i in range(40)])
         first = next(o for o in run if o is not None)
         run.close()                                   # e.g. an exception or Ctrl-C in the caller
-        time.sleep(0.8)
+        join_threads_named(WORKERS, exclude=before)   # the workers end (had they gone on: after all 40 jobs)
         sent = len(server.chat_requests())
-    assert first.result is not None and sent <= 4
+    assert first.result is not None and sent <= 4     # the answered one, and at most one more per worker
 
 
 def test_batches_and_probes_share_the_dispatcher_and_no_other_thread_pool():

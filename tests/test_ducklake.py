@@ -336,6 +336,6 @@ def test_verdict_clears_on_a_lake_and_a_lake_made_before_them(tmp_path, request)
     with Store(target) as reopened:
         human.record(reopened, **key, clear=["score"], created_at=t0.replace(minute=2))
         now = human.latest(reopened)
-        assert (human._plain(now["score"].iloc[0]), now["label"].iloc[0]) == (None, "both wrong")
+        assert (pd.isna(now["score"].iloc[0]), now["label"].iloc[0]) == (True, "both wrong")
         with reopened.read() as cur:
             assert cur.execute("SELECT count(*) FROM item_scores WHERE judge = 'human:ana'").fetchone() == (0,)

@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, fresh_pg_database
+from waiting import wait_for
 from lib.ingest.importer import ingest
 from lib.store import Store
 
@@ -97,11 +97,9 @@ def test_an_import_killed_half_way_leaves_the_store_unchanged(postgres, tmp_path
     small = judgments(tmp_path / "x" / "model_judgment" / "a-judge_single.jsonl", "a-judge", 2000)
     big = judgments(tmp_path / "x" / "model_judgment" / "b-judge_single.jsonl", "b-judge", 150_000, "x" * 400)
     proc = cli(env, "ingest", str(tmp_path / "x"))
-    deadline = time.monotonic() + 60
-    while not (set(data.rglob("*.parquet")) - files_before):  # the transaction has begun writing Parquet files
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the import never started writing"
-        time.sleep(0.01)
+    wait_for(lambda: proc.poll() is not None or set(data.rglob("*.parquet")) - files_before, interval=0.01,
+             what="the import's transaction to begin writing Parquet files")
+    assert proc.poll() is None, proc.communicate()   # still running: killed half way
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL

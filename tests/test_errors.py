@@ -34,9 +34,9 @@ def test_a_bad_parser_spec_is_a_titled_user_error():
     assert exc.value.title == "Unusable output parser"
 
 
-def test_an_unknown_counting_unit_is_a_usage_error():
+def test_an_unknown_counting_unit_is_a_usage_error(store):
     with pytest.raises(errors.UsageError, match="unknown unit 'furlongs'; choose from item, judgment"):
-        distributions._scored_rows("furlongs")
+        distributions.score_histogram(store, unit="furlongs")
 
 
 def test_the_cli_prints_the_message_of_a_user_error_and_exits_2(tmp_path, capsys):

@@ -11,12 +11,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from fake_model import FakeModel
 
 from conftest import ROOT
+from waiting import PipeLines, wait_for
 from lib.generation.plan import request_key
 from lib.store import Store
 
@@ -87,13 +87,13 @@ def test_ctrl_c_keeps_answers_and_the_same_command_resumes(db):
 
         server.responder = responder
         proc = generate(db, server, *args)
-        deadline = time.time() + 120
-        while len(server.chat_requests()) < 6 and time.time() < deadline:
-            time.sleep(0.05)
+        out_lines, err_lines = PipeLines(proc.stdout), PipeLines(proc.stderr)
+        wait_for(lambda: len(server.chat_requests()) >= 6, timeout=120, what="5 answers and the 6th request held")
         proc.send_signal(signal.SIGINT)
-        time.sleep(1.0)
+        err_lines.wait_for_line("Cancelling:")   # printed once the run is told to send nothing new
         gate.set()
-        out, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        out, err = out_lines.text(), err_lines.text()
         assert proc.returncode == 130, err
         assert "Interrupted: run the same command again to resume." in err
         first = len(server.chat_requests())

@@ -9,11 +9,12 @@ import pytest
 from lib.analysis.runs import Run
 from lib.errors import LabelInUseError, UnknownSystemPromptError
 from lib.generation import plan as gp
-from lib.generation.runner import openai_send, run_plan
+from lib.generation.runner import cached_texts, run_plan
 from lib.generation.setups import (FACTORS, SWALLOW_SYSTEM_PROMPT, GenerationSetup, differing_factors, diff,
                                    setup_from_dict, setup_to_dict)
-from lib.generation.storage import cached_answers, generate_run, regen_label, stored_setup
+from lib.generation.storage import generate_run, regen_label, stored_setup
 from tests.fake_model import FakeModel, answer_for, h
+from tests.fake_openai import Reply
 
 Q = [gp.Question("b", "1", "writing", ("Write a poem.", "Make it shorter.")),
      gp.Question("b", "2", "math", ("What is 2+2?", "And 3+3?")),
@@ -28,8 +29,9 @@ def model():
         yield server
 
 
-def send_to(server):
-    return openai_send(base_url=server.url, api_key="sk-test")
+def cached(store, server) -> dict:
+    """What the request cache holds of the requests ``server`` received."""
+    return cached_texts(store, [gp.request_key(server.url, b) for b in server.answer_requests()])
 
 
 # -- setups -------------------------------------------------------------------------------------------------
@@ -123,10 +125,10 @@ def test_plan_fastchat_own_turn1():
 
 # -- running through the real openai client ---------------------------------------------------------------
 
-def test_planted_effects_and_cost_equals_requests(model):
+def test_planted_effects_and_cost_equals_requests(store, model):
     plan = gp.plan_generation(Q, SWALLOW, model="m", base_url=model.url)
     est = gp.estimate(plan, price_per_1k_input=1.0, price_per_1k_output=2.0)
-    result = run_plan(plan, send_to(model), concurrency=3)
+    result = run_plan(plan, store, concurrency=3)
     assert result.complete
     assert est.requests == est.to_send == len(model.chat_requests()) == result.sent == 22
     assert est.copies == 8 and est.cost is not None
@@ -145,10 +147,10 @@ def test_planted_effects_and_cost_equals_requests(model):
     assert sorted(b["temperature"] for b in bodies if len(b["messages"]) == 2) == [0.0] + [0.1] * 5 + [0.7] * 5
 
 
-def test_fastchat_setup_english_own_conditioning_and_max_tokens(model):
+def test_fastchat_setup_english_own_conditioning_and_max_tokens(store, model):
     setup = GenerationSetup.fastchat(system_prompt="You are a helpful assistant.", samples=2, max_tokens=40)
     plan = gp.plan_generation(Q[:1], setup, model="m", base_url=model.url)
-    result = run_plan(plan, send_to(model))
+    result = run_plan(plan, store)
     t1, t2 = result.texts("b", "1", 1), result.texts("b", "1", 2)
     assert all(t.startswith("Answer ") and len(t) == 40 for t in t1 + t2)
     for s in range(2):   # each sample's turn 2 names its own turn 1
@@ -157,52 +159,52 @@ def test_fastchat_setup_english_own_conditioning_and_max_tokens(model):
         assert t2[s] == answer_for(body)
 
 
-def test_swallow_character_cap_applies_before_turn2(model):
+def test_swallow_character_cap_applies_before_turn2(store, model):
     setup = GenerationSetup.swallow(max_chars=50)
     plan = gp.plan_generation(Q[:1], setup, model="m", base_url=model.url)
-    result = run_plan(plan, send_to(model))
+    result = run_plan(plan, store)
     t1 = result.texts("b", "1", 1)
     assert all(len(t) == 50 for t in t1 + result.texts("b", "1", 2))
     # the fork cuts each text to its first max_gen_text_length characters, then turn 2 follows sample 0's cut text
     assert {b["messages"][2]["content"] for b in model.answer_requests() if len(b["messages"]) == 4} == {t1[0]}
 
 
-def test_same_seed_same_text_again(model):
+def test_same_seed_same_text_again(store, tmp_path, model):
+    from lib.store import Store
+
     plan = gp.plan_generation(Q[:1], SWALLOW, model="m", base_url=model.url, turns=1)
-    a = run_plan(plan, send_to(model))
-    b = run_plan(plan, send_to(model))
-    assert a.texts("b", "1", 1) == b.texts("b", "1", 1)
+    a = run_plan(plan, store)
+    with Store(tmp_path / "other.duckdb") as other:   # another store: no cache, the server answers again
+        b = run_plan(plan, other)
+    assert a.sent == b.sent == 5 and a.texts("b", "1", 1) == b.texts("b", "1", 1)
+    assert run_plan(plan, store).cached == 5 and len(model.chat_requests()) == 10   # the cache answers
 
 
-def test_cancel_then_resume_sends_nothing_twice(model):
+def test_cancel_then_resume_sends_nothing_twice(store, model):
     plan = gp.plan_generation(Q, SWALLOW, model="m", base_url=model.url)
     cancel = threading.Event()
-    answered: dict[str, str] = {}
 
-    def on_answer(req, text):
-        answered[req.key] = text
-        if len(answered) == 5:
+    def progress(done, total):
+        if done == 5:
             cancel.set()
 
-    first = run_plan(plan, send_to(model), on_answer=on_answer, cancel=cancel, concurrency=1)
-    assert first.cancelled and first.sent == 5
-    est = gp.estimate(plan, answered=answered)
-    assert (est.cached, est.to_send) == (5, 17)
-    second = run_plan(plan, send_to(model), answered=answered)
-    assert second.complete and second.cached == 5 and second.sent == 17
+    first = run_plan(plan, store, progress=progress, cancel=cancel, concurrency=1)
+    n = len(model.chat_requests())   # 5, or 6 when the worker had taken the next request before the cancel
+    assert first.cancelled and first.sent == n and n in (5, 6)   # the one in flight is kept, not lost
+    est = gp.estimate(plan, answered=lambda keys: cached_texts(store, keys))
+    assert (est.cached, est.to_send) == (n, 22 - n)
+    second = run_plan(plan, store)
+    assert second.complete and second.cached == n and second.sent == 22 - n
     keys = [gp.request_key(model.url, b) for b in model.answer_requests()]
     assert len(keys) == len(set(keys)) == 22
 
 
-def test_failed_turn1_leaves_its_dependants_out(model):
+def test_failed_turn1_leaves_its_dependants_out(store, model):
     plan = gp.plan_generation(Q[1:2], SWALLOW, model="m", base_url=model.url)
-
-    def send(req):
-        raise RuntimeError("boom")
-
-    result = run_plan(plan, send)
+    model.queue(Reply.error(400, "boom"))
+    result = run_plan(plan, store)
     assert result.sent == 0 and not result.answers
-    assert result.failed[0] == (("b", "2", 1, 0), "boom")
+    assert result.failed[0][0] == ("b", "2", 1, 0) and "Server says: boom" in result.failed[0][1]
     assert {m for _, m in result.failed[1:]} == {"not made: sample 0 it copies is missing",
                                                  "not sent: the turn-1 answer it follows is missing"}
 
@@ -225,12 +227,13 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
         if done == 3:
             cancel.set()
 
-    sid, first = generate_run(sample_store, plan, send_to(model), answer_model=sw.model, progress=progress,
+    sid, first = generate_run(sample_store, plan, answer_model=sw.model, progress=progress,
                               cancel=cancel, concurrency=1)
-    assert first.cancelled and len(model.chat_requests()) == 3
-    assert len(cached_answers(sample_store)) == 3
-    sid2, second = generate_run(sample_store, plan, send_to(model), answer_model=sw.model)
-    assert sid2 == sid and second.complete and second.cached == 3
+    n = len(model.chat_requests())      # 3, or 4 when the next one was already in flight: kept too
+    assert first.cancelled and n in (3, 4) and first.sent == n
+    assert len(cached(sample_store, model)) == n
+    sid2, second = generate_run(sample_store, plan, answer_model=sw.model)
+    assert sid2 == sid and second.complete and second.cached == n
     assert len(model.chat_requests()) == plan.requests == gp.estimate(plan).requests
     label = regen_label(sw.model, setup)
     assert label == "hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b [regen: swallow]"
@@ -258,7 +261,7 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
     other = gp.plan_generation(qs, setup.switch(GenerationSetup.fastchat(system_prompt=None), "system_prompt"),
                                model=sw.model, base_url=model.url)
     with pytest.raises(LabelInUseError):
-        generate_run(sample_store, other, send_to(model), answer_model=sw.model, label=label)
+        generate_run(sample_store, other, answer_model=sw.model, label=label)
     # removing the source removes all of it
     from lib.ingest.importer import remove_source
 
@@ -266,7 +269,8 @@ def test_generate_run_is_stored_and_resumes(sample_store, model):
     with sample_store.read() as cur:
         left = [cur.execute(f"SELECT count(*) FROM {t} WHERE source_id = ?", [sid]).fetchone()[0]
                 for t in ("answers", "generations", "generation_runs")]
-    assert left == [0, 0, 0] and cached_answers(sample_store) == {}
+    # the request cache keeps what was paid for (as for re-judges): making the run again sends nothing
+    assert left == [0, 0, 0] and len(cached(sample_store, model)) == plan.requests
 
 
 def test_generate_run_on_a_ducklake_store(tmp_path, request, model):
@@ -276,8 +280,8 @@ def test_generate_run_on_a_ducklake_store(tmp_path, request, model):
     target, data = lake_target("sqlite", tmp_path, request)
     with Store(target, data_path=data) as lake:
         plan = gp.plan_generation(Q, SWALLOW, model="m", base_url=model.url)
-        sid, result = generate_run(lake, plan, send_to(model), answer_model="M")
-        again_sid, again = generate_run(lake, plan, send_to(model), answer_model="M")
+        sid, result = generate_run(lake, plan, answer_model="M")
+        again_sid, again = generate_run(lake, plan, answer_model="M")
         with lake.read() as cur:
             n = cur.execute("SELECT count(*) FROM answers WHERE model = 'M [regen: swallow]'").fetchone()[0]
     assert result.complete and again_sid == sid and again.cached == plan.requests and again.sent == 0

@@ -140,8 +140,10 @@ def test_setup_table_finds_truncation_and_reasoning(sample_store):
 
 
 def count_queries(store: Store) -> list[str]:
-    """Every statement run through ``store``'s cursors from now on (appended to the returned list)."""
-    seen, make = [], store.cursor
+    """Every statement run through ``store``'s reads from now on (appended to the returned list)."""
+    from contextlib import contextmanager
+
+    seen, make = [], store.read
 
     class Counted:
         def __init__(self, cur):
@@ -154,7 +156,12 @@ def count_queries(store: Store) -> list[str]:
             seen.append(sql)
             return self._cur.execute(sql, *args)
 
-    store.cursor = lambda: Counted(make())
+    @contextmanager
+    def counted_read():
+        with make() as cur:
+            yield Counted(cur)
+
+    store.read = counted_read
     return seen
 
 

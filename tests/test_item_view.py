@@ -1,6 +1,8 @@
 """lib.analysis.item_view lookups of one item."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from lib.analysis import item_view as iv
 from lib.keys import ItemKey
 
@@ -16,14 +18,15 @@ def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_
     swallow = next(m for m in models if m.startswith("hosted_vllm/"))
     asked = [*models, "no-such-model", swallow.replace("/", "__").upper()]
     seen = []
-    make = sample_store.cursor
+    make = sample_store.read
 
+    @contextmanager
     def counted():
-        cur = make()
-        seen.append(cur)
-        return cur
+        with make() as cur:
+            seen.append(cur)
+            yield cur
 
-    sample_store.cursor = counted
+    sample_store.read = counted
     for bench, qid, turn, sample in items:
         del seen[:]
         got = iv.answers_of(sample_store, bench, qid, turn, sample, asked)

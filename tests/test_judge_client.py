@@ -3,11 +3,12 @@ cache, retries, the errors a user sees, and the API key never leaving memory."""
 import logging
 import os
 import socket
-import time
+from functools import partial
 
 import pytest
-from fake_openai import FakeOpenAI, Reply
+from fake_openai import Reply
 
+from conftest import judge_config
 from lib.errors import JudgeAPIError, MissingAPIKeyError
 from lib.judging.batch import rejudge_one, run_batch
 from lib.judging.cache import request_hash
@@ -20,17 +21,7 @@ KEY = "sk-judgelens-test-KEY-7f3a9c21d4e8b6a0"
 MSGS = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Rate: 2+2=4. 答え"}]
 
 
-@pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-def cfg(server, **kw) -> JudgeConfig:
-    base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=3, backoff_base_s=0.01,
-                backoff_cap_s=0.05)
-    base.update(kw)
-    return JudgeConfig(**base)
+cfg = partial(judge_config, max_retries=3)     # the shared judge config, with up to 3 retries
 
 
 # ------------------------------------------------------------------------------------------------
@@ -120,34 +111,37 @@ def test_max_completion_tokens_parameter(store, server):
 
 def test_429_then_success_honours_retry_after_ms(store, server):
     server.queue(Reply.rate_limited(retry_after_ms=150), Reply.rate_limited(retry_after_ms=150), "Rating: [[6]]")
-    r = call_judge(store, cfg(server), MSGS, api_key=KEY)
+    waits = []   # the waits between attempts, recorded instead of slept
+    r = call_judge(store, cfg(server), MSGS, api_key=KEY, sleep=waits.append)
     assert (r.text, r.attempts) == ("Rating: [[6]]", 3)
-    times = [q.received_at for q in server.chat_requests()]
-    assert times[1] - times[0] >= 0.14 and times[2] - times[1] >= 0.14
+    assert waits == [0.15, 0.15] and len(server.chat_requests()) == 3
 
 
 def test_429_retry_after_seconds(store, server):
     server.queue(Reply.rate_limited(retry_after=1), "Rating: [[6]]")
-    t0 = time.perf_counter()
-    assert call_judge(store, cfg(server), MSGS, api_key=KEY).attempts == 2
-    assert 0.95 <= time.perf_counter() - t0 < 3
+    waits = []
+    assert call_judge(store, cfg(server), MSGS, api_key=KEY, sleep=waits.append).attempts == 2
+    assert waits == [1.0]          # what the server asked, not our 0.01 s backoff
 
 
 def test_retry_after_beyond_the_cap_fails_at_once(store, server):
     server.queue(Reply.rate_limited(retry_after=1000))
-    t0 = time.perf_counter()
+    waits = []
     with pytest.raises(JudgeAPIError, match=r"rate limited.*asks to wait 1000 s.*more than the 60 s") as exc:
-        call_judge(store, cfg(server), MSGS, api_key=KEY)
-    assert time.perf_counter() - t0 < 1 and len(server.chat_requests()) == 1 and exc.value.status == 429
+        call_judge(store, cfg(server), MSGS, api_key=KEY, sleep=waits.append)
+    assert waits == [] and len(server.chat_requests()) == 1 and exc.value.status == 429   # no wait, no retry
 
 
 def test_5xx_retried_with_backoff_then_gives_up(store, server):
     server.queue(Reply.server_error(500), Reply.server_error(503), "Rating: [[4]]")
-    assert call_judge(store, cfg(server), MSGS, api_key=KEY).attempts == 3
+    waits = []
+    assert call_judge(store, cfg(server), MSGS, api_key=KEY, sleep=waits.append).attempts == 3
+    # backoff_base_s * 2**n plus 0-25 % jitter, capped at backoff_cap_s (0.05)
+    assert len(waits) == 2 and 0.01 <= waits[0] <= 0.0125 and 0.02 <= waits[1] <= 0.025, waits
     server.queue(*[Reply.server_error(502)] * 5)
     with pytest.raises(JudgeAPIError, match=r"HTTP 502.*Gave up after 3 attempt") as exc:
-        call_judge(store, cfg(server, max_retries=2), MSGS, api_key=KEY, force=True)
-    assert not exc.value.fatal and len(server.chat_requests()) == 3 + 3
+        call_judge(store, cfg(server, max_retries=2), MSGS, api_key=KEY, force=True, sleep=waits.append)
+    assert not exc.value.fatal and len(server.chat_requests()) == 3 + 3 and len(waits) == 2 + 2
 
 
 @pytest.mark.parametrize("status, fatal, message", [
@@ -167,11 +161,12 @@ def test_client_errors_are_not_retried_and_explain_themselves(store, server, sta
 
 
 def test_timeout_is_ours_not_ten_minutes(store, server):
+    # The server holds each request for 10 s and then hangs up without an answer. Only our 0.3 s limit turns
+    # that into a timeout; under the SDK's 10-minute default the hang-up would be a connection error instead.
     server.queue(Reply.hang_for(10), Reply.hang_for(10))
-    t0 = time.perf_counter()
-    with pytest.raises(JudgeAPIError, match=r"no answer within 0.3 s \(timeout\).*2 attempt"):
-        call_judge(store, cfg(server, timeout_s=0.3, max_retries=1), MSGS, api_key=KEY)
-    assert time.perf_counter() - t0 < 2.5
+    with pytest.raises(JudgeAPIError, match=r"no answer within 0.3 s \(timeout\).*2 attempt") as exc:
+        call_judge(store, cfg(server, timeout_s=0.3, max_retries=1), MSGS, api_key=KEY, sleep=lambda s: None)
+    assert exc.value.attempts == 2 and len(server.chat_requests()) == 2
 
 
 @pytest.mark.parametrize("body, message", [

@@ -30,9 +30,17 @@ def test_compare_one_model_under_two_harnesses(app):
     assert len(gap) == 8 and set(gap["n_questions"]) == {10}
     coding = gap[gap["category"] == "coding"].iloc[0]
     assert coding["delta"] > 1 and coding["significant"]
-    setup = next(f for f in frames if "area" in f.columns)
+    # the headline first: the gap, its interval, the largest categories
+    head = next(m.value for m in app.markdown if m.value.startswith("**A − B = ")).replace("\\", "")
+    assert "80 questions" in head and "Largest categories: coding +" in head
+    # the setup: one card per differing row, the others in an expander, the full table one click away
+    cards = [m.value for m in app.markdown if " · differs: " in m.value]
+    assert cards[:2] == ["**judge\\_model** · differs: yes", "**judge\\_prompt** · differs: yes"]
+    app.session_state["hx_setup_table_open"] = True
+    app.run()
+    setup = next(d.value for d in app.dataframe if "area" in d.value.columns)
     assert setup["area"].tolist()[:3] == ["judge_model", "judge_prompt", "system_prompt"]
-    assert setup.set_index("area").loc["system_prompt", "differs"] == ""   # FastChat does not record it
+    assert setup.set_index("area").loc["system_prompt", "differs"] == "cannot tell"   # FastChat does not record it
     # sample 0 only: no sample noise left, so categories rule (a) never touches show a zero gap
     app.radio(key="hx_samples").set_value("first").run()
     gap = next(d.value for d in app.dataframe if "delta" in d.value.columns)
@@ -50,8 +58,11 @@ def test_overview_matrix_joins_one_model_across_harnesses(app):
     matrix = next(d.value for d in app.dataframe if "model" in d.value.columns
                   and any("(harness)" in c for c in d.value.columns) and "t1" not in d.value.columns)
     row = matrix.set_index("model").loc[MODEL_8B]
-    assert row["fastchat · ja_mt_bench · gpt-4o"] == pytest.approx(7.40625)
-    assert row["swallow · japanese_mt_bench · gpt-4o-2024-08-06 (harness)"] == pytest.approx(6.79375)
+    # shown as the grid shows it: 3 decimals, and an em dash where a model has no run (never None)
+    assert row["fastchat · ja_mt_bench · gpt-4o"] == "7.406"
+    assert row["swallow · japanese_mt_bench · gpt-4o-2024-08-06 (harness)"] == "6.794"
+    assert "—" in set(matrix.drop(columns=["model"]).to_numpy().ravel())
+    assert not {"None", "nan", "<NA>"} & set(map(str, matrix.to_numpy().ravel()))
 
 
 def test_harness_report(sample_store):
@@ -63,3 +74,48 @@ def test_harness_report(sample_store):
     assert "<td>1.600</td>" in text                                    # coding, sample 0: 1.6 points
     assert "default-src 'none'" in text
     assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)=["']?https?:""", text)
+
+
+def test_full_waterfall_in_the_page(app):
+    """No model endpoint: the stored-data view and judge-side steps only. With one (the scripted model and
+    judge servers): each side's generation setup, the cost first, then the waterfall in both orders."""
+    from tests.fake_model import FakeModel
+    from tests.fake_openai import FakeOpenAI
+    from tests.test_attribution_full import judge
+
+    app.switch_page("pages/compare.py")
+    app.query_params["view"] = "harness"
+    app.run()
+    assert not app.exception
+    stored = next(d.value for d in app.dataframe if "copy_share" in d.value.columns)
+    assert len(stored) == 2 and stored["samples_per_item"].tolist() == [1, 5]
+    assert app.multiselect(key="hx_order").options == ["judge prompt", "judge model", "judge max_tokens",
+                                                       "reference answers", "truncation", "reasoning stripped"]
+    with FakeOpenAI() as judge_srv, FakeModel(default_max_tokens=200) as model_srv:
+        judge_srv.responder = judge
+        app.session_state["ep_url"], app.session_state["ep_model"] = judge_srv.url, "judge-x"
+        app.session_state["ep_key"] = "sk-page"
+        app.text_input(key="hx_ans_url").set_value(model_srv.url)
+        app.text_input(key="hx_ans_model").set_value("shisa").run()
+        assert not app.exception
+        # FastChat's system prompt is not in its files: the page asks for it, never guesses
+        assert any("Unknown system prompt" in e.value or "is unknown" in e.value for e in app.error)
+        app.text_input(key="hx_sp_A").set_value("You are a helpful assistant.").run()
+        setups = next(d.value for d in app.dataframe if "A source" in d.value.columns)
+        assert setups.set_index("field").loc["samples", "B"].startswith("5 per turn")
+        app.multiselect(key="hx_order").set_value(["system_prompt", "prompt"])
+        app.number_input(key="hx_items").set_value(4).run()
+        app.button(key="hx_estimate").click().run()
+        assert not app.exception
+        info = " ".join(i.value for i in app.info)
+        assert "16 generation request" in info and "32 judge request" in info                 # cost first
+        assert not model_srv.chat_requests() and not judge_srv.chat_requests()
+        app.button(key="hx_run").click().run()
+        assert not app.exception
+        assert model_srv.chat_requests() and judge_srv.chat_requests()
+        tables = [d.value for d in app.dataframe if "step" in d.value.columns and "delta" in d.value.columns]
+        assert len(tables) == 2                                       # A->B and B->A side by side
+        assert tables[0]["step"].tolist() == ["A stored", "replay (judge drift)", "regenerate (model drift)",
+                                              "system prompt", "judge prompt", "residual", "B stored"]
+        assert tables[0].set_index("step").loc["system prompt", "delta"] == 2
+        assert any("interact" in w.value for w in app.warning)

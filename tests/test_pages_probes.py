@@ -48,3 +48,22 @@ def test_probe_suite_from_the_page_reports_the_order_bug_in_plain_words(app):
     assert any("fails" in e.value for e in app.error)
     table = next(d.value for d in app.dataframe if "probe" in d.value.columns and "result" in d.value.columns)
     assert table.set_index("probe").loc["empty_answer", "result"] == "fail"
+
+
+def test_a_judge_off_the_scale_could_not_be_evaluated_on_the_page(app):
+    """order-bug-demo asks for 1-5; a judge answering 7 is not a failing template: the page says so, with why."""
+    with FakeOpenAI() as server:
+        server.responder = lambda body: "Rating: [[7]]"
+        app.session_state["ep_open"] = True
+        app.run()
+        app.text_input(key="ep_url").set_value(server.url)
+        app.text_input(key="ep_model").set_value("judge-x")
+        app.text_input(key="ep_key").set_value(KEY).run()
+        app.multiselect(key="pr_groups").set_value(["canaries"])
+        next(b for b in app.button if b.label == "Run the probe suite").click().run()
+    assert not app.exception
+    assert not any("fails" in e.value for e in app.error)
+    assert any("could not be evaluated" in w.value for w in app.warning)
+    summary = "\n".join(c.value for c in app.code)
+    assert "could not evaluate" in summary and "no rating on the template's 1-5 scale could be parsed" in summary
+    assert "FAILS" not in summary

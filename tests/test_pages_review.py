@@ -206,8 +206,12 @@ def test_compare_page_and_cli_print_the_same_numbers(app, capsys):
                 "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == len(page) == 32
-    for col in ("n_questions", "n_items", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted"):
+    for col in ("n_questions", "n_items", "mean_a", "mean_b", "delta", "ci_low", "ci_high"):
         assert [r[col] for r in rows] == pytest.approx(page[col].tolist(), rel=1e-12), col
+    from lib.render.tables import format_p
+
+    for col in ("p_value", "p_adjusted"):  # the page reads them as "< 0.001" / "0.012"
+        assert [format_p(r[col]) for r in rows] == page[col].tolist(), col
     assert [r["significant"] for r in rows] == page["significant"].tolist()
     assert [r["model"] for r in rows] == page["model"].tolist()
 
@@ -252,3 +256,100 @@ def test_item_view_reference_answer_opens_where_the_judge_saw_it(app):
     assert any(c.value == "No reference answer for this question and turn." for c in app.caption)
     app.selectbox(key="iv_q").set_value("128").run()  # another item: the default again (open: coding)
     assert app.session_state["iv_ref_open"] is True and reference_captions()
+
+
+def test_agreement_page_intervals_reliability_and_variance(app):
+    """The intervals wait in an expander (a bootstrap per pair); the Reliability tab shows alpha with intervals,
+    alpha without each judge, and (opened) the variance split as a stacked bar."""
+    app.switch_page("pages/agreement.py").run()
+    assert not any("pearson_ci_low" in str(list(f.columns)) or "n_questions" in f.columns for f in frames(app))
+    app.session_state["agr_ci_open"] = True
+    app.run()
+    assert not app.exception
+    shown = next(f for f in frames(app) if "n_questions" in f.columns)
+    assert set(shown["n_questions"]) == {80} and shown["qwk"].str.match(r"^0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]$").all()
+    assert not app.warning                         # 80 questions: no few-questions warning
+    app.selectbox(key="agr_category").set_value("writing").run()
+    assert any("Fewer than 20 questions" in w.value for w in app.warning)
+    app.selectbox(key="agr_category").set_value("(all)").run()
+    agreement_tab(app, "Reliability")
+    assert not app.exception
+    overall = next(f for f in frames(app) if "alpha_interval" in f.columns and "group" in f.columns)
+    assert overall.iloc[0]["group"] == "all" and overall.iloc[0]["n_units"] == 320
+    assert overall.iloc[0]["alpha_interval_ci_low"] < overall.iloc[0]["alpha_interval"]
+    without = next(f for f in frames(app) if "without" in f.columns)
+    assert sorted(without["without"]) == sorted(JUDGES)
+    charts_before = len(app.get("plotly_chart"))
+    app.session_state["agr_var_open"] = True
+    app.run()
+    assert not app.exception and len(app.get("plotly_chart")) == charts_before + 1
+    parts = next(f for f in frames(app) if "component" in f.columns)
+    assert abs(parts["share"].sum() - 1) < 1e-9
+
+
+def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app):
+    app.run()
+    assert not app.exception
+    assert not any("rank_high" in f.columns for f in frames(app))    # the ranks wait in their expander
+    app.selectbox(key="overview_bench").select("japanese_mt_bench").run()
+    app.session_state["overview_ranks_open"] = True
+    app.run()
+    assert not app.exception
+    ranks = next(f for f in frames(app) if "rank_high" in f.columns)
+    assert set(ranks["bench"]) == {"japanese_mt_bench"} and sorted(ranks["rank"]) == [1, 2, 3, 4]
+    assert ranks[ranks["rank"] == 1]["tied_with_leader"].all()
+    wide = next(f for f in frames(app) if "rank_flip" in f.columns and "judge" not in f.columns)
+    assert wide.iloc[0]["gpt-4o-2024-08-06"].startswith("1 [1-1] *")
+    app.switch_page("pages/compare.py").run()
+    assert not app.exception
+    mde = [i.value for i in app.info if i.value.startswith("With 10 questions a difference under")]
+    assert len(mde) == 1 and "80% of the time" in mde[0]          # category rows: 10 questions each
+    app.segmented_control(key="cmp_level").set_value("all").run()
+    mde = [i.value for i in app.info if i.value.startswith("With 80 questions a difference under")]
+    assert len(mde) == 1 and "(the row with" not in mde[0]
+
+
+def test_review_random_sample_judge_vs_me(app):
+    """The Review page's random sample: scored items count; each judge against the analyst with intervals and the
+    prediction-powered corrected means appear once two sampled items are scored."""
+    from lib.analysis import ppi
+    from lib.judging import human
+    from pages._common import get_store
+
+    app.session_state["jl_author"] = "ana"
+    app.switch_page("pages/review.py").run()
+    app.session_state["rv_tab"] = "Random sample: judge vs me"
+    app.run()
+    assert not app.exception
+    app.selectbox(key="rv_rand_bench").set_value("ja_mt_bench").run()
+    sample = next(f for f in frames(app) if "decided" in f.columns)
+    assert len(sample) == 40 and not sample["decided"].any()
+    assert any("Score at least two sampled items" in i.value for i in app.info)
+    store = get_store()
+    for r in ppi.random_sample(store, "human:ana", bench="ja_mt_bench", n=10).itertuples():
+        human.record(store, author="ana", bench=r.bench, question_id=r.question_id, turn=r.turn, model=r.model,
+                     score=6.0)
+    app.run()
+    assert not app.exception
+    sample = next(f for f in frames(app) if "decided" in f.columns)
+    assert sample["decided"].sum() == 10 and sample["decided"].head(10).all()
+    assert not app.warning                                   # scored in order: no warning
+    agreement = next(f for f in frames(app) if "qwk_ci_low" in f.columns)
+    assert set(agreement["judge_b"]) == {"human:ana"} and set(agreement["n"]) == {10}
+    corrected = next(f for f in frames(app) if "corrected_mean" in f.columns)
+    assert len(corrected) == 6 and (corrected["human_mean_sampled"] == 6.0).all()
+
+
+def test_reliability_tab_with_one_judge_still_splits_the_variance(app):
+    """Swallow's bench has one judge: no alpha, but the variance split shows the five samples' share."""
+    app.switch_page("pages/agreement.py").run()
+    app.selectbox(key="agr_bench").set_value("japanese_mt_bench").run()
+    agreement_tab(app, "Reliability")
+    assert not app.exception
+    assert any(i.value.startswith("Alpha needs two or more judges") for i in app.info)
+    app.session_state["agr_var_open"] = True
+    app.run()
+    assert not app.exception
+    parts = next(f for f in frames(app) if "component" in f.columns).set_index("component")
+    assert parts.loc["sample", "share"] > 0 and parts.loc["judge", "variance"] == 0
+    assert any(c.value.startswith("One judge:") for c in app.caption)

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
 from streamlit.testing.v1 import AppTest
+from waiting import wait_for
 
 from lib.analysis import queries
 from lib.store import Store
@@ -15,10 +16,9 @@ ITEM = {"bench": "ja_mt_bench", "q": "31", "turn": "1", "model": "shisa-ai/shisa
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = lambda body: "The answer is wrong at step 2. Rating: [[3]]"
-        yield srv
+def judge_responder():
+    """The shared ``server`` always answers this."""
+    return lambda body: "The answer is wrong at step 2. Rating: [[3]]"
 
 
 @pytest.fixture
@@ -78,9 +78,34 @@ def _run_batch(app, limit: int, label: str) -> None:
     _open_batch(app)
     app.number_input(key="wb_b_limit").set_value(limit)
     app.text_input(key="wb_b_label").set_value(label).run()
-    button(app, "Estimate and run").click().run()
+    _estimate_then_confirm(app)
+
+
+def _estimate_then_confirm(app, requests: int | None = None) -> None:
+    """Estimate, check that nothing was sent and that the confirmation names requests and tokens, then run."""
+    button(app, "Estimate").click().run()
+    assert "wb_job" not in app.session_state
+    note = next(i.value for i in app.info if "request(s) to send" in i.value)
+    assert "prompt tokens" in note and "completion tokens" in note
+    confirm = next(b for b in app.button if b.label.startswith("Run ") and b.label.endswith("request(s)"))
+    if requests is not None:
+        assert confirm.label == f"Run {requests} request(s)"
+    confirm.click().run()
     assert app.session_state["wb_job"]["run"].wait(60)   # joins the background batch
     app.run()
+
+
+def test_a_batch_asks_before_it_sends_even_at_zero_prices(app, server):
+    _open_batch(app)
+    app.number_input(key="wb_b_limit").set_value(3)
+    app.text_input(key="wb_b_label").set_value("asked-first").run()
+    button(app, "Estimate").click().run()
+    assert server.chat_requests() == []                                    # nothing sent on the estimate
+    note = next(i.value for i in app.info if "request(s) to send" in i.value)
+    assert note.startswith("3 item(s) as judge asked\\-first: 3 request(s) to send, 0 answered from the cache.")
+    assert "no prices set, so no cost estimate" in note
+    button(app, "Cancel").click().run()
+    assert not any(b.label.startswith("Run ") for b in app.button) and server.chat_requests() == []
 
 
 def test_a_batch_becomes_a_new_judge(app, server):
@@ -106,9 +131,7 @@ def test_the_batch_label_follows_the_sidebar_model_until_the_user_names_it(app, 
     app.text_input(key="ep_model").set_value("judge-y").run()
     assert app.text_input(key="wb_b_label").value == f"judge-y+{template}"
     app.number_input(key="wb_b_limit").set_value(2).run()
-    button(app, "Estimate and run").click().run()
-    assert app.session_state["wb_job"]["run"].wait(60)   # joins the background batch
-    app.run()
+    _estimate_then_confirm(app, 2)
     assert any(f"Stored as judge judge-y+{template}." in s.value for s in app.success)
     assert {r.body["model"] for r in server.chat_requests()} == {"judge-y"}
     store = Store(os.environ["JUDGELENS_DB"])
@@ -148,3 +171,75 @@ def test_the_endpoint_form_is_closed_until_opened_and_keeps_what_was_typed(sampl
     assert any("judge-q at api.openai.com" in c for c in captions())  # closed, still judge-q
     at.switch_page("pages/probes.py").run()                                   # and on another page
     assert any("judge-q at api.openai.com" in c for c in captions())
+
+
+def _tab(server) -> AppTest:
+    """Another browser tab on the same server: a second AppTest in this process shares the app's store."""
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update(ITEM)
+    at.switch_page("pages/workbench.py").run()
+    at.session_state["ep_open"] = True
+    at.run()
+    at.text_input(key="ep_url").set_value(server.url)
+    at.text_input(key="ep_model").set_value("judge-x")
+    at.text_input(key="ep_key").set_value(KEY).run()
+    return at
+
+
+def test_the_same_batch_in_two_tabs_is_paid_once(app, server):
+    """Issue 27: the second tab says "Another batch with this label is running" (no raw constraint error, no second
+    round of paid calls); requests counted at the judge server."""
+    import re
+    import socket
+    import threading
+
+    gate = threading.Event()
+    server.responder = lambda body: (gate.wait(120), "Rating: [[3]]")[1]
+    other = _tab(server)
+    for tab in (app, other):
+        _open_batch(tab)
+        tab.number_input(key="wb_b_limit").set_value(5)
+        tab.text_input(key="wb_b_label").set_value("two-tabs").run()
+    button(app, "Estimate").click().run()
+    next(b for b in app.button if b.label == "Run 5 request(s)").click().run()
+    wait_for(server.chat_requests, what="the first tab's first request")
+    button(other, "Estimate").click().run()
+    next(b for b in other.button if b.label.startswith("Run ") and b.label.endswith("request(s)")).click().run()
+    assert other.session_state["wb_job"]["run"].wait(60)   # joins the refused batch
+    other.run()
+    gate.set()
+    assert app.session_state["wb_job"]["run"].wait(60)   # joins the paid batch
+    app.run()
+    assert not other.exception and not app.exception
+    assert [e.value for e in other.error] == ["**Another batch with this label is running**"]
+    message = next(c.value for c in other.code if c.value.startswith("Another batch"))
+    assert re.fullmatch(re.escape(f"Another batch with this label is running: 'two-tabs' (process {os.getpid()} on "
+                                  f"{socket.gethostname()}, started ") + r"\d+" + re.escape(
+        " s ago). Nothing was sent. When it has finished, run this batch again: it resumes from that batch's "
+        "verdicts and pays only for what is still missing."), message)
+    assert app.session_state["wb_job"]["run"].result.written == 5
+    assert len(server.chat_requests()) == 5
+    store = Store(os.environ["JUDGELENS_DB"])
+    with store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM sources WHERE kind = 'rejudge'").fetchone()[0] == 1
+        assert cur.execute("SELECT count(*) FROM single_judgments WHERE judge = 'two-tabs'").fetchone()[0] == 5
+
+
+def test_the_endpoint_url_and_model_survive_a_reload_but_the_key_never_leaves_the_session(app, server, caplog):
+    """The URL and model go to the address bar (a reload or a link keeps them); the key does not; and drawing the
+    form from session values raises no "default value but also set via the Session State API" warning."""
+    assert app.query_params["judge_url"] == server.url and app.query_params["judge_model"] == "judge-x"
+    assert all(KEY not in str(v) for v in app.query_params.values())
+    reloaded = AppTest.from_file(app._script_path, default_timeout=120)
+    reloaded.query_params.update({**ITEM, "judge_url": server.url, "judge_model": "judge-x"})
+    reloaded.switch_page("pages/workbench.py").run()
+    reloaded.session_state["ep_open"] = True
+    reloaded.run()
+    assert not reloaded.exception
+    assert reloaded.text_input(key="ep_url").value == server.url
+    assert reloaded.text_input(key="ep_model").value == "judge-x"
+    assert reloaded.text_input(key="ep_key").value == ""
+    shown = [e.value for e in (*reloaded.warning, *reloaded.exception, *reloaded.error)]
+    assert not any("Session State API" in str(v) for v in shown)
+    assert "Session State API" not in caplog.text

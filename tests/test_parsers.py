@@ -1,8 +1,8 @@
 """Output parsers: every family's verdict format, and failures recorded as such (never clamped)."""
-import time
 
 import pytest
 
+from lib.judging.sandbox import RENDER_TIMEOUT_S
 from lib.judging.parsers import ParserSpecError, check_spec, mode_of, parse, to_ten_scale
 
 FC = {"kind": "fastchat_single"}
@@ -120,11 +120,10 @@ def test_user_regex_number_and_verdict():
 
 
 def test_user_regex_catastrophic_backtracking_is_stopped():
-    t0 = time.perf_counter()
+    # 2**40 steps of backtracking: only the worker's time limit ends this parse (the method says which limit)
     r = parse("a" * 40 + "!", {"kind": "regex", "pattern": r"^(a+)+$"})
-    assert time.perf_counter() - t0 < 3
     assert (r.status, r.method) == ("not_parsed", "regex_timeout")
-    assert "took longer" in r.note
+    assert f"took longer than {RENDER_TIMEOUT_S:g} s" in r.note
     # the worker restarts: the next regex works
     assert parse("Score 4", {"kind": "regex", "pattern": r"Score (\d)"}).score == 4
 
@@ -155,7 +154,7 @@ def test_scale_mapping_to_common_scale():
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from lib import vocab  # noqa: E402
-from lib.analysis.flags import _used_fallback  # noqa: E402
+from lib.analysis.flags import used_fallback  # noqa: E402
 from lib.judging.parsers import SINGLE_KINDS  # noqa: E402
 
 _PIECES = st.sampled_from(["[[8]]", "[8]", "[3]", "[[１０]]", "[１]", "評価：[[7]]", "Rating: [[9]]", "Score: 4", "[",
@@ -170,7 +169,7 @@ def test_the_chain_kinds_are_single_answer_parsers():
 @given(pieces=st.lists(_PIECES, max_size=8), kind=st.sampled_from(SINGLE_KINDS), take=st.sampled_from(["first", "last"]))
 def test_flags_and_parsers_agree_on_the_single_bracket_fallback(pieces, kind, take):
     text, spec = "".join(pieces), {"kind": kind, "take": take}
-    assert _used_fallback(text, spec) == (parse(text, spec).method.startswith("single_bracket_fallback"))
+    assert used_fallback(text, spec) == (parse(text, spec).method.startswith("single_bracket_fallback"))
 
 
 def test_fastchat_rating_first_and_last():

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import re
 import threading
+from functools import partial
 
 import pytest
-from fake_openai import FakeOpenAI
 
-from lib.judging.config import JudgeConfig
+from conftest import judge_config
 from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.cli import main
@@ -84,16 +84,7 @@ def careful_judge_for(store):
     return judge
 
 
-@pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-def cfg(server, **kw) -> JudgeConfig:
-    base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
-    base.update(kw)
-    return JudgeConfig(**base)
+cfg = partial(judge_config, max_retries=0)     # the shared judge config, no retries
 
 
 def rows(store, sql, params=()):
@@ -416,3 +407,37 @@ def test_items_are_stratified_by_category(sample_store):
     assert all(i.turn == 2 for i in multi)
     with pytest.raises(P.ProbeError, match="pairwise"):
         P.sample_items(sample_store, T.get_template(sample_store, "pair-v2"), 2)
+
+
+def test_a_judge_reply_without_a_rating_is_reported_as_not_parsed(sample_store, server):
+    """Issue 27: a canary failed only because no rating could be read says so, not "the judge grades an answer it
+    was not given"."""
+    from lib.probes.spec import PROBES
+
+    careful = careful_judge_for(sample_store)
+
+    def judge(body: dict) -> str:
+        reply = careful(body)
+        return "The assistant gave no answer at all." if reply.startswith("The assistant gave no answer") else reply
+
+    server.responder = judge
+    run = P.run_probes(sample_store, "single-v1", cfg(server), n_items=3, api_key=KEY, probes=["canaries"])
+    empty = run.result("empty_answer")
+    assert empty.status == "fail" and [i["score"] for i in empty.items] == [None, None, None]
+    lines = run.summary.splitlines()
+    assert f"single-v1 on {PROBES['empty_answer'].label}: no rating could be parsed from the judge's reply on 3 of 3 " \
+           "item(s): fix the template's output format or its parser (the judge's own words below)." in lines
+    assert "grades an answer it was not given" not in run.summary
+    assert "scores" not in " ".join(l for l in lines if l.startswith("single-v1 on "))
+
+
+def test_a_judge_off_the_templates_scale_could_not_be_evaluated_not_failed(sample_store, server):
+    """order-bug-demo asks for 1-5; a judge answering 7 to everything gives no score on that scale: the verdict
+    says the probes could not be evaluated and why, never "FAILS 8 of 8"."""
+    server.responder = lambda body: "Rating: [[7]]"
+    run = P.run_probes(sample_store, "order-bug-demo", cfg(server), n_items=2, api_key=KEY, probes=["canaries"])
+    head = run.summary.splitlines()[0]
+    assert "FAILS" not in head
+    assert head.startswith("order-bug-demo@v1 judged by judge-x on 2 item(s): could not evaluate ")
+    assert head.endswith("(no rating on the template's 1-5 scale could be parsed).")
+    assert not any(line.startswith("order-bug-demo scores") for line in run.summary.splitlines())

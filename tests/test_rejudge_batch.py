@@ -1,16 +1,17 @@
 """Batches: new verdicts become an ordinary judge; progress, cancel and resume; failures recorded."""
+import itertools
 import json
 import threading
-import time
 
 import pytest
 from fake_openai import FakeOpenAI, Reply
+from waiting import join_threads_named, threads_named
 
+from conftest import judge_config
 from lib.analysis import agreement
 from lib.analysis import queries
 from lib.errors import LabelInUseError
 from lib.judging.batch import RejudgeBatch, run_batch, run_hash
-from lib.judging.config import JudgeConfig
 from lib.judging import templates as T
 from lib.cli import main
 from lib.ingest.importer import remove_source
@@ -20,17 +21,12 @@ KEY = "sk-batch-test-0123456789"
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        srv.responder = lambda body: f"Judgment. Rating: [[{len(body['messages'][-1]['content']) % 10 + 1}]]"
-        yield srv
+def judge_responder():
+    """The shared ``server`` answers with a score that depends on the message."""
+    return lambda body: f"Judgment. Rating: [[{len(body['messages'][-1]['content']) % 10 + 1}]]"
 
 
-def cfg(server, **kw):
-    base = dict(base_url=server.url, model="judge-x", timeout_s=5, max_retries=1, backoff_base_s=0.01,
-                backoff_cap_s=0.02)
-    base.update(kw)
-    return JudgeConfig(**base)
+cfg = judge_config
 
 
 def rows(store, sql, params=()):
@@ -92,17 +88,25 @@ def test_cancel_then_resume_without_paying_twice(sample_store):
     items = select_items(sample_store, bench="mt_bench", limit=60)
     cancel = threading.Event()
 
+    arrivals = itertools.count()
+
     def progress(done, total, eta):
         if done >= 10:
             cancel.set()
 
+    def held_after_ten(body):   # answers beyond the 10th wait for the cancel, however slowly progress runs
+        if next(arrivals) >= 10:
+            cancel.wait(60)
+        return "Rating: [[5]]"
+
     with FakeOpenAI(latency=0.05) as server:
+        server.responder = held_after_ten
         c = cfg(server)
         batch = RejudgeBatch(sample_store, template, c, items, "cancelled")
         est = batch.prepare()
         assert est.to_send == 60
         first = batch.run(api_key=KEY, concurrency=3, progress=progress, cancel=cancel)
-        assert first.cancelled and 10 <= first.written < 60
+        assert first.cancelled and 10 <= first.written <= 10 + 3   # the 10 and those in flight at the cancel
         assert "resume" in first.text()
         sent_first = len(server.chat_requests())
         assert sent_first == first.calls  # requests in flight at cancel were kept
@@ -267,12 +271,13 @@ def test_a_failing_progress_callback_stops_the_workers(sample_store):
         if done:
             raise KeyboardInterrupt("the page went away")
 
+    before = threads_named("judgelens-judge-")
     with FakeOpenAI(latency=0.05) as server:
         with pytest.raises(KeyboardInterrupt):
             run_batch(sample_store, T.get_template(sample_store, "single-v1"), cfg(server), items, "stopped",
                         concurrency=2, progress=progress, api_key=KEY)
         sent = len(server.chat_requests())
-        time.sleep(0.3)
-        assert len(server.chat_requests()) <= sent + 2 and sent < 40
+        join_threads_named("judgelens-judge-", exclude=before)   # the dispatcher's workers end ...
+        assert len(server.chat_requests()) <= sent + 2 and sent < 40   # ... after at most one more each
     (n,) = rows(sample_store, "SELECT rows_imported FROM sources WHERE path = 'rejudge:stopped'")[0]
     assert n == rows(sample_store, "SELECT count(*) FROM single_judgments WHERE judge = 'stopped'")[0][0] > 0

@@ -1,4 +1,5 @@
 """The HTML report: right numbers, escaped text, and it loads nothing from the network."""
+import html
 import json
 import re
 import subprocess
@@ -77,3 +78,39 @@ def test_report_opens_offline_in_chromium(sample_store, tmp_path, chromium):
     page.wait_for_function("() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= 3")
     page.close()
     assert requests == [out.as_uri()]
+
+
+def test_report_has_intervals_and_alpha(sample_store):
+    from lib.analysis import agreement as ag
+    from lib.analysis import agreement_ci, reliability
+
+    judges = ["gpt-4o", "gpt-4.1-2025-04-14"]
+    text = build_report(sample_store, judges, bench="ja_mt_bench", top=1)
+    matrix = ag.item_matrix(sample_store, judges, bench="ja_mt_bench")
+    row = agreement_ci.interval_text(agreement_ci.pairwise_agreement_ci(matrix, judges)).iloc[0]
+    assert "<h3>95% intervals</h3>" in text and f"<td class=\"t\">{row['qwk']}</td>" in text
+    alpha = reliability.krippendorff_alpha(matrix, judges)
+    assert "Krippendorff" in text and f"{alpha:.3f}" in text
+
+
+def test_report_opens_with_a_summary_and_inlines_plotly_once_compressed(sample_store):
+    text = build_report(sample_store, JUDGES, bench="ja_mt_bench", top=2)
+    summary = re.search(r'<p class="summary">(.*?)</p>', text).group(1)
+    assert summary.startswith(f"Compares 2 judges ({JUDGES[0]}, {JUDGES[1]}) on ")
+    assert "quadratic weighted kappa" in summary and f"On ja_mt_bench, {JUDGES[0]} minus {JUDGES[1]} = " in summary
+    assert text.index('class="summary"') < text.index("<h2>")            # it opens the report
+    assert text.count("const packed = ") == 1                            # plotly.js once, gzip + base64
+    assert "Plotly.newPlot" not in text.split('type="text/x-judgelens-chart"')[0]  # charts wait for it
+    assert len(text.encode()) < 2_500_000                                 # 4.9 MB with plotly.js as text
+
+
+def test_harness_report_opens_with_the_gap(sample_store):
+    from lib.reports import harness_report
+
+    model = "shisa-ai/shisa-v2-llama3.1-8b"
+    text = harness_report(sample_store, {"harness": "fastchat", "judge": "gpt-4o", "model": model},
+                          {"harness": "swallow", "model": model})
+    summary = html.unescape(re.search(r'<p class="summary">(.*?)</p>', text).group(1))
+    assert summary.startswith(f"Compares {model} under A = fastchat · ja_mt_bench · gpt-4o · {model} and B = swallow")
+    assert "A − B = +" in summary and "Largest categories: coding" in summary
+    assert "The two setups differ in: judge_model, judge_prompt" in summary

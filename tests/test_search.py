@@ -190,7 +190,8 @@ def test_search_page_finds_filters_pages_and_links(page_db):
     total = S.count(_store(page_db), S.SearchQuery("rating"))
     assert any(f"{total:,} matching" in h.value for h in at.subheader)
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
-    assert len(table) == 50 and table["snippet"].str.contains("«rating»", case=False).all()
+    # 50 records a page; Swallow's identical samples fold into one row each (samples counts them)
+    assert table["samples"].sum() == 50 and table["snippet"].str.contains("«rating»", case=False).all()
     assert table["open"].str.startswith("item_view?").all()
     assert at.query_params["q"] == "ｒａｔｉｎｇ"
     at.number_input(key="sr_page").set_value(2).run()
@@ -215,9 +216,10 @@ def test_search_page_opens_from_a_deep_link(page_db):
 
 
 def _store(path):
-    from pages._common import _open_store
+    """A second handle on the page's database, as any other reader would open it."""
+    from lib.store import Store
 
-    return _open_store(str(path))
+    return Store(str(path))
 
 
 def test_pages_concatenate_across_fields_into_one_stable_order(sample_store):
@@ -415,9 +417,9 @@ def test_a_regex_means_the_same_on_the_original_and_on_the_full_copy(texts, rege
 
 def test_local_characters_map_to_one_character_whatever_stands_around_them():
     """A text whose only NFKC-changed characters are local ones gets no copy: NFKC must act on each of them alone."""
-    from lib.search_index import _case_tables, copy_class
+    from lib.search_index import case_tables, copy_class
 
-    copied, local, _, _ = _case_tables()
+    copied, local, _, _ = case_tables()
     assert {"Ａ", "１", "（", "ｶ", "　", "²", "₂"} <= set(local) and not {"ﾞ", "ﾟ", "…"} & set(local)
     neighbours = [chr(c) for c in range(0x20, 0x7F)] + list(local) + [
         chr(c) for c in range(0x3000, 0x3100)] + [chr(c) for c in range(0xAC00, 0xAC40)] + [
@@ -439,11 +441,11 @@ def test_case_folding_of_uncopied_characters_matches_their_lower_case():
     cased character without a copy must be RE2-case-equal to its lower case."""
     import duckdb
 
-    from lib.search_index import _all_chars, _case_tables, _lower_all
+    from lib.search_index import all_chars, case_tables, lower_all
 
-    copied, _, _, _ = _case_tables()
-    chars = [c for c in _all_chars() if c not in copied and (c.lower() != c or c.upper() != c)]
-    pairs = [(c, low) for c, low in zip(chars, _lower_all(chars)) if low != c]
+    copied, _, _, _ = case_tables()
+    chars = [c for c in all_chars() if c not in copied and (c.lower() != c or c.upper() != c)]
+    pairs = [(c, low) for c, low in zip(chars, lower_all(chars)) if low != c]
     assert len(pairs) > 1000
     con = duckdb.connect()
     bad = con.execute("""SELECT list(c) FROM (SELECT unnest($c) AS c, unnest($low) AS low)
@@ -547,3 +549,32 @@ def test_a_store_whose_prompts_waited_for_a_search_is_upgraded(tmp_path):
                                "WHERE table_name = 'search_prompt_sources'").fetchone()[0] == 0
             assert cur.execute("SELECT count(prompt_norm) FROM single_judgments").fetchone()[0] > 0
     assert got.get("prompt", 0) == plain_count("ＲＡＴＩＮＧ", root=SAMPLE / "stefanstud-fastchat")["prompt"] > 0
+
+
+def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(page_db):
+    """東京: Swallow's five identical samples of one answer are one row with samples = 5; the hit in context is the
+    first column after the link; the link carries the hit, and the Item view it opens marks it « »."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update({"q": "東京", "in": "answer"})
+    at.switch_page("pages/search.py").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert list(table.columns[:3]) == ["open", "snippet", "field"]
+    raw = S.search(_store(page_db), S.SearchQuery("東京", fields=("answer",)), limit=50)
+    swallow = raw[raw["harness"] == "swallow"]
+    assert len(swallow) > len(swallow.drop_duplicates(["bench", "question_id", "turn", "model", "snippet"]))
+    assert len(table) < len(raw) and 5 in set(table["samples"])
+    assert table[["bench", "question_id", "turn", "model", "snippet"]].duplicated().sum() == 0
+    assert not {"None", "nan"} & set(map(str, table.to_numpy().ravel()))
+    link = table["open"].iloc[0]
+    assert "hit=%E6%9D%B1%E4%BA%AC" in link and "hit_in=answer" in link
+    from urllib.parse import parse_qsl
+
+    item = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    item.run()
+    item.query_params.update(dict(parse_qsl(link.split("?", 1)[1])))
+    item.switch_page("pages/item_view.py").run()
+    assert not item.exception
+    assert any(c.value.startswith("Opened from Search: hits of «東京» are marked") for c in item.caption)
+    assert any("«東京»" in t.value for t in item.text)

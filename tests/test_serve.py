@@ -21,7 +21,7 @@ def test_warm_imports_loads_what_pages_need_and_nothing_streamlit_runs_first():
     loaded = set(json.loads(out.strip().splitlines()[-1]))
     # every lib module a page imports, and what lib imports inside functions (the first visitor paid these)
     for name in ("lib.analysis.agreement", "lib.analysis.deltas", "lib.analysis.runs", "lib.render.charts",
-                 "lib.reports", "lib.judging.attribution", "lib.probes.suite", "scipy.stats", "plotly.express"):
+                 "lib.reports", "lib.attribution.judge", "lib.probes.suite", "scipy.stats", "plotly.express"):
         assert name in loaded, name
     # not the command line (no page needs it; its __main__ runs it), not the pages: pages/_common.py's first-run check
     # (a deep link as a server's first request) must run inside Streamlit's script run, as it always did

@@ -1,6 +1,5 @@
 """Character diffs (Japanese has no spaces) and the escaped HTML the pages hand to st.html."""
-import time
-
+from lib.render import textdiff
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 
@@ -19,13 +18,35 @@ def test_diff_is_character_level_and_lossless_on_japanese():
     assert stats["deleted"] == stats["inserted"] == 1 and 0.9 < stats["similarity"] < 1
 
 
-def test_long_answers_diff_fast_and_stay_lossless():
+class CountingMatcher(textdiff.SequenceMatcher):
+    """difflib's matcher, recording (kind, total size) of the sequences it is asked to align in ``calls``."""
+    calls: list[tuple[str, int]]
+
+    def __init__(self, isjunk=None, a="", b="", autojunk=True):
+        kind = "chars" if isinstance(a, str) else "lines"
+        CountingMatcher.calls.append((kind, len(a) + len(b)))
+        super().__init__(isjunk, a, b, autojunk)
+
+
+def test_long_answers_diff_fast_and_stay_lossless(monkeypatch):
+    # Fast because of how the work is cut, asserted on the work itself: lines are aligned first, characters
+    # are compared only inside the changed lines, and never in a changed block over MAX_CHAR_BLOCK characters.
+    monkeypatch.setattr(textdiff, "SequenceMatcher", CountingMatcher)
+    CountingMatcher.calls = []
     a = "\n".join(f"行{i}: これは回答の文章です。" * 3 for i in range(300))
     b = a.replace("行150:", "行一五〇:").replace("文章です。", "文です。", 5)
-    started = time.perf_counter()
     ops = char_diff(a, b)
-    assert time.perf_counter() - started < 2.0
     assert rebuild(ops, "left") == a and rebuild(ops, "right") == b
+    lines = [n for kind, n in CountingMatcher.calls if kind == "lines"]
+    chars = [n for kind, n in CountingMatcher.calls if kind == "chars"]
+    assert lines == [600]                                    # one alignment of 300 + 300 lines
+    assert chars and sum(chars) < 500, chars                # only the 3 changed lines (~50 characters each side)
+    CountingMatcher.calls = []
+    wholly_new = "\n".join("全部違う文章です。" * 40 for _ in range(20))
+    ops = char_diff(a, wholly_new)                          # one changed block of ~24,000 characters
+    assert rebuild(ops, "left") == a and rebuild(ops, "right") == wholly_new
+    assert [kind for kind, _ in CountingMatcher.calls] == ["lines"]   # too big to compare character by character
+    assert textdiff.MAX_CHAR_BLOCK < len(a) + len(wholly_new)
 
 
 def test_diff_html_escapes_every_character_of_the_inputs():

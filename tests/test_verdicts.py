@@ -7,6 +7,7 @@ import json
 import math
 from datetime import datetime
 
+import pandas as pd
 import pytest
 from pandas import testing as pd_testing
 from streamlit.testing.v1 import AppTest
@@ -277,10 +278,15 @@ def test_no_verdicts_yet(sample_store):
 # ----------------------------------------------------------------------------------------------
 # Which verdict counts: each field is the author's latest value for it; only a clear empties one
 
+def plain(value):
+    """None for pandas' missing values (NaN, NaT, pd.NA), else the value."""
+    return None if value is None or pd.isna(value) else value
+
+
 def current(store, **kw):
     df = human.latest(store, **kw)
     assert len(df) <= 1
-    return None if df.empty else {k: human._plain(df.iloc[0][k]) for k in ("score", "label", "note")}
+    return None if df.empty else {k: plain(df.iloc[0][k]) for k in ("score", "label", "note")}
 
 
 def test_a_label_or_note_after_a_score_keeps_the_score(sample_store):
@@ -293,7 +299,7 @@ def test_a_label_or_note_after_a_score_keeps_the_score(sample_store):
     assert current(sample_store, author="ana", question_id="4") == {
         "score": 3.0, "label": "judge A right", "note": "checked the reference"}
     hist = human.history(sample_store, question_id="4")  # every row as recorded, newest first
-    assert [human._plain(s) for s in hist["score"]] == [None, None, 3.0]
+    assert [plain(s) for s in hist["score"]] == [None, None, 3.0]
     assert hist["latest"].tolist() == [True, False, False]
     # only an explicit clear empties a field; the other fields stay
     human.record(sample_store, **key, clear=["score"], created_at=t0.replace(minute=3))

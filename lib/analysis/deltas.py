@@ -63,7 +63,7 @@ SIDE_KEYS = SELECTOR_KEYS
 FREE_KEYS = ("harness", "judge", "model")
 LEVELS = ("cell", "category", "turn", "all")
 LEVEL_LABELS = {"cell": "category × turn", "category": "category (both turns)", "turn": "turn (all categories)",
-                "all": "overall"}
+                "all": "all (every category and turn)"}
 NO_CATEGORY = "(no category)"
 COLUMNS = ["model", "level", "category", "turn", "n_questions", "n_items", "mean_a", "mean_b", "delta",
            "ci_low", "ci_high", "p_value", "p_adjusted", "significant"]

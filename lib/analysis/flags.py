@@ -403,7 +403,7 @@ def _template_parsers(store: Store, labels: list[str]) -> dict[str, dict]:
     return {label: json.loads(parser) for label, parser in rows}
 
 
-def _used_fallback(text: str, spec: dict) -> bool:
+def used_fallback(text: str, spec: dict) -> bool:
     """Did this parser spec read the rating with FastChat's [N] fallback? Only the kinds that end in FastChat's
     chain have the fallback (lib.vocab.FASTCHAT_CHAIN_KINDS); what they read before the chain (ja_rating's
     評価[[N]]) is a double bracket, so the chain alone decides."""
@@ -438,7 +438,7 @@ def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str
                                                          df["raw_score"])):
         if H.get(harness).parsed_by_template:  # re-judged: its template's parser decides whether the fallback was used
             spec = parsers.get(prompt)
-            if spec is None or not _used_fallback(text, spec):
+            if spec is None or not used_fallback(text, spec):
                 continue
         m = _SINGLE.search(text)
         if m is None:

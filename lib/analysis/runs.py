@@ -226,3 +226,32 @@ def harness_matrix_wide(store: Store) -> pd.DataFrame:
     """``matrix_wide(harness_matrix(store))``: what the Overview shows, in one call a page can cache (the pivot
     costs a few tenths of a second at 1,250 models)."""
     return matrix_wide(harness_matrix(store))
+
+
+def gap_headline(table: pd.DataFrame, largest: int = 3) -> str:
+    """The two-harness result in one line, from a ``compare_runs`` table holding the "all" row and the category
+    rows: the gap A - B with its 95% interval and questions, then the ``largest`` categories by |delta|, each
+    with its interval, marked when significant after Holm. '' when the table has no "all" row."""
+    overall = table[table["level"] == "all"]
+    if overall.empty:
+        return ""
+    row = overall.iloc[0]
+    ci = _interval(row)
+    n = int(row["n_questions"])
+    text = f"A − B = {row['delta']:+.2f} points ({'95% CI ' + ci + ', ' if ci else ''}{n} question{'s' if n != 1 else ''})."
+    cats = table[(table["level"] == "category") & table["delta"].notna()]
+    if not cats.empty:
+        top = cats.reindex(cats["delta"].abs().sort_values(ascending=False).index).head(largest)
+        parts = []
+        for _, c in top.iterrows():
+            notes = [n for n in (_interval(c), "significant after Holm" if bool(c["significant"]) else "") if n]
+            parts.append(f"{c['category']} {c['delta']:+.2f}" + (f" ({', '.join(notes)})" if notes else ""))
+        text += " Largest categories: " + "; ".join(parts) + "."
+    return text
+
+
+def _interval(row) -> str:
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return ""
+    return f"{lo:+.2f} to {hi:+.2f}"

@@ -19,19 +19,31 @@ found.
 
 Results come by field (``FIELDS`` order), then in stored order (import order), so pages are stable: page n of a
 search is rows [n * size, (n + 1) * size) of the same order.
+
+Limits: the text searched for is at most ``MAX_PATTERN_CHARS`` characters; every query of a search runs under a
+time limit (``SEARCH_SECONDS``, or the caller's ``time_limit``): a watchdog thread interrupts the DuckDB query
+(``interrupt()``) and the search raises ``SearchTooSlow`` ("This search took too long: narrow it ..."). The same
+watchdog asks a ``stop_when`` callable (the app: "is this browser session still open?") and interrupts the query
+as soon as it says so (``SearchCancelled``): a closed tab does not leave a search running.
 """
 from __future__ import annotations
 
+import contextvars
+import math
 import re
+import threading
+import time
 import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Callable
 
+import duckdb
 import pandas as pd
 
-from lib.errors import UsageError
+from lib.errors import SearchCancelled, SearchTooSlow, UsageError
 from lib.search_index import FIELDS, index_new_sources, local_translation, normalise_query, stable_match, unindexed
-from lib.store import Store
+from lib.store import CONNECT_CONFIG, Store
 
 RESULT_COLUMNS = ["field", "bench", "question_id", "turn", "model", "judge", "sample", "score", "snippet",
                   "harness", "parse_status"]
@@ -40,6 +52,18 @@ MODEL_FIELDS = ("answer", "rationale", "prompt")
 PARSE_STATUSES = ("ok", "not_parsed", "api_error", "out_of_range")
 SNIPPET_CHARS = 60
 HIT_OPEN, HIT_CLOSE = "«", "»"
+REGEX_HELP = ("RE2 syntax, case-insensitive, on the NFKC-normalised text: classes such as \\d, \\w, \\pL (any "
+              "letter), \\p{Han}, \\p{Hiragana}, [[:alpha:]]; no lookarounds (?=…) and no backreferences \\1.")
+MAX_PATTERN_CHARS = 1000  # the text (or regular expression) searched for
+SEARCH_SECONDS = 30.0  # each query of a search; the caller may give another ``time_limit``
+# DuckDB checks for an interrupt between chunks of 2,048 rows, and one RE2 match is never interrupted: a pattern
+# whose cost per text is huge (nested counted repetitions such as (\pL.{0,30}){8}: ~17 ms per 1,000 characters,
+# 378 s over the sample) would run for minutes past the time limit. Before the search, the pattern runs on a few
+# stored texts; one costing more than this per 1,000 characters is refused (a plain word costs ~0.04 ms).
+PATTERN_MS_PER_KCHAR = 2.0
+_WATCH_EVERY_S = 0.25  # how often the watchdog asks ``stop_when``
+_STOP: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("search_stop", default=None)
+_RE2 = threading.local()  # an in-memory DuckDB per thread: checks a pattern with the engine that will run it
 
 
 @dataclass(frozen=True)
@@ -68,12 +92,114 @@ class SearchQuery:
             raise UsageError(f"Unknown field(s) {', '.join(unknown)}; search in: {', '.join(FIELDS)}.")
         if self.parse_status is not None and self.parse_status not in PARSE_STATUSES:
             raise UsageError(f"Unknown parse status {self.parse_status!r}; one of {', '.join(PARSE_STATUSES)}.")
+        if len(self.text) > MAX_PATTERN_CHARS:
+            raise UsageError(
+                f"The search text is {len(self.text):,} characters long; JudgeLens searches for at most "
+                f"{MAX_PATTERN_CHARS:,}. Search for something shorter (a regular expression with many alternatives: "
+                "split it into several searches).", title="Search text too long")
+        for name in ("score_min", "score_max", "disagree_min"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise UsageError(f"{name} is a number; got {value!r}.", title="Unusable search filter")
         if self.regex and self.text:
-            try:
-                re.compile(self.text)
-            except re.error as exc:
-                raise UsageError(f"Not a valid regular expression: {self.text!r} ({exc}).") from exc
+            check_re2(self.text)
         return replace(self, fields=fields, judges=tuple(self.judges), flags=tuple(self.flags))
+
+
+def check_re2(pattern: str) -> None:
+    """Refuse a pattern RE2 (DuckDB's regular expressions, what the search runs) cannot compile: RE2 syntax, not
+    Python's (``\\pL``, ``\\p{Han}``, ``[[:alpha:]]`` work; lookarounds and backreferences do not)."""
+    con = getattr(_RE2, "con", None)
+    if con is None:
+        con = _RE2.con = duckdb.connect(config=dict(CONNECT_CONFIG))
+    try:
+        con.execute("SELECT regexp_matches('', $p)", {"p": "(?i)" + unicodedata.normalize("NFKC", pattern)})
+    except duckdb.Error as exc:
+        reason = str(exc).removeprefix("Invalid Input Error: ")
+        raise UsageError(f"Not a valid regular expression (RE2 syntax): {pattern!r} ({reason}).") from exc
+
+
+@contextmanager
+def stop_when(stop: Callable[[], bool]):
+    """Searches run inside this block are interrupted as soon as ``stop()`` returns true (asked every 0.25 s
+    from the watchdog thread): the app passes "this browser session has ended"."""
+    token = _STOP.set(stop)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
+class _Watchdog:
+    """Interrupts ``cur``'s running query when ``seconds`` have passed or ``stop()`` says so; ``reason`` says
+    which. ``close()`` (always, before the cursor is closed) ends the thread: it never interrupts after."""
+
+    def __init__(self, cur, seconds: float | None, stop: Callable[[], bool] | None):
+        self.cur, self.seconds, self.stop = cur, seconds, stop
+        self.reason: str | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+        if seconds is not None or stop is not None:
+            self._thread = threading.Thread(target=self._run, name="search-watchdog", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        deadline = None if self.seconds is None else time.monotonic() + self.seconds
+        while True:
+            wait = _WATCH_EVERY_S if deadline is None else max(0.0, min(_WATCH_EVERY_S, deadline - time.monotonic()))
+            if self._done.wait(wait):
+                return
+            reason = None
+            if self.stop is not None and self.stop():
+                reason = "cancelled"
+            elif deadline is not None and time.monotonic() >= deadline:
+                reason = "timeout"
+            if reason:  # and again every 0.25 s until closed: one interrupt between two queries is not lost
+                while True:
+                    with self._lock:
+                        if self._done.is_set():
+                            return
+                        self.reason = self.reason or reason
+                        self.cur.interrupt()
+                    if self._done.wait(_WATCH_EVERY_S):
+                        return
+
+    def close(self) -> None:
+        with self._lock:
+            self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def error(self) -> Exception:
+        if self.reason == "cancelled":
+            return SearchCancelled("The search was stopped: the page that asked for it was closed.")
+        return SearchTooSlow(
+            f"This search took too long: narrow it. It was stopped after {self.seconds:g} s; search fewer fields, "
+            "add a filter (bench, judge, model, turn, ...) or use a simpler pattern.")
+
+
+def _check_pattern_cost(cur, pattern: str) -> None:
+    """Refuse (``SearchTooSlow``) a regular expression too costly per character of text: see
+    ``PATTERN_MS_PER_KCHAR``. Measured on up to 8 judge prompts and 8 answers (the long texts)."""
+    texts = [r[0] for r in cur.execute(
+        "(SELECT judge_prompt FROM single_judgments WHERE judge_prompt IS NOT NULL LIMIT 8) UNION ALL "
+        "(SELECT text FROM answers WHERE text IS NOT NULL LIMIT 8)").fetchall()]
+    chars = sum(len(t) for t in texts)
+    if chars < 1000:
+        return
+    params = {"p": "(?i)" + unicodedata.normalize("NFKC", pattern)}
+    t0 = time.perf_counter()
+    cur.execute("SELECT regexp_matches('', $p)", params).fetchall()  # each query compiles the pattern again:
+    t1 = time.perf_counter()                                           # its compile time is not what is measured
+    cur.execute("SELECT list_transform($t, x -> regexp_matches(x, $p))", {**params, "t": texts}).fetchall()
+    cost = max(0.0, (time.perf_counter() - t1) - (t1 - t0)) * 1000 / (chars / 1000)
+    if cost > PATTERN_MS_PER_KCHAR:
+        raise SearchTooSlow(
+            f"This search took too long: narrow it. Its pattern took {cost:.1f} ms per 1,000 characters of text "
+            f"(at most {PATTERN_MS_PER_KCHAR:g} are allowed, a plain word takes about 0.04): it would run for "
+            "minutes. Use a simpler pattern: fewer or shorter counted repetitions such as .{0,30}, fewer nested groups.")
 
 
 def ensure_index(store: Store) -> None:
@@ -222,29 +348,37 @@ def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
 
 
 @contextmanager
-def _reading(store: Store, q: SearchQuery):
-    """A read cursor for q's queries (with the flagged items registered when q filters by flags); an RE2 error
-    becomes a UsageError."""
+def _reading(store: Store, q: SearchQuery, time_limit: float | None = None):
+    """A read cursor for q's queries (with the flagged items registered when q filters by flags), watched by a
+    ``_Watchdog``: past ``time_limit`` seconds (default ``SEARCH_SECONDS``; 0 or less: none) or once the
+    ``stop_when`` callable says so, the running query is interrupted and ``SearchTooSlow`` / ``SearchCancelled``
+    raised. An RE2 error becomes a UsageError."""
     ensure_index(store)
     flagged = _flag_items(store, q) if q.flags else None
+    seconds = SEARCH_SECONDS if time_limit is None else (float(time_limit) if time_limit > 0 else None)
     with store.read() as cur:
         if flagged is not None:
             cur.register("_flagged_items", flagged)
+        watchdog = _Watchdog(cur, seconds, _STOP.get())
         try:
+            if q.regex and q.text:
+                _check_pattern_cost(cur, q.text)
             yield cur
-        except Exception as exc:  # an RE2 pattern Python's re accepted
-            import duckdb
-
+        except Exception as exc:
+            watchdog.close()
+            if watchdog.reason is not None and isinstance(exc, duckdb.InterruptException):
+                raise watchdog.error() from None
             if isinstance(exc, duckdb.InvalidInputException) and q.regex:
-                raise UsageError(f"Not a valid regular expression: {q.text!r} ({exc}).") from exc
+                raise UsageError(f"Not a valid regular expression (RE2 syntax): {q.text!r} ({exc}).") from exc
             raise
         finally:
+            watchdog.close()
             if flagged is not None:
                 cur.unregister("_flagged_items")
 
 
-def count_by_field(store: Store, q: SearchQuery) -> dict[str, int]:
-    """Matching records per field (fields without any left out)."""
+def count_by_field(store: Store, q: SearchQuery, *, time_limit: float | None = None) -> dict[str, int]:
+    """Matching records per field (fields without any left out). ``time_limit``: see ``_reading``."""
     q = q.checked()
     parts, params = [], {}
     for field in q.fields:
@@ -254,30 +388,32 @@ def count_by_field(store: Store, q: SearchQuery) -> dict[str, int]:
             params.update(p)
     if not parts:
         return {}
-    with _reading(store, q) as cur:
+    with _reading(store, q, time_limit) as cur:
         rows = cur.execute(" UNION ALL ".join(parts), params).fetchall()
     return {f: int(n) for f, n in rows if n}
 
 
-def count(store: Store, q: SearchQuery) -> int:
+def count(store: Store, q: SearchQuery, *, time_limit: float | None = None) -> int:
     """How many records match (one per question turn, answer turn, reference turn, rationale, prompt)."""
-    return sum(count_by_field(store, q).values())
+    return sum(count_by_field(store, q, time_limit=time_limit).values())
 
 
 _PAGE_COLUMNS = ("s.source_id, s.field, s.harness, s.bench, s.question_id, s.turn, s.model, s.sample, s.judge, "
                  "s.score, s.parse_status, s.text")
 
 
-def search(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 0) -> pd.DataFrame:
+def search(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 0,
+           time_limit: float | None = None) -> pd.DataFrame:
     """One page of matching records, each with a snippet around its first hit (the hit between « and »;
     newlines shown as ⏎). Columns: RESULT_COLUMNS.
 
     Order: by field (FIELDS order), then as stored in the field's table (import order), so page n of a search is
-    rows [n * size, (n + 1) * size) of the same order. A field is counted only when a page starts beyond it."""
+    rows [n * size, (n + 1) * size) of the same order. A field is counted only when a page starts beyond it.
+    ``time_limit``: see ``_reading``."""
     q = q.checked()
     limit, offset = int(limit), int(offset)
     frames, want = [], limit
-    with _reading(store, q) as cur:
+    with _reading(store, q, time_limit) as cur:
         for field in [f for f in FIELDS if f in q.fields]:
             if want <= 0:
                 break
@@ -293,11 +429,16 @@ def search(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 0) ->
             offset = 0
             want -= len(rows)
             frames.append(pd.DataFrame(rows, columns=[d[0] for d in res.description]))
-    if not frames:
-        return pd.DataFrame(columns=RESULT_COLUMNS)
-    page = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    needle = _needle(q)
-    page["snippet"] = [snippet(text, needle, regex=q.regex) for text in page["text"]]
+        if not frames:
+            return pd.DataFrame(columns=RESULT_COLUMNS)
+        page = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        needle = _needle(q)
+        hits = [None] * len(page)
+        if q.regex and needle:  # the first hit as RE2 finds it (Python's re knows neither \pL nor [[:alpha:]])
+            norms = [_char_map(text or "")[0] for text in page["text"]]
+            hits = cur.execute("SELECT list_transform($t, x -> regexp_extract(x, $p))",
+                               {"t": norms, "p": "(?i)" + unicodedata.normalize("NFKC", needle)}).fetchone()[0]
+    page["snippet"] = [snippet(text, needle, regex=q.regex, hit=hit) for text, hit in zip(page["text"], hits)]
     page.loc[~page["field"].isin(JUDGMENT_FIELDS), "judge"] = None
     return page[RESULT_COLUMNS].reset_index(drop=True)
 
@@ -349,13 +490,18 @@ class _Identity:
         return (i, i + 1)
 
 
-def snippet(text: str | None, needle: str, *, regex: bool = False, around: int = SNIPPET_CHARS) -> str:
-    """Plain text around the first hit, the hit marked «like this»; never markup. Newlines become ⏎."""
+def snippet(text: str | None, needle: str, *, regex: bool = False, around: int = SNIPPET_CHARS,
+            hit: str | None = None) -> str:
+    """Plain text around the first hit, the hit marked «like this»; never markup. Newlines become ⏎. ``hit``: the
+    text a regular expression matched first in the normalised text (RE2's answer), found again here."""
     text = text or ""
     start = end = None
     if needle:
         norm, index = _char_map(text)
-        if regex:
+        if regex and hit is not None:
+            i = norm.find(hit) if hit else -1
+            span = (i, i + len(hit)) if i >= 0 else None
+        elif regex:
             try:
                 m = re.search(unicodedata.normalize("NFKC", needle), norm, flags=re.IGNORECASE)
             except re.error:

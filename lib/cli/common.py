@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -63,7 +64,8 @@ def store_target(args):
 def open_store(args, read_only: bool = False) -> Store:
     """The store the options name (``store_target``). Commands that only read open a DuckDB file read-only: no
     schema DDL, so a store in a read-only folder (or one another reader holds) still answers."""
-    return Store(store_target(args), read_only=read_only, data_path=getattr(args, "data_path", None))
+    return Store(store_target(args), read_only=read_only, data_path=getattr(args, "data_path", None),
+                 notify=lambda message: print(message, file=sys.stderr, flush=True))
 
 
 def split_list(text: str | None) -> list[str]:

@@ -14,9 +14,9 @@ from lib.cli.common import frame_out, json_out, open_store
 from lib.errors import UsageError
 from lib.generation import plan as gen_plan
 from lib.generation.questions import questions_for_run
-from lib.generation.runner import openai_send
+from lib.generation.runner import cached_texts
 from lib.generation.setups import GenerationSetup
-from lib.generation.storage import cached_answers, generate_run, regen_label
+from lib.generation.storage import generate_run, regen_label
 from lib.judging.config import resolve_api_key
 
 
@@ -44,7 +44,7 @@ def cmd_generate(args) -> int:
                          + (f" linked to {args.linked_to}" if args.linked_to else "") + " to answer again.")
     plan = gen_plan.plan_generation(questions, setup, model=args.model, base_url=args.base_url)
     label = args.label or regen_label(run.model, setup)
-    est = gen_plan.estimate(plan, answered=cached_answers(store), price_per_1k_input=args.price_in,
+    est = gen_plan.estimate(plan, answered=lambda keys: cached_texts(store, keys), price_per_1k_input=args.price_in,
                             price_per_1k_output=args.price_out)
     print(f"{label}: {len(questions)} question(s) of {run.label} with the {setup.name} setup", file=sys.stderr)
     for row in setup.describe():
@@ -53,7 +53,7 @@ def cmd_generate(args) -> int:
     if est.to_send and not args.yes:
         print(f"Nothing sent. Add --yes to send these {est.to_send} request(s).", file=sys.stderr)
         return 0
-    send = openai_send(base_url=plan.base_url, api_key=resolve_api_key(None, None), timeout_s=args.timeout)
+    api_key = resolve_api_key(None, None)
     cancel, finished, box = threading.Event(), threading.Event(), {}
     last = [0]
 
@@ -64,8 +64,9 @@ def cmd_generate(args) -> int:
 
     def work():
         try:
-            box["out"] = generate_run(store, plan, send, answer_model=run.model, label=label, progress=progress,
-                                      cancel=cancel, concurrency=args.concurrency)
+            box["out"] = generate_run(store, plan, answer_model=run.model, label=label, api_key=api_key,
+                                      progress=progress, cancel=cancel, concurrency=args.concurrency,
+                                      timeout_s=args.timeout)
         except BaseException as exc:  # handed to the main thread
             box["error"] = exc
         finally:
@@ -77,11 +78,11 @@ def cmd_generate(args) -> int:
         try:
             finished.wait(0.2)
         except KeyboardInterrupt:
+            cancel.set()           # before the message: a reader of "Cancelling" knows no new request starts
             if not interrupted:
                 print("Cancelling: waiting for the requests in flight, then storing every answer that arrived ...",
                       file=sys.stderr)
             interrupted = True
-            cancel.set()
     if "error" in box:
         raise box["error"]
     source_id, result = box["out"]

@@ -17,16 +17,24 @@ def cmd_agreement(args) -> int:
     store = open_store(args, read_only=True)
     judges = split_list(args.judges)
     agreement_lib.check_judges(store, judges, minimum=2)
-    df = agreement_lib.agreement(store, judges, bench=args.bench, model=args.model, turn=args.turn,
-                                 category=args.category)
+    note = agreement_lib.AGREEMENT_NOTE
+    if args.ci:
+        from lib.analysis import agreement_ci
+
+        df = agreement_ci.agreement_ci(store, judges, bench=args.bench, model=args.model, turn=args.turn,
+                                       category=args.category, n_boot=args.boot, seed=args.seed)
+        note = " ".join(x for x in (note, df.attrs["note"], df.attrs["warning"]) if x)
+    else:
+        df = agreement_lib.agreement(store, judges, bench=args.bench, model=args.model, turn=args.turn,
+                                     category=args.category)
     if args.format == "json":  # full float precision (to_json would round to 10 digits); NaN -> null
         records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
                    for row in df.astype(object).to_dict(orient="records")]
         print(json.dumps(records, ensure_ascii=False, indent=1))
     else:
-        print(frame_out(df, args.format, agreement_lib.AGREEMENT_NOTE))
+        print(frame_out(df, args.format, note))
     if args.format != "table":
-        print(agreement_lib.AGREEMENT_NOTE, file=sys.stderr)
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -79,6 +87,11 @@ def register(sub, parents) -> None:
     p.add_argument("--turn", type=int, choices=(1, 2), help="only this turn")
     p.add_argument("--model", help="only this answering model")
     p.add_argument("--category", help="only this question category")
+    p.add_argument("--ci", action="store_true",
+                   help="add 95%% intervals (S_ci_low, S_ci_high per statistic S) and n_questions: a cluster "
+                        "bootstrap over questions, calibrated in bench/calibrate_agreement.py")
+    p.add_argument("--boot", type=int, default=2000, help="with --ci: bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="with --ci: the bootstrap's seed (default 0)")
     p.set_defaults(func=cmd_agreement)
 
     p = sub.add_parser("report", parents=[db], help="a self-contained HTML report comparing judges")

@@ -22,9 +22,9 @@ def cmd_search(args) -> int:
     store = open_store(args)
     q = query_from_args(args)
     if args.count:
-        print(json.dumps({"count": search_lib.count(store, q)}))
+        print(json.dumps({"count": search_lib.count(store, q, time_limit=args.time_limit)}))
         return 0
-    df = search_lib.search(store, q, limit=args.limit, offset=args.offset)
+    df = search_lib.search(store, q, limit=args.limit, offset=args.offset, time_limit=args.time_limit)
     if args.format == "json":
         records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
                    for row in df[JSON_KEYS].astype(object).to_dict(orient="records")]
@@ -45,10 +45,13 @@ def register(sub, parents) -> None:
     p = sub.add_parser("search", parents=[db, fmt],
                        help="find text in questions, answers, rationales, judge prompts and references "
                             "(case-insensitive, NFKC: full-width = half-width)")
-    p.add_argument("query", help="text to find (a substring; with --regex an RE2 regular expression)")
+    p.add_argument("query", help=f"text to find (a substring; with --regex an RE2 regular expression), at most "
+                                      f"{search_lib.MAX_PATTERN_CHARS:,} characters")
     p.add_argument("--in", dest="fields", default=",".join(search_lib.FIELDS),
                    help=f"comma-separated fields (default: all): {','.join(search_lib.FIELDS)}")
-    p.add_argument("--regex", action="store_true", help="QUERY is a regular expression (case-insensitive)")
+    p.add_argument("--regex", action="store_true", help="QUERY is a regular expression: " + search_lib.REGEX_HELP)
+    p.add_argument("--time-limit", type=float, default=search_lib.SEARCH_SECONDS, metavar="SECONDS",
+                   help=f"stop a query that runs longer (default {search_lib.SEARCH_SECONDS:g}; 0: no limit)")
     p.add_argument("--bench")
     p.add_argument("--harness")
     p.add_argument("--judge", help="judge name(s), comma-separated")

@@ -99,8 +99,11 @@ def cmd_pairwise(args) -> int:
             "error whose two games (A/B swapped) agree; favors_first/favors_second: inconsistent rows leaning to "
             "the model shown first/second.")
     if args.format == "json":
+        from lib.analysis.agreement_ci import pairwise_verdict_agreement
+
+        judges = pairwise_verdict_agreement(store, bench=args.bench)
         print(json_out({"policy": args.policy, "baseline": args.baseline, "win_rates": records(rates),
-                        "position_consistency": records(positions)}))
+                        "position_consistency": records(positions), "judge_agreement": records(judges)}))
     elif args.format == "csv":  # two tables, one after the other
         print(csv_text(rates) + "\n" + csv_text(positions).rstrip("\n"))
     else:

@@ -44,10 +44,12 @@ def cmd_migrate(args) -> int:
     with Store(target, data_path=args.data_path or default_data_path()) as store:
         counts = migrate(args.source, store)
     total = sum(counts.values())
-    print(f"Copied {total} row(s) from {args.source} into {target}:")
+    print(f"Copied {total} row(s) from {args.source} into {store.shown}:")
     print("\n".join(f"  {t}: {n}" for t, n in counts.items() if n))
-    print(f"Use it with JUDGELENS_STORE='{target}'" + (f" JUDGELENS_DATA_PATH='{args.data_path}'"
-                                                       if args.data_path else "") + ", or --store.")
+    hidden = (" (the password is hidden here: give yours in its place, or keep it in PGPASSWORD or ~/.pgpass)"
+              if store.shown != target else "")
+    print(f"Use it with JUDGELENS_STORE='{store.shown}'" + (f" JUDGELENS_DATA_PATH='{args.data_path}'"
+                                                            if args.data_path else "") + f", or --store{hidden}.")
     return 0
 
 

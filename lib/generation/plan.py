@@ -11,7 +11,8 @@ harness would:
 
 (FastChat: ``get_conversation_template`` + ``append_message`` per turn; Swallow: the fork's turn contexts,
 see ``lib.generation.setups``.) ``request_body(...)`` is the JSON body POSTed to ``/chat/completions`` and
-``request_key(...)`` its cache key: sha256 of the canonical JSON of (base URL, model, body), never a key.
+``request_key(base_url, body)`` its key in the one request cache (``lib.judging.cache.request_hash``: base URL,
+model, messages, the parameters sent), never an API key.
 
 One request per sample (``n=1``, ``seed`` = the sample index): Swallow's fork asks for its 5 samples with one
 ``n=5`` call, or 5 ``n=1`` calls when the model's ``max_n`` < 5; the per-sample requests make each sample
@@ -23,12 +24,13 @@ bound uses ``max_tokens`` where one is sent) and money at the given prices.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from lib.errors import UsageError
+from lib.judging import cache
+from lib.judging.client import request_preview
+from lib.judging.config import JudgeConfig
 from lib.generation.questions import Question
 from lib.generation.setups import TURN2_SAMPLE0, GenerationSetup
 
@@ -129,22 +131,33 @@ def messages_for(setup: GenerationSetup, slot: Slot, turn1_text: str | None = No
     return msgs
 
 
+def slot_params(slot: Slot) -> dict:
+    """The parameters sent with ``slot``'s request (besides model and messages): part of its cache key."""
+    params = {"n": 1, "temperature": slot.temperature}
+    if slot.max_tokens is not None:
+        params["max_tokens"] = slot.max_tokens
+    if slot.seed is not None:
+        params["seed"] = slot.seed
+    return params
+
+
+def endpoint(plan: GenerationPlan, *, timeout_s: float = 600.0, max_retries: int = 2) -> JudgeConfig:
+    """The endpoint serving the model under test, as the request path (dispatcher, client, cache) reads it."""
+    return JudgeConfig(base_url=plan.base_url, model=plan.model, timeout_s=timeout_s, max_retries=max_retries)
+
+
 def request_body(plan: GenerationPlan, slot: Slot, turn1_text: str | None = None) -> dict:
     """The JSON body POSTed to ``{base_url}/chat/completions`` for ``slot`` (no credentials)."""
-    body = {"model": plan.model, "messages": messages_for(plan.setup, slot, turn1_text), "n": 1,
-            "temperature": slot.temperature}
-    if slot.max_tokens is not None:
-        body["max_tokens"] = slot.max_tokens
-    if slot.seed is not None:
-        body["seed"] = slot.seed
-    return body
+    return request_preview(endpoint(plan), messages_for(plan.setup, slot, turn1_text), slot_params(slot))
 
 
 def request_key(base_url: str, body: dict) -> str:
-    """sha256 of the canonical JSON of (base URL, body): the same request, the same key."""
-    text = json.dumps({"base_url": base_url.strip().rstrip("/"), "body": body}, ensure_ascii=False, sort_keys=True,
-                      separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The request cache's key of ``body`` sent to ``base_url`` (``lib.judging.cache.request_hash``)."""
+    params = {k: v for k, v in body.items() if k not in ("model", "messages")}
+    return cache.request_hash(JudgeConfig(base_url=base_url, model=body["model"]), body["messages"], params)
+
+
+Lookup = Callable[[list], Mapping[str, str]]   # request keys -> texts the cache holds for them
 
 
 def estimate_tokens(text: str) -> int:
@@ -153,34 +166,51 @@ def estimate_tokens(text: str) -> int:
     return ascii_chars // 4 + (len(text) - ascii_chars) + 1
 
 
-def estimate(plan: GenerationPlan, *, answered: Mapping[str, str] | None = None,
+def estimate(plan: GenerationPlan, *, answered: "Mapping[str, str] | Lookup | None" = None,
              answer_tokens: int = TYPICAL_ANSWER_TOKENS, price_per_1k_input: float | None = None,
              price_per_1k_output: float | None = None) -> Estimate:
-    """Requests, tokens and money of ``plan``. ``answered``: request key -> text already answered (the cache):
-    a slot whose exact request is in it costs nothing. A turn-2 key is known once the turn-1 text it follows
-    is (answered itself), so ``to_send`` is exactly what ``run_plan`` will send with the same ``answered``."""
-    answered = answered or {}
+    """Requests, tokens and money of ``plan``. ``answered``: the request cache (a mapping key -> text, or a
+    lookup ``keys -> {key: text}``): a slot whose exact request is in it costs nothing. A turn-2 key is known
+    once the turn-1 text it follows is (answered itself), so ``to_send`` is exactly what ``run_plan`` sends
+    with the same cache. Identical requests are counted once (they are sent once)."""
+    if answered is None:
+        lookup = lambda keys: {}  # noqa: E731
+    elif callable(answered):
+        lookup = answered
+    else:
+        lookup = lambda keys, m=answered: {k: m[k] for k in keys if k in m}  # noqa: E731
     requests = plan.requests
     copies = len(plan.slots) - requests
     expected = answer_tokens if plan.setup.max_tokens is None else min(answer_tokens, plan.setup.max_tokens)
     texts: dict[tuple, str] = {}
     cached = prompt = 0
-    for slot in plan.slots:
-        if not slot.sends:
-            continue
-        t1 = None
-        if slot.turn >= 2:
-            t1 = texts.get((slot.question.bench, slot.question.question_id, slot.turn - 1, slot.condition_on))
-        if slot.turn == 1 or t1 is not None:
-            key = request_key(plan.base_url, request_body(plan, slot, t1))
-            if key in answered:
-                texts[slot.key] = answered[key]
+    seen: set[str] = set()
+    unique = 0
+    for turn in sorted({s.turn for s in plan.slots}):
+        keyed = []
+        for slot in plan.slots:
+            if slot.turn != turn or not slot.sends:
+                continue
+            t1 = None
+            if turn >= 2:
+                t1 = texts.get((slot.question.bench, slot.question.question_id, turn - 1, slot.condition_on))
+            key = request_key(plan.base_url, request_body(plan, slot, t1)) if (turn == 1 or t1 is not None) else None
+            keyed.append((slot, t1, key))
+        hits = lookup([k for _, _, k in keyed if k is not None])
+        for slot, t1, key in keyed:
+            if key is not None and key in hits:
+                texts[slot.key] = hits[key]
                 cached += 1
                 continue
-        msgs = messages_for(plan.setup, slot, "" if slot.turn >= 2 else None)
-        prompt += sum(estimate_tokens(m["content"]) for m in msgs)
-        prompt += (estimate_tokens(t1) if t1 is not None else expected) if slot.turn >= 2 else 0
-    to_send = requests - cached
+            if key is not None and key in seen:
+                continue
+            if key is not None:
+                seen.add(key)
+            unique += 1
+            msgs = messages_for(plan.setup, slot, "" if slot.turn >= 2 else None)
+            prompt += sum(estimate_tokens(m["content"]) for m in msgs)
+            prompt += (estimate_tokens(t1) if t1 is not None else expected) if slot.turn >= 2 else 0
+    to_send = unique
     completion = expected * to_send
     cmax = None if plan.setup.max_tokens is None else plan.setup.max_tokens * to_send
 
@@ -190,3 +220,54 @@ def estimate(plan: GenerationPlan, *, answered: Mapping[str, str] | None = None,
         return prompt / 1000 * price_per_1k_input + c / 1000 * price_per_1k_output
 
     return Estimate(requests, cached, to_send, copies, prompt, completion, cmax, money(completion), money(cmax))
+
+
+def answer_identities(plan: GenerationPlan, answered: "Mapping[str, str] | Lookup | None" = None
+                      ) -> tuple[dict, dict]:
+    """Before anything is sent: ``(ids, to_send)``. ``ids``: ``Slot.key`` -> the identity of the text the slot
+    will hold (a request key; for a turn 2 whose turn-1 text is not cached yet, a key derived from that
+    turn-1 request's identity; a copy: its source's). One request gives one text (the cache answers it again),
+    so equal identities are equal texts, across plans too. ``to_send``: identity -> True for requests the cache
+    does not answer (what will be sent). Lets a ladder count requests over many setups without sending any."""
+    import hashlib
+    import json
+
+    if answered is None:
+        lookup = lambda keys: {}  # noqa: E731
+    elif callable(answered):
+        lookup = answered
+    else:
+        lookup = lambda keys, m=answered: {k: m[k] for k in keys if k in m}  # noqa: E731
+    ids: dict[tuple, str] = {}
+    texts: dict[tuple, str] = {}
+    to_send: dict[str, bool] = {}
+    for turn in sorted({s.turn for s in plan.slots}):
+        keyed = []
+        for slot in plan.slots:
+            if slot.turn != turn or not slot.sends:
+                continue
+            if turn == 1:
+                keyed.append((slot, request_key(plan.base_url, request_body(plan, slot)), True))
+                continue
+            prev = (slot.question.bench, slot.question.question_id, turn - 1, slot.condition_on)
+            if prev in texts:
+                keyed.append((slot, request_key(plan.base_url, request_body(plan, slot, texts[prev])), True))
+            else:
+                body = request_body(plan, slot, "")
+                ident = json.dumps([ids.get(prev), plan.base_url, body], ensure_ascii=False, sort_keys=True)
+                keyed.append((slot, "sym:" + hashlib.sha256(ident.encode()).hexdigest(), False))
+        hits = lookup([k for _, k, real in keyed if real])
+        cut = plan.setup.max_chars
+        for slot, key, real in keyed:
+            ids[slot.key] = key if cut is None else f"{key}|first {cut} characters"
+            if real and key in hits:
+                texts[slot.key] = hits[key] if cut is None else hits[key][:cut]
+            else:
+                to_send[key] = True
+        for slot in plan.slots:
+            if slot.turn == turn and slot.copy_of is not None:
+                src = slot.key[:3] + (slot.copy_of,)
+                ids[slot.key] = ids.get(src, "")
+                if src in texts:
+                    texts[slot.key] = texts[src]
+    return ids, to_send

@@ -1,42 +1,61 @@
 """Sending a generation plan: answers per sample, copies filled in, turn 2 conditioned per the setup's rule.
 
-``run_plan(plan, send, ...)`` sends every slot that makes a request through ``send(request) -> text``, an
-injected callable (the shared dispatcher and request cache plug in here; ``openai_send(...)`` is a thin
-default on the ``openai`` client). Turn-1 requests go first; a turn-2 request is built once the turn-1 answer
-it is conditioned on exists (``Slot.condition_on``), so its history is exactly that text. Copies (Swallow at
-temperature 0) take the text of the sample they copy and send nothing.
+``run_plan(plan, store, ...)`` sends every slot that makes a request down JudgeLens's one request path: the
+request cache (``lib.judging.cache``, the same table and key rule as judge calls) is read first, the rest goes
+through the shared dispatcher (``lib.judging.dispatch``: threads, retries, deadline, cancel, fatal stop), and
+each answer is written to the cache as it arrives. Turn-1 requests go first; a turn-2 request is built once
+the turn-1 answer it is conditioned on exists (``Slot.condition_on``), so its history is exactly that text.
+Copies (Swallow at temperature 0) take the text of the sample they copy and send nothing; identical
+requests are sent once.
 
-- ``answered``: request key -> text already answered (a cache, or a stored regenerated run being resumed):
-  such a request is not sent again (``GenerationResult.cached``);
-- ``on_answer(request, text)``: called as each sent request is answered (store it: that is what resume reads);
+- ``write(cur, answered)``: called inside the transaction that writes answered requests to the cache (every
+  ``FLUSH_EVERY_S`` and at the end), so a caller's rows (a regenerated run's ``generations``) are kept with
+  what was paid for; resume reads the cache: no answered request is sent twice;
 - ``progress(done, total)``: ``total`` = requests of the plan (copies excluded), cached ones count as done;
-- ``cancel``: a ``threading.Event``; once set nothing more is sent, requests in flight finish and are kept,
-  and the result says ``cancelled``. ``concurrency`` requests are in flight at most.
+- ``cancel``: a ``threading.Event``; once set nothing more is sent, requests in flight are waited for (up to
+  the dispatcher's grace) and kept, and the result says ``cancelled``. ``concurrency`` requests at most.
 
-A request that fails (``send`` raises) is recorded in ``failed`` with its message; the samples that depend
-on it (its copies, a turn 2 conditioned on it) are left out and listed too.
+A request that fails is recorded in ``failed`` with its message; the samples that depend on it (its
+copies, a turn 2 conditioned on it) are left out and listed too.
 """
 from __future__ import annotations
 
 import threading
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable
 
-from lib.generation.plan import GenerationPlan, Slot, request_body, request_key
+from lib.generation.plan import GenerationPlan, Slot, endpoint, messages_for, request_key, slot_params
+from lib.judging import cache
+from lib.judging.calls import CallResult
+from lib.judging.client import request_preview
+from lib.judging.dispatch import Dispatcher
+from lib.store import Store
+
+FLUSH_EVERY_S = 0.5
 
 
 @dataclass(frozen=True)
 class GenRequest:
-    """One request to send: ``body`` is the JSON POSTed to ``{base_url}/chat/completions``."""
+    """One request to send: ``body`` is the JSON POSTed to ``{base_url}/chat/completions``; ``messages``,
+    ``params`` and ``request_hash`` are what the dispatcher reads."""
 
     key: str
     base_url: str
     body: dict = field(hash=False)
     slot: Slot = field(hash=False)
 
+    @property
+    def request_hash(self) -> str:
+        return self.key
 
-Send = Callable[[GenRequest], str]
+    @property
+    def messages(self) -> list[dict]:
+        return self.body["messages"]
+
+    @property
+    def params(self) -> dict:
+        return {k: v for k, v in self.body.items() if k not in ("model", "messages")}
 
 
 @dataclass(frozen=True)
@@ -56,6 +75,8 @@ class GenerationResult:
     cached: int = 0
     failed: list = field(default_factory=list)      # (Slot.key, message)
     cancelled: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     @property
     def complete(self) -> bool:
@@ -67,31 +88,35 @@ class GenerationResult:
                 for s in range(self.plan.setup.samples)]
 
 
-def run_plan(plan: GenerationPlan, send: Send, *, answered: Mapping[str, str] | None = None,
-             on_answer: Callable[[GenRequest, str], None] | None = None,
+def cached_texts(store: Store, keys) -> dict[str, str]:
+    """Request key -> answer text the request cache holds (``plan.estimate``'s ``answered`` lookup)."""
+    return {k: r.text for k, r in cache.fetch(store, keys).items() if r.text is not None}
+
+
+def run_plan(plan: GenerationPlan, store: Store, *, api_key: str | None = None, client=None,
+             write: Callable[[object, list], None] | None = None,
              progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
-             concurrency: int = 4) -> GenerationResult:
-    answered = dict(answered or {})
-    cancel = cancel or threading.Event()
+             concurrency: int = 4, timeout_s: float = 600.0, max_retries: int = 2) -> GenerationResult:
+    cancel = cancel if cancel is not None else threading.Event()
+    config = endpoint(plan, timeout_s=timeout_s, max_retries=max_retries)
     result = GenerationResult(plan)
     total = plan.requests
     done = [0]
     cut = plan.setup.max_chars
-    lock = threading.Lock()
 
     def record(slot: Slot, text: str, key: str | None, *, copied=False, cached=False) -> None:
         if cut is not None and len(text) > cut:
             text = text[:cut]          # Swallow keeps the first max_gen_text_length characters
         result.answers[slot.key] = Answer(slot, text, key, copied, cached)
 
-    def tick() -> None:
-        done[0] += 1
+    def tick(n: int = 1) -> None:
+        done[0] += n
         if progress:
             progress(done[0], total)
 
     for turn in sorted({s.turn for s in plan.slots}):
         slots = [s for s in plan.slots if s.turn == turn]
-        pending: list[tuple[Slot, GenRequest]] = []
+        reqs: list[GenRequest] = []
         for slot in slots:
             if not slot.sends:
                 continue
@@ -103,15 +128,21 @@ def run_plan(plan: GenerationPlan, send: Send, *, answered: Mapping[str, str] | 
                     result.failed.append((slot.key, "not sent: the turn-1 answer it follows is missing"))
                     continue
                 t1 = prev.text
-            body = request_body(plan, slot, t1)
-            req = GenRequest(request_key(plan.base_url, body), plan.base_url, body, slot)
-            if req.key in answered:
-                record(slot, answered[req.key], req.key, cached=True)
+            body = request_preview(config, messages_for(plan.setup, slot, t1), slot_params(slot))
+            reqs.append(GenRequest(request_key(plan.base_url, body), plan.base_url, body, slot))
+        hits = cached_texts(store, [r.key for r in reqs])
+        pending: dict[str, list[GenRequest]] = {}
+        for r in reqs:
+            if r.key in hits:
+                record(r.slot, hits[r.key], r.key, cached=True)
                 result.cached += 1
                 tick()
             else:
-                pending.append((slot, req))
-        _send_all(pending, send, concurrency, cancel, lock, result, record, tick, on_answer)
+                pending.setdefault(r.key, []).append(r)
+        if pending and not cancel.is_set():
+            _dispatch(store, config, pending, result, record, tick, write, api_key, client, concurrency, cancel)
+        elif pending:
+            result.cancelled = True
         for slot in slots:            # copies of what was answered
             if slot.copy_of is not None:
                 src = result.answers.get(slot.key[:3] + (slot.copy_of,))
@@ -124,48 +155,57 @@ def run_plan(plan: GenerationPlan, send: Send, *, answered: Mapping[str, str] | 
     return result
 
 
-def _send_all(pending, send, concurrency, cancel, lock, result, record, tick, on_answer) -> None:
-    if not pending:
-        return
-    queue = list(reversed(pending))
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="generate") as pool:
-        futures = {}
-        while queue or futures:
-            while queue and len(futures) < max(1, concurrency) and not cancel.is_set():
-                slot, req = queue.pop()
-                futures[pool.submit(send, req)] = (slot, req)
-            if cancel.is_set() and queue:
-                result.cancelled = True
-                queue.clear()
-            if not futures:
-                break
-            finished, _ = wait(list(futures), return_when=FIRST_COMPLETED)
-            for fut in finished:
-                slot, req = futures.pop(fut)
-                try:
-                    text = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a failed request is reported, the rest go on
-                    result.failed.append((slot.key, str(exc) or type(exc).__name__))
-                    continue
-                text = "" if text is None else str(text)
-                with lock:
-                    if on_answer:
-                        on_answer(req, text)
-                    record(slot, text, req.key)
+def _dispatch(store, config, pending, result, record, tick, write, api_key, client, concurrency, cancel) -> None:
+    firsts = [group[0] for group in pending.values()]
+    dispatcher = Dispatcher(config, api_key=api_key or "no-key", client=client, concurrency=concurrency,
+                            cancel=cancel)
+    buffer: list[tuple[GenRequest, CallResult]] = []
+    last = [time.monotonic()]
+
+    def flush() -> None:
+        if not buffer:
+            return
+        items = buffer[:]
+        buffer.clear()
+
+        def tx(cur) -> None:
+            cache.save(cur, config, [(r.messages, res, r.params) for r, res in items])
+            if write is not None:
+                write(cur, [(twin, res.text or "") for r, res in items for twin in pending[r.key]])
+
+        store.transaction(tx)
+        last[0] = time.monotonic()
+
+    answered = failed = 0
+    seen: set[str] = set()
+    try:
+        for out in dispatcher.run(firsts):
+            if out is not None:
+                req = out.job
+                group = pending[req.key]
+                seen.add(req.key)
+                if out.result is not None and out.result.text is not None:
                     result.sent += 1
-                    tick()
-
-
-def openai_send(*, base_url: str, api_key: str | None, timeout_s: float = 600.0, max_retries: int = 2) -> Send:
-    """A ``send`` on the ``openai`` client (the only place this package talks HTTP). The key goes to the
-    client constructor and nowhere else; a local server that needs no key gets a placeholder."""
-    import openai
-
-    client = openai.OpenAI(api_key=api_key or "no-key", base_url=base_url, timeout=timeout_s,
-                           max_retries=max_retries)
-
-    def send(req: GenRequest) -> str:
-        resp = client.chat.completions.create(**req.body)
-        return resp.choices[0].message.content or ""
-
-    return send
+                    result.prompt_tokens += out.result.prompt_tokens
+                    result.completion_tokens += out.result.completion_tokens
+                    buffer.append((req, out.result))
+                    for twin in group:
+                        record(twin.slot, out.result.text, twin.key, cached=twin is not req)
+                    result.cached += len(group) - 1
+                    answered += 1
+                    tick(len(group))
+                else:
+                    message = out.error or "the endpoint returned no text"
+                    result.failed += [(twin.slot.key, message) for twin in group]
+                    failed += 1
+            if buffer and (out is None or time.monotonic() - last[0] >= FLUSH_EVERY_S):
+                flush()
+    finally:  # also when interrupted: what arrived is written (it was paid for)
+        flush()
+    if answered + failed < len(pending):   # stopped before every request was answered
+        if dispatcher.fatal is not None and not cancel.is_set():
+            for key, group in pending.items():
+                if key not in seen:
+                    result.failed += [(t.slot.key, f"not sent: {dispatcher.fatal.message}") for t in group]
+        else:
+            result.cancelled = True

@@ -20,7 +20,8 @@ Constructors:
 ``switch(other, factor)`` returns this setup with one ladder factor (``FACTORS``) taken from ``other``: the
 ladder's generation steps ``system_prompt``, ``temperature``, ``samples``, ``turn2_context``, ``max_tokens``.
 
-All harness facts live in the block marked HARNESS FACTS below (one place, to move into ``lib/harness/``).
+The harness facts (temperature maps, samples, conditioning, limits, the example system prompts) are the
+``Generation`` records of ``lib.harness`` (fastchat.py, swallow.py say where each comes from).
 """
 from __future__ import annotations
 
@@ -29,55 +30,21 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from lib.errors import UnknownSystemPromptError, UsageError
+from lib.harness import FASTCHAT, SWALLOW
 
-# ================================================================================================
-# HARNESS FACTS (the one place; move to lib/harness/ when it lands)
-#
-# FastChat (lm-sys FastChat and the JA MT-Bench harness shisa-ai/ja-mt-bench-harness):
-#   fastchat/llm_judge/common.py  temperature_config: writing/roleplay 0.7, extraction/math/coding/reasoning 0.0,
-#       stem/humanities 0.1, arena-hard-200 0.0; any other category 0.7 (gen_api_answer.get_answer).
-#   gen_api_answer.get_answer: --force-temperature, else the question's `required_temperature`, else
-#       temperature_config[category], else 0.7. For each choice i of --num-choices a fresh conversation
-#       (get_conversation_template(model)): turn j appends the user turn, calls the API, appends the output,
-#       so each choice's turn 2 is conditioned on its OWN turn 1; every choice is a call (no copying at
-#       temperature 0). gen_model_answer.py seeds choice i with torch.manual_seed(i): seed = sample index.
-#   --max-tokens: 1024 in lm-sys and ja-mt-bench-harness @12c84ea, 30000 @0a6f9e4; issue 21 names 8000 for
-#       the runs compared here. Not recorded in answer files: state it when it matters.
-#   The system prompt is the adapter's conversation template (usually "You are a helpful assistant." for
-#       OpenAI-style templates, adapter-dependent) and is NOT stored in model_answer files.
-# Swallow (swallow-llm/swallow-evaluation-instruct @35202112, lighteval 0.8 fork):
-#   tasks/swallow/japanese_mt_bench/main.py  CATEGORY_TEMPERATURE_MAP (same values as FastChat's map; unknown
-#       category 0.0), NUM_SAMPLES = 5, max_gen_text_length 8192 characters (6144 for the _truncate_6144 task);
-#       the category temperature overrides any user temperature.
-#   models/litellm_model.py greedy_until_multi_turn: at temperature 0 one call with n=1, copied to all 5
-#       samples; otherwise one call with n=5 (5 calls with n=1 when max_n < 5). Turn 2 of EVERY sample is
-#       conditioned on sample 0's turn 1 (`turn_results[tmp_turn][0]`). Texts are cut to the first
-#       max_gen_text_length characters. No max_tokens is sent (generation_size None): the backend default.
-#   System prompt: none unless --system-prompt; the official example (scripts/examples/
-#       2_1_vllm2litellm_non_reasoning.sh) passes the one below. The details' full_prompt shows it as message 0
-#       of both turns, verbatim, with nothing added (checked on shared/data/swallow/same-models: no quote
-#       prefix on the model side; the stray leading '"' is in the JUDGE's multi-turn system prompt).
-#   Seeds: the fork sends none; JudgeLens sends seed = sample index so a sample can be reproduced.
+# The harness facts live in lib.harness (one home: the setup table reads the same records); these names are
+# views of them, for the setups below.
+_FC, _SW = FASTCHAT.generation, SWALLOW.generation
+FASTCHAT_TEMPERATURES: Mapping[str, float] = _FC.temperature
+FASTCHAT_DEFAULT_TEMPERATURE = _FC.temperature_default
+FASTCHAT_MAX_TOKENS = _FC.max_tokens
+FASTCHAT_TYPICAL_SYSTEM_PROMPT = _FC.system_prompt_example   # a suggestion to show, never a default
 
-FASTCHAT_TEMPERATURES: Mapping[str, float] = {
-    "writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0, "reasoning": 0.0,
-    "stem": 0.1, "humanities": 0.1, "arena-hard-200": 0.0}
-FASTCHAT_DEFAULT_TEMPERATURE = 0.7
-FASTCHAT_MAX_TOKENS = 8000
-FASTCHAT_TYPICAL_SYSTEM_PROMPT = "You are a helpful assistant."   # a suggestion to show, never a default
-
-SWALLOW_SYSTEM_PROMPT = "あなたは誠実で優秀な日本人のアシスタントです。"
-SWALLOW_TEMPERATURES: Mapping[str, float] = {
-    "writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0, "reasoning": 0.0,
-    "stem": 0.1, "humanities": 0.1, "arena-hard-200": 0.0}
-SWALLOW_DEFAULT_TEMPERATURE = 0.0
-SWALLOW_SAMPLES = 5
-SWALLOW_MAX_CHARS = 8192
-# Judge side (for the ladder's judge_max_tokens step; not used by generation): FastChat common.py run_judge_single
-# calls chat_completion_openai(..., temperature=0, max_tokens=2048); Swallow llm_as_judge.py JudgeLM max_tokens=4096.
-FASTCHAT_JUDGE_MAX_TOKENS = 2048
-SWALLOW_JUDGE_MAX_TOKENS = 4096
-# ================================================================================================
+SWALLOW_SYSTEM_PROMPT = _SW.system_prompt_example
+SWALLOW_TEMPERATURES: Mapping[str, float] = _SW.temperature
+SWALLOW_DEFAULT_TEMPERATURE = _SW.temperature_default
+SWALLOW_SAMPLES = _SW.samples
+SWALLOW_MAX_CHARS = _SW.truncate_chars
 
 TURN2_OWN = "own"          # each sample's turn 2 follows its own turn 1 (FastChat)
 TURN2_SAMPLE0 = "sample0"  # every sample's turn 2 follows sample 0's turn 1 (Swallow)

@@ -7,9 +7,9 @@ swallow]``; ``system_prompt``, ``temperature`` and ``max_chars`` filled from the
 (the request body and its key; copies name the sample they copy). Removing the source removes all of it.
 
 - ``regen_label(model, setup)``: the default stored model name;
-- ``cached_answers(store)``: request key -> text of every stored generation (the generation cache resume reads);
-- ``generate_run(store, plan, send, answer_model=..., ...)``: sends what is not answered yet and stores the run;
-  run it again with the same plan and label to resume: no answered request is sent twice;
+- ``generate_run(store, plan, answer_model=..., api_key=..., ...)``: sends what the request cache has not
+  answered (``lib.generation.runner.run_plan``: the shared dispatcher and cache) and stores the run; run it
+  again with the same plan and label to resume: no answered request is sent twice;
 - ``stored_setup(store, label)``: the setup a stored regenerated run was made with.
 """
 from __future__ import annotations
@@ -17,19 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from typing import Callable
 
 from lib.errors import LabelInUseError
 from lib.generation.plan import GenerationPlan
-from lib.generation.runner import GenerationResult, GenRequest, Send, run_plan
+from lib.generation.runner import GenerationResult, GenRequest, run_plan
 from lib.generation.setups import GenerationSetup, setup_from_dict, setup_to_dict
 from lib.search_index import index_new_sources
 from lib.store import Store
 
 HARNESS = "judgelens"
 KIND = "generate"
-FLUSH_EVERY_S = 0.5
 
 
 def regen_label(model: str, setup: GenerationSetup) -> str:
@@ -39,12 +37,6 @@ def regen_label(model: str, setup: GenerationSetup) -> str:
 def _run_sha(label: str, plan: GenerationPlan) -> str:
     ident = {"label": label, "setup": setup_to_dict(plan.setup), "model": plan.model, "base_url": plan.base_url}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def cached_answers(store: Store) -> dict[str, str]:
-    with store.read() as cur:
-        return {k: t for k, t in cur.execute(
-            "SELECT request_key, text FROM generations WHERE request_key IS NOT NULL AND text IS NOT NULL").fetchall()}
 
 
 def stored_setup(store: Store, label: str) -> GenerationSetup | None:
@@ -81,14 +73,9 @@ def _ensure_source(store: Store, plan: GenerationPlan, label: str) -> int:
     return store.transaction(ensure)
 
 
-def _write_requests(store: Store, sid: int, items: list[tuple[GenRequest, str]]) -> None:
-    rows = [(sid, r.slot.question.bench, r.slot.question.question_id, r.slot.turn, r.slot.sample, r.key, None,
+def _request_rows(sid: int, items: list[tuple[GenRequest, str]]) -> list[tuple]:
+    return [(sid, r.slot.question.bench, r.slot.question.question_id, r.slot.turn, r.slot.sample, r.key, None,
              json.dumps(r.body, ensure_ascii=False), text) for r, text in items]
-
-    def write(cur) -> None:
-        cur.executemany("INSERT INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-
-    store.transaction(write)
 
 
 def _store_result(store: Store, sid: int, label: str, result: GenerationResult) -> int:
@@ -121,30 +108,20 @@ def _store_result(store: Store, sid: int, label: str, result: GenerationResult) 
     return store.transaction(write)
 
 
-def generate_run(store: Store, plan: GenerationPlan, send: Send, *, answer_model: str, label: str | None = None,
-                 progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
-                 concurrency: int = 4) -> tuple[int, GenerationResult]:
-    """Send ``plan`` (what the cache has not answered) and store the answers as the run ``label`` (default
-    ``regen_label(answer_model, setup)``). Every answered request is written as it arrives (at most every
-    ``FLUSH_EVERY_S``), so a cancelled or killed run resumes where it stopped. Returns (source id, result)."""
+def generate_run(store: Store, plan: GenerationPlan, *, answer_model: str, label: str | None = None,
+                 api_key: str | None = None, client=None, progress: Callable[[int, int], None] | None = None,
+                 cancel: threading.Event | None = None, concurrency: int = 4, timeout_s: float = 600.0
+                 ) -> tuple[int, GenerationResult]:
+    """Send ``plan`` (what the request cache has not answered) and store the answers as the run ``label``
+    (default ``regen_label(answer_model, setup)``). Every answered request is written with the cache as it
+    arrives, so a cancelled or killed run resumes where it stopped. Returns (source id, result)."""
     label = label or regen_label(answer_model, plan.setup)
     sid = _ensure_source(store, plan, label)
-    buffer: list[tuple[GenRequest, str]] = []
-    last = [time.monotonic()]
 
-    def on_answer(req: GenRequest, text: str) -> None:   # called under the runner's lock
-        buffer.append((req, text))
-        if time.monotonic() - last[0] >= FLUSH_EVERY_S:
-            _write_requests(store, sid, buffer[:])
-            buffer.clear()
-            last[0] = time.monotonic()
+    def write(cur, items: list[tuple[GenRequest, str]]) -> None:
+        cur.executemany("INSERT INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _request_rows(sid, items))
 
-    try:
-        result = run_plan(plan, send, answered=cached_answers(store), on_answer=on_answer, progress=progress,
-                          cancel=cancel, concurrency=concurrency)
-    finally:
-        if buffer:
-            _write_requests(store, sid, buffer[:])
-            buffer.clear()
+    result = run_plan(plan, store, api_key=api_key, client=client, write=write, progress=progress, cancel=cancel,
+                      concurrency=concurrency, timeout_s=timeout_s)
     _store_result(store, sid, label, result)
     return sid, result

@@ -44,6 +44,10 @@ class Generation:
     turn2_after: str                    # "own": each sample's turn 2 follows its own turn 1; "sample0": sample 0's
     max_tokens: int | None              # generation max_tokens sent (None: not sent)
     truncate_chars: int | None          # answers cut to this many characters before judging (None: not cut)
+    system_prompt_example: str | None = None   # the system prompt a typical run sends (FastChat: a suggestion to
+                                               # show, never a default; Swallow: the official example's)
+    max_tokens_note: str = ""           # where max_tokens comes from (versions differ)
+    seeds: str = ""                     # what the harness does about seeds (JudgeLens sends seed = sample index)
 
     def temperature_for(self, category: str | None) -> float:
         """The temperature an answer of this category is generated at (the harness's map, else its default)."""

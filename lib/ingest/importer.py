@@ -28,7 +28,7 @@ from lib.ingest.formats import human, registry
 from lib.ingest.formats.base import BLANK_NOTE, Reader
 from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
 from lib import search_index
-from lib.store import Store, insert_verdicts, refresh_human_scores, refresh_item_scores
+from lib.store import Store, insert_verdicts, refresh_human_scores, refresh_item_scores, verdict_item_problems
 
 Progress = Callable[[float, str], None]
 
@@ -85,6 +85,7 @@ class ImportFile:
     def table_names(self) -> tuple[str, ...]:
         """The tables a file of this kind fills (its reader says)."""
         return self.reader.kinds[self.kind]
+    records: list | None = field(default=None, repr=False)  # a human file's rows, read before the import writes
 
     def await_hash(self) -> None:
         """Wait for the hash started in the background (see ``_hash_later``), if any."""
@@ -503,7 +504,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
     progress = progress or (lambda f, m: None)
     paths, human_items = _human_files(list(paths), allowed_roots)  # verdict exports, MT-Bench human judgments
     not_read: list[tuple[str, str]] = []
-    try:
+    try:  # first: git-LFS pointers and links out of the import folders refuse the import before anything is parsed
         items = discover(paths, allowed_roots, not_read=not_read, taken=[h.path for h in human_items]) if paths else []
     except PathNotAllowed:
         raise
@@ -511,6 +512,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         if not human_items:
             raise
         items = []
+    _read_human(human_items)  # their bad records refuse the import before any file of it is written
     if not items:
         _import_human(store, human_items)
         progress(1.0, "done")
@@ -523,6 +525,23 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
                                skip_bad_lines, progress)
     report.not_read = not_read
     return report
+
+
+def _fast_path_problems(items: list[ImportFile], store: Store) -> list[LineProblem]:
+    """The bad lines of the files still waiting for the fast path, read line by line now (the import is refused
+    anyway): a refusal lists every problem of every file."""
+    found: list[LineProblem] = []
+    for other in items:
+        if other.fast and other.status == "pending":
+            other.fast = False
+            other.await_hash()
+            try:
+                _read(other, items, store)
+            except FormatError as exc:
+                found.append(LineProblem(other.display, 0, exc.message.removeprefix(f"{other.display}: ")))
+                continue
+            found += _problems(other)
+    return found
 
 
 def _hash_later(items: list[ImportFile], known_sizes: set[int], hasher: ThreadPoolExecutor) -> Callable:
@@ -578,8 +597,8 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
                 _skip(item, file_problems)
             else:
                 problems.extend(file_problems)
-    if problems:
-        raise IngestError(problems)
+    if problems:  # refused: list the bad lines of the files left to the fast path too, not only of the others
+        raise IngestError(problems + _fast_path_problems(items, store))
     while True:
         try:
             _write(store, items, skip_bad_lines, progress, known)
@@ -593,14 +612,8 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
             file_problems = _problems(item)
             if not file_problems:
                 continue  # the line-by-line reader accepts it: import its rows instead
-            if not skip_bad_lines:
-                for other in items:  # list the bad lines of every file, not only of the first one refused
-                    if other.fast and other.status == "pending":
-                        other.fast = False
-                        other.await_hash()
-                        _read(other, items, store)
-                        file_problems += _problems(other)
-                raise IngestError(file_problems)
+            if not skip_bad_lines:  # list the bad lines of every file, not only of the first one refused
+                raise IngestError(file_problems + _fast_path_problems(items, store))
             _skip(item, file_problems)
     if any(i.status == "imported" for i in items):
         progress(0.97, "linking benches and model names")
@@ -643,43 +656,75 @@ def _human_files(paths: list, allowed_roots: list[Path] | None = None) -> tuple[
     return rest, found
 
 
+def _read_human(items: list[ImportFile]) -> None:
+    """Read every human file (verdict exports, human pairwise judgments) now: FormatError / IngestError listing the
+    bad records of all of them, before anything of the import is written."""
+    problems: list[LineProblem] = []
+    for item in items:
+        try:
+            if item.kind == "verdicts":
+                item.records = human.read_verdicts(item.path, item.display)
+            else:
+                item.records = human.read_pair_votes(item.path, item.display, human.pair_bench(item.path))
+        except IngestError as exc:
+            problems += exc.problems
+    if problems:
+        raise IngestError(problems, hint=human.VERDICT_HINT)
+
+
 def _import_human(store: Store, items: list[ImportFile]) -> None:
     for item in items:
-        source_id, added, present, new = _import_human_file(store, item.path, item.kind, item.display)
+        source_id, added, present, new, notes = _import_human_file(store, item.path, item.kind, item.display,
+                                                                   item.records)
         item.rows = added
         if new:
             item.status, item.source_id = "imported", source_id
             item.kind = "human_verdicts" if item.kind == "verdicts" else "human_pair_votes"
+            item.warnings.extend(n for n in notes if "already in the store" not in n)
             if present:
                 item.warnings.append(f"{present} record(s) were already in the store")
         else:
             item.status, item.existing_source = "unchanged", source_id
 
 
-def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tuple[int, int, int, bool]:
+def _import_human_file(store: Store, path: Path, kind: str, display: str,
+                       read: list[dict] | None = None) -> tuple[int, int, int, bool, list[str]]:
     """Import a verdict export (kind 'verdicts') or a human pairwise judgment file ('human_pairs') in one
-    transaction. Returns (source_id, rows added, rows already present, new source?): the same bytes imported
-    before change nothing; a verdict already in the store (same fields) is not added again."""
+    transaction. Returns (source_id, rows added, rows already present, new source?, notes): the same bytes imported
+    before change nothing; a verdict already in the store (same fields) is not added again. A verdict on a turn or
+    sample its stored item does not have refuses the file (every such line listed); one on an item the store does
+    not hold is kept and named in a note (``lib.store.verdict_item_problems``)."""
     data = path.read_bytes()  # verdict files are small
     sha, size = hashlib.sha256(data).hexdigest(), len(data)
     if kind == "verdicts":
-        rows, bench = human.read_verdicts(path, display), None
+        rows, bench = read if read is not None else human.read_verdicts(path, display), None
     else:
         bench = human.pair_bench(path)
-        rows = human.read_pair_votes(path, display, bench)
+        rows = read if read is not None else human.read_pair_votes(path, display, bench)
     source_kind = "human_verdicts" if kind == "verdicts" else "human_pair_votes"
 
     def write(cur):  # Store.transaction: may run again on a DuckLake store
         existing = cur.execute("SELECT source_id FROM sources WHERE sha256 = ? AND kind = ?",
                                [sha, source_kind]).fetchone()
         if existing:
-            return existing[0], 0, len(rows), False
+            return existing[0], 0, len(rows), False, []
         sid = store.next_id(cur, "sources")
         cur.execute(
             "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
             "warnings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, [])",
             [sid, sha, str(path), path.name, H.HUMAN.name, source_kind, bench, size])
+        notes = []
         if kind == "verdicts":
+            refused, unknown = verdict_item_problems(cur, rows)
+            if refused:
+                raise IngestError([LineProblem(display, rows[i]["line"], f"not a JudgeLens verdict ({why})")
+                                   for i, why in sorted(refused.items())], hint=human.VERDICT_HINT)
+            if unknown:
+                shown = "; ".join(f"line {rows[i]['line']}: {why}" for i, why in sorted(unknown.items())[:10])
+                more = len(unknown) - 10
+                notes.append(f"{len(unknown)} verdict(s) are on items this store does not hold ({shown}"
+                             + (f"; and {more} more" if more > 0 else "") + "): they are kept and count once the "
+                             "items are imported")
             added = insert_verdicts(cur, rows, sid)
             refresh_human_scores(cur, {r["bench"] for r in rows})
         else:
@@ -693,10 +738,10 @@ def _import_human_file(store: Store, path: Path, kind: str, display: str) -> tup
                                               judge_type FROM _votes_in""", {"sid": sid}).fetchone()[0]
             finally:
                 cur.unregister("_votes_in")
-        cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
-                    [added, [f"{len(rows) - added} verdict(s) were already in the store"] if len(rows) > added else [],
-                     sid])
-        return sid, added, len(rows) - added, True
+        if len(rows) > added:
+            notes.append(f"{len(rows) - added} verdict(s) were already in the store")
+        cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?", [added, notes, sid])
+        return sid, added, len(rows) - added, True, notes
 
     return store.transaction(write)
 

@@ -10,6 +10,12 @@ judge = the label, prompt_name = name@vN) or ``pair_judgments`` rows for pairwis
 ``sources`` row of kind 'rejudge' (path ``rejudge:<label>``), plus one ``rejudgments`` row per request
 recording the template version and the request hash. ``rejudge_one`` re-judges one item without storing a
 verdict (the Workbench's preview).
+
+Two batches with one label at once (two tabs, two CLI runs, two machines on a DuckLake store): ``run`` first
+takes the store's claim ``rejudge:<run hash>`` (``Store.claim``); the second finds it held and raises
+``BatchRunningError`` ("Another batch with this label is running") before it sends anything. A batch that gets the
+claim looks again at what is done and cached (another batch may have finished since ``prepare``), and its source
+is the one row for the run hash (``_ensure_source`` looks it up inside the write transaction).
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lib import harness as H
-from lib.errors import LabelInUseError, UsageError
+from lib.errors import BatchRunningError, LabelInUseError, UsageError
 from lib.keys import ItemKey, PairKey
 from lib.judging import cache
 from lib.judging.calls import CallResult, CallStats
@@ -278,7 +284,7 @@ class RejudgeBatch:
         if getattr(self, "_estimate", None) is not None:
             return self._estimate
         reqs = [r for unit in self.units for r in unit.requests]
-        to_send = [r for r in reqs if r.result is None]
+        to_send = list({r.request_hash: r for r in reqs if r.result is None}.values())  # identical ones once
         pt = sum(estimate_tokens(m["content"]) for r in to_send for m in r.messages)
         with self.store.read() as cur:
             typical = cur.execute("SELECT avg(completion_tokens) FROM judge_cache WHERE model = ?",
@@ -289,9 +295,34 @@ class RejudgeBatch:
                                        self.config.cost(pt, mx), self.config.cost(pt, typical * len(to_send)), typical)
         return self._estimate
 
+    def _refresh(self) -> None:
+        """After taking the claim: drop the items another batch of this run finished since ``prepare`` and take
+        the answers it paid for from the cache."""
+        self._check_label()
+        done = self._done_keys()
+        if done:
+            kept = [u for u in self.units if u.item not in done]
+            self.skipped_done += len(self.units) - len(kept)
+            self.units = kept
+            for u, unit in enumerate(self.units):
+                for r in unit.requests:
+                    r.unit = u
+        missing = [r.request_hash for unit in self.units for r in unit.requests if r.result is None]
+        hits = {} if self.force else cache.fetch(self.store, missing)
+        for unit in self.units:
+            for r in unit.requests:
+                if r.result is None and r.request_hash in hits:
+                    r.result = hits[r.request_hash]
+        self._estimate = None
+
     # -- running
     def _ensure_source(self, cur) -> int:
         if self.source_id is not None:
+            return self.source_id
+        row = cur.execute("SELECT source_id FROM sources WHERE kind = 'rejudge' AND sha256 = ?",
+                          [self.run_sha]).fetchone()
+        if row:  # made by another batch of this run since prepare: one source per run
+            self.source_id = row[0]
             return self.source_id
         benches = {it.bench for it in self.items}
         source_id = self.store.next_id(cur, "sources")
@@ -460,12 +491,25 @@ class RejudgeBatch:
         from this thread as items finish; setting ``cancel`` stops it (requests in flight are waited
         for up to ``dispatch.CANCEL_GRACE_S`` and kept)."""
         cancel = cancel if cancel is not None else threading.Event()
+        claim = f"rejudge:{self.run_sha}"
+        token, holder = self.store.claim(claim, note=self.label)
+        if token is None:
+            ago = max(0, int(time.time() - holder["claimed_at"]))
+            raise BatchRunningError(
+                f"Another batch with this label is running: {self.label!r} (process {holder['pid']} on "
+                f"{holder['host']}, started {ago} s ago). Nothing was sent. When it has finished, run this batch "
+                "again: it resumes from that batch's verdicts and pays only for what is still missing.")
         try:
-            return self._run(api_key, concurrency, progress, cancel, client)
-        except BaseException:  # e.g. the progress callback raised (Streamlit stops a script this way)
-            cancel.set()  # the worker threads stop taking requests
-            self._finish_source(None)  # keep the source's counts and item_scores right for what was written
-            raise
+            if self.prepared:
+                self._refresh()
+            try:
+                return self._run(api_key, concurrency, progress, cancel, client)
+            except BaseException:  # e.g. the progress callback raised (Streamlit stops a script this way)
+                cancel.set()  # the worker threads stop taking requests
+                self._finish_source(None)  # keep the source's counts and item_scores right for what was written
+                raise
+        finally:
+            self.store.release(claim, token)
 
     def _run(self, api_key, concurrency, progress, cancel, client) -> BatchSummary:
         if not self.prepared:
@@ -494,7 +538,15 @@ class RejudgeBatch:
         done = len(finished)
         if progress:
             progress(done, total, None)
-        to_send = [r for r in reqs if r.result is None]
+        to_send, twins = [], {}   # identical requests (e.g. samples that are copies) are sent once
+        for r in reqs:
+            if r.result is None:
+                if r.request_hash in twins:
+                    twins[r.request_hash].append(r)
+                else:
+                    twins[r.request_hash] = []
+                    to_send.append(r)
+        summary.cache_hits += sum(len(v) for v in twins.values())
         if to_send:
             dispatcher = Dispatcher(self.config, api_key=api_key, client=client, concurrency=concurrency,
                                     cancel=cancel)
@@ -512,11 +564,14 @@ class RejudgeBatch:
                             r.error = out.error
                             if out.exception is not None and out.exception.fatal and summary.error is None:
                                 summary.error = out.error
-                        u = self.units[r.unit]
-                        if id(u) in pending and complete(u):
-                            pending.discard(id(u))
-                            if not (dispatcher.fatal is not None and any(x.error for x in u.requests)):
-                                finished.append(u)
+                        for twin in twins.get(r.request_hash, ()):
+                            twin.result, twin.error = r.result, r.error
+                        for x in (r, *twins.get(r.request_hash, ())):
+                            u = self.units[x.unit]
+                            if id(u) in pending and complete(u):
+                                pending.discard(id(u))
+                                if not (dispatcher.fatal is not None and any(y.error for y in u.requests)):
+                                    finished.append(u)
                     now = time.perf_counter()
                     if (finished or new_results) and (out is None or now - last_flush >= WRITE_EVERY_S
                                                       or len(finished) >= WRITE_EVERY_ROWS):

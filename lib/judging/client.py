@@ -20,6 +20,7 @@ import logging
 import random
 import threading
 import time
+from typing import Callable
 
 from lib.errors import JudgeAPIError, MissingAPIKeyError
 from lib.judging import cache
@@ -51,9 +52,10 @@ def make_client(config: JudgeConfig, api_key: str | None):
                          http_client=deadline_http_client(timeout))
 
 
-def request_preview(config: JudgeConfig, messages: list[dict]) -> dict:
-    """The JSON body that will be POSTed to {base_url}/chat/completions (no credentials in it)."""
-    return {"model": config.model, "messages": messages, **config.params()}
+def request_preview(config: JudgeConfig, messages: list[dict], params: dict | None = None) -> dict:
+    """The JSON body that will be POSTed to {base_url}/chat/completions (no credentials in it); ``params``
+    replace ``config.params()`` (a generated answer's temperature, seed, ...)."""
+    return {"model": config.model, "messages": messages, **(config.params() if params is None else params)}
 
 
 def _retry_wait(headers, attempt: int, config: JudgeConfig) -> tuple[float, bool]:
@@ -103,9 +105,11 @@ def _describe_status(exc, config: JudgeConfig, api_key: str | None) -> str:
 
 
 def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
-         cancel: threading.Event | None = None, req_hash: str | None = None) -> CallResult:
+         cancel: threading.Event | None = None, req_hash: str | None = None, params: dict | None = None,
+         sleep: Callable[[float], object] = time.sleep) -> CallResult:
     """One request with our retries (see the module docstring), no cache: the answer, or JudgeAPIError with
-    the message the user reads; ``Cancelled`` when ``cancel`` is set while waiting to retry."""
+    the message the user reads; ``Cancelled`` when ``cancel`` is set while waiting to retry. Without
+    ``cancel``, the waits between attempts are ``sleep(seconds)`` (tests pass a recorder)."""
     import openai
 
     attempts = 0
@@ -119,7 +123,7 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
             # transforms, which cost about 1 ms of CPU per call; the body is checked in _completion.
             with total_deadline(config.timeout_s):  # the whole request, however slowly the server drips
                 resp = client.post("/chat/completions", cast_to=_response_class(),
-                                   body=request_preview(config, messages))
+                                   body=request_preview(config, messages, params))
                 data = resp.json()
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -144,7 +148,8 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
                                 attempts=attempts) from None
         else:
             latency = time.perf_counter() - started
-            return _completion(data, config, req_hash or cache.request_hash(config, messages), latency, attempts)
+            return _completion(data, config, req_hash or cache.request_hash(config, messages, params), latency,
+                               attempts)
         # a retryable failure
         if attempts > config.max_retries:
             raise JudgeAPIError(f"{msg} Gave up after {attempts} attempt(s).", status=status, attempts=attempts)
@@ -159,7 +164,7 @@ def send(client, config: JudgeConfig, messages: list[dict], api_key: str | None,
             if cancel.wait(wait):
                 raise Cancelled()
         else:
-            time.sleep(wait)
+            sleep(wait)
 
 
 def _response_class():
@@ -189,9 +194,11 @@ def _completion(data, config: JudgeConfig, req_hash: str, latency: float, attemp
 
 
 def call_judge(store: Store, config: JudgeConfig, messages: list[dict], *, api_key: str | None = None,
-               client=None, force: bool = False, cancel: threading.Event | None = None) -> CallResult:
+               client=None, force: bool = False, cancel: threading.Event | None = None,
+               sleep: Callable[[float], object] = time.sleep) -> CallResult:
     """One judge call, answered from the cache when possible (``force`` skips the cache and
-    overwrites it). Raises JudgeAPIError / MissingAPIKeyError with a message for the user."""
+    overwrites it). Raises JudgeAPIError / MissingAPIKeyError with a message for the user. ``sleep``: see
+    ``send``."""
     h = cache.request_hash(config, messages)
     if not force:
         hit = cache.fetch(store, [h]).get(h)
@@ -199,6 +206,6 @@ def call_judge(store: Store, config: JudgeConfig, messages: list[dict], *, api_k
             return hit
     if client is None:
         client = make_client(config, api_key)
-    result = send(client, config, messages, api_key, cancel, h)
+    result = send(client, config, messages, api_key, cancel, h, sleep=sleep)
     store.transaction(lambda cur: cache.save(cur, config, [(messages, result)]))
     return result

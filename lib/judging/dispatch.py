@@ -7,7 +7,8 @@ was paid for is kept. One call is ``lib.judging.client.send`` (retries, deadline
 Usage::
 
     d = Dispatcher(config, api_key=key, concurrency=8, cancel=event)
-    for outcome in d.run(jobs):        # jobs: objects with .messages and .request_hash
+    for outcome in d.run(jobs):        # jobs: objects with .messages and .request_hash (and .params: the
+                                       # parameters sent when they are not the config's, e.g. a generation's)
         if outcome is None:            # a tick (nothing finished for TICK_S): flush, report progress
             continue
         outcome.job, outcome.result, outcome.error
@@ -88,7 +89,8 @@ class Dispatcher:
                 with lock:
                     in_flight[0] += 1
                 try:
-                    out = Outcome(job, result=send(client, config, job.messages, api_key, cancel, job.request_hash))
+                    out = Outcome(job, result=send(client, config, job.messages, api_key, cancel, job.request_hash,
+                                                    getattr(job, "params", None)))
                 except Cancelled:
                     out = None
                 except JudgeAPIError as exc:

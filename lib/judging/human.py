@@ -37,8 +37,9 @@ from pathlib import Path
 import pandas as pd
 
 from lib import harness as H
-from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, frame, current_verdicts_sql,
-                       insert_verdicts, refresh_human_scores)
+from lib.errors import UsageError
+from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, check_verdict_key, current_verdicts_sql,
+                       frame, insert_verdicts, refresh_human_scores, verdict_item_problems)
 from lib.vocab import VERDICT_EXPORT_MARK as EXPORT_MARK
 
 DEFAULT_LABELS = ("judge A right", "judge B right", "both wrong", "reference wrong", "language rule misapplied",
@@ -64,11 +65,16 @@ def record(store: Store, *, author: str, bench: str, question_id: str, turn: int
     """Add one verdict row (earlier ones stay as history) and update the human judge's item scores. Fields left
     None keep the author's earlier value; ``clear`` (e.g. ["score"]) empties fields (see the module docstring)."""
     author, score, cleared = check_verdict(author, score, label, note, clear)
+    bench, question_id, turn, model, sample = check_verdict_key(bench, question_id, turn, model, sample)
     created_at = created_at or _now()
-    row = dict(author=author, created_at=created_at, bench=bench, question_id=str(question_id), turn=int(turn),
-               model=model, sample=int(sample or 0), score=score, label=(label or "").strip() or None,
+    row = dict(author=author, created_at=created_at, bench=bench, question_id=question_id, turn=turn,
+               model=model, sample=sample, score=score, label=(label or "").strip() or None,
                note=(note or "").strip() or None, cleared=cleared)
+
     def write(cur) -> None:  # Store.transaction: may run again on a DuckLake store
+        refused, _ = verdict_item_problems(cur, [row])  # an item the store does not hold may still get a verdict
+        if refused:
+            raise UsageError(f"Cannot record this verdict: {refused[0]}.")
         insert_verdicts(cur, [row], source_id=None)
         refresh_human_scores(cur, [bench])
 
@@ -139,11 +145,11 @@ def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | N
     spread, one score column per judge, decided."""
     from lib.analysis.agreement import disagreements
 
-    if judges is None:
-        with store.read() as cur:
-            judges = [r[0] for r in cur.execute(
-                "SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND harness <> ? AND score IS NOT NULL "
-                "ORDER BY 1", [bench, H.HUMAN.name]).fetchall()]
+    if judges is None:  # the judges every page preselects (lib.analysis.coverage): no partial re-judge, no analyst
+        from lib.analysis import coverage
+
+        cover = coverage.judge_items(store, bench)
+        judges = coverage.default_judges(cover.loc[cover["items"] > 0, "judge"], cover, len(cover))
     if len(judges) < 2:
         return pd.DataFrame(columns=["rank", "bench", "question_id", "model", "turn", "category", "spread",
                                      "decided"])

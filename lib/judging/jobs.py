@@ -68,10 +68,10 @@ class BackgroundJob:
             try:
                 self.finished.wait(0.2)
             except KeyboardInterrupt:
+                self.cancel.set()      # first: whoever reads what on_interrupt prints knows the work was told
                 if not interrupted and on_interrupt is not None:
                     on_interrupt()
                 interrupted = True
-                self.cancel.set()
         return interrupted
 
     def outcome(self):

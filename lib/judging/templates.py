@@ -619,9 +619,9 @@ def suggest_template(labels: list[str], prompt_name: str | None, bench: str | No
     ``labels``: the stored versions (``list_templates(store)["label"]``).
     """
     known = set(labels)
-    latest = {}
-    for label in sorted(known, key=lambda x: parse_ref(x)[1] or 0):
-        latest[parse_ref(label)[0]] = label
+    first = {}  # a harness's verdict was made by the prompt as shipped: the first version, never a later edit
+    for label in sorted(known, key=lambda x: parse_ref(x)[1] or 0, reverse=True):
+        first[parse_ref(label)[0]] = label
     candidates = []
     if prompt_name:
         if "@v" in prompt_name:
@@ -634,8 +634,8 @@ def suggest_template(labels: list[str], prompt_name: str | None, bench: str | No
     for c in candidates:
         if c in known:
             return c
-        if c in latest:
-            return latest[c]
+        if c in first:
+            return first[c]
     return sorted(known)[0]
 
 

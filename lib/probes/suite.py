@@ -13,7 +13,7 @@ from lib.probes.spec import (ABLATIONS, ALL_PROBES, CANARIES, DEFAULT_ITEMS, DEF
                              PROBE_GROUPS, PROBES, TRUNCATE_SHARE, ProbeResult, ProbeRun, ProbeSpec)
 from lib.probes.storage import (ProbeComparison, compare_probe_runs, list_probe_runs, load_probe_run, probe_table,
                                 save_probe_run)
-from lib.probes.verdict import summary_text
+from lib.probes.verdict import summary_text, verdict_word
 
 __all__ = [
     "ABLATIONS", "ALL_PROBES", "CANARIES", "CONFUSION_REF_SHARE", "DEFAULT_ITEMS", "DEFAULT_NOISE_ITEMS",
@@ -22,5 +22,5 @@ __all__ = [
     "WRONG_LANGUAGE", "Block", "ProbeComparison", "ProbeError", "ProbeResult", "ProbeRun", "ProbeSpec", "Variant",
     "ablation_variants", "canary_text", "compare_probe_runs", "find_blocks", "is_japanese", "list_probe_runs",
     "load_probe_run", "probe_table", "run_probes", "sample_items", "sample_pair_items", "save_probe_run",
-    "single_fail", "summary_text", "truncate_mid_sentence", "uses_turn_2", "with_answer",
+    "single_fail", "summary_text", "truncate_mid_sentence", "uses_turn_2", "verdict_word", "with_answer",
 ]

@@ -22,17 +22,55 @@ def _scores_phrase(scores: list, hi) -> str:
     return ", ".join(fmt_score(s) for s in scores) + f" (out of {hi:g})"
 
 
+def unparsed_reason(r: ProbeResult, scale) -> str | None:
+    """Why a probe that reads as failed decides nothing: not one of its replies gave a score on the template's
+    scale (a 1-5 template and a judge answering 7, or no rating at all) or a pairwise verdict. None otherwise."""
+    if r.status != "fail":
+        return None
+    verdicts = [v for i in r.items for k, v in i.items() if k.startswith("verdict")]
+    if verdicts or any(k.startswith("verdict") for i in r.items for k in i):
+        return None if any(v is not None for v in verdicts) else "no verdict (A, B or tie) could be parsed"
+    if not scale or not r.scores:
+        return None
+    lo, hi = scale
+    vals = [s for s in r.scores if s is not None]
+    if any(lo <= s <= hi for s in vals):
+        return None
+    seen = ", ".join(fmt_score(v) for v in sorted(set(vals)))
+    return (f"no rating on the template's {lo:g}-{hi:g} scale could be parsed"
+            + (f" (the judge answered {seen})" if vals else ""))
+
+
+def verdict_word(run: ProbeRun) -> str:
+    """'passes', 'fails' (a probe failed on scores it could read) or 'could not be evaluated' (nothing failed, but
+    some probe got no score it could read: a 1-5 template and a judge answering 7, an API error)."""
+    if run.passed:
+        return "passes"
+    decided = [r for r in run.results if r.counts and r.status == "fail"]
+    if any(unparsed_reason(r, run.scale or r.scale) is None for r in decided):
+        return "fails"
+    return "could not be evaluated"
+
+
 def summary_text(run: ProbeRun) -> str:
-    """What the run found, in plain words (a few lines)."""
+    """What the run found, in plain words (a few lines). A probe none of whose replies could be scored is
+    "could not evaluate", with the reason, never a failure."""
     name = run.template_name
-    counted = [r for r in run.results if r.counts and r.status in ("pass", "fail")]
+    decided = [r for r in run.results if r.counts and r.status in ("pass", "fail")]
+    unscored = {r.probe: reason for r in decided if (reason := unparsed_reason(r, run.scale or r.scale))}
+    counted = [r for r in decided if r.probe not in unscored]
     failed = [r for r in counted if r.failed]
     lines = []
-    unknown = [r.probe for r in run.results if r.counts and r.status == "error"]
+    unknown = [r.probe for r in run.results if r.counts and r.status == "error"] + list(unscored)
+    reasons = list(dict.fromkeys(unscored.values()))
+    why = ("see below" if not reasons else reasons[0] if len(reasons) == 1 and len(unknown) == len(unscored) else
+           "; ".join(f"{p}: {reason}" for p, reason in unscored.items()))
+    could_not = f"could not evaluate {', '.join(unknown)} ({why})"
     head = (f"{run.template} judged by {run.model} on {len(run.items)} item(s): "
-            + (f"FAILS {len(failed)} of {len(counted)} probe(s) ({', '.join(r.probe for r in failed)})."
+            + (f"FAILS {len(failed)} of {len(counted)} probe(s) ({', '.join(r.probe for r in failed)})"
+               + (f"; {could_not}." if unknown else ".")
                if failed else
-               f"could not evaluate {', '.join(unknown)} (see below); the other {len(counted)} probe(s) pass."
+               (f"{could_not}; the other {len(counted)} probe(s) pass." if counted else f"{could_not}.")
                if unknown else f"passes all {len(counted)} probe(s) that decide it."))
     lines.append(head)
     hi = run.scale[1] if run.scale else None
@@ -40,10 +78,18 @@ def summary_text(run: ProbeRun) -> str:
     for r in failed:
         if r.kind == "canary" and run.mode == "single":
             fails = [i for i in r.items if i["status"] == "fail"]
-            fs = [i["score"] for i in fails]
-            line = (f"{name} scores {PROBES[r.probe].label} {_scores_phrase(fs, hi)} on {len(fails)} of "
+            scored = [i for i in fails if i["score"] is not None]
+            unparsed = len(fails) - len(scored)  # a canary without a rating fails too: it was not shown to pass
+            if not scored:
+                lines.append(f"{name} on {PROBES[r.probe].label}: no rating could be parsed from the judge's reply on "
+                             f"{unparsed} of {r.n_items} item(s): fix the template's output format or its parser "
+                             "(the judge's own words below).")
+            fs = [i["score"] for i in scored]
+            line = (f"{name} scores {PROBES[r.probe].label} {_scores_phrase(fs, hi)} on {len(scored)} of "
                     f"{r.n_items} item(s)")
-            if r.probe in ("empty_answer", "whitespace_answer"):
+            if not scored:
+                pass
+            elif r.probe in ("empty_answer", "whitespace_answer"):
                 line += ": " + ("the judge confuses the reference with the answer"
                                 if _confuses_reference(run, r) else "the judge grades an answer it was not given")
             elif r.probe == "injection":
@@ -58,8 +104,10 @@ def summary_text(run: ProbeRun) -> str:
                 line += ": the judge ignores the answer's language and content"
             elif r.probe == "off_topic":
                 line += ": the judge does not check that the answer addresses the question"
-            line += "."
-            lines.append(line)
+            if scored:
+                if unparsed:
+                    line += f"; on {unparsed} more item(s) no rating could be parsed from the judge's reply"
+                lines.append(line + ".")
             if r.probe == "empty_answer":
                 fixes = [a for a in ablations if a.status == "pass"]
                 for a in fixes:

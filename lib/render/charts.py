@@ -63,6 +63,20 @@ def _layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     return _plain_text(fig)
 
 
+def _facet_titles(fig: go.Figure) -> go.Figure:
+    """Panel titles as a reader says them: "Turn 1", "writing", "turn 2" (a bare number keeps its column's name),
+    never plotly express's "turn=Turn 1"."""
+    def title(note):
+        name, sep, value = (note.text or "").partition("=")
+        if sep and name and " " not in name:
+            note.text = f"{name} {value}" if value.replace(".", "", 1).isdigit() else value
+    fig.for_each_annotation(title)
+    return fig
+
+
+FACET_SPACING = 0.07  # between panels: at 0.02 the last tick of one panel ("10") and the first of the next ("0") read "100"
+
+
 def _rows_in_order(fig: go.Figure, rows: list) -> go.Figure:
     """Horizontal bars, one row per category, the first at the top, every row shown. An explicit range: with
     facets (``matches='y'``) plotly.js's react() left the category axis at its default range [-1, 4], so a chart
@@ -90,7 +104,8 @@ def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -
     long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
     fig = px.bar(long, x="mean", y="model", color="run", barmode="group", facet_col="turn", orientation="h",
                  range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": "", "run": "judge"},
-                 color_discrete_sequence=COLORS)
+                 color_discrete_sequence=COLORS, facet_col_spacing=FACET_SPACING)
+    _facet_titles(fig)
     _rows_in_order(fig, list(frame["model"]))
     bars = frame.groupby("model")["run"].nunique().max() if len(frame) else 1
     rows = frame["model"].nunique()
@@ -102,7 +117,9 @@ def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -
     frame = hist.copy()
     fig = px.bar(frame, x="bin", y="share", color=color, facet_col=facet, facet_col_wrap=3 if facet else 0,
                  barmode="group", hover_data=["count", "n", "bin_label"], color_discrete_sequence=COLORS,
-                 labels={"bin": "score", "share": "share of items"})
+                 labels={"bin": "score", "share": "share of items"},
+                 **({"facet_col_spacing": FACET_SPACING} if facet else {}))
+    _facet_titles(fig)
     fig.update_xaxes(**SCORE_AXIS)
     fig.update_yaxes(tickformat=".0%")
     return _layout(fig, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
@@ -131,7 +148,9 @@ def radar(frame: pd.DataFrame, series: str) -> go.Figure:
         fig.add_trace(go.Scatterpolar(r=r + r[:1], theta=theta + theta[:1], name=str(name), connectgaps=False,
                                       line_color=COLORS[i % len(COLORS)]))
     fig.update_layout(polar=dict(radialaxis=dict(range=[0, 10])))
-    return _layout(fig, 460)
+    fig = _layout(fig, 460)
+    fig.update_layout(margin=dict(l=70, r=70, t=50, b=50))  # room for the category names around the circle ("stem")
+    return fig
 
 
 def delta_forest(deltas: pd.DataFrame, label_a: str, label_b: str) -> go.Figure:
@@ -190,7 +209,8 @@ def scatter_grid_counts(data: pd.DataFrame) -> go.Figure:
     """``scatter_grid`` from ``agreement.score_pair_counts`` (or ``pair_counts``): one panel per judge pair."""
     pairs = max(1, data["pair"].nunique())
     fig = px.scatter(data, x="x", y="y", size="items", facet_col="pair", facet_col_wrap=3, size_max=28,
-                     hover_data=["items"], color_discrete_sequence=COLORS)
+                     hover_data=["items"], color_discrete_sequence=COLORS, facet_col_spacing=FACET_SPACING,
+                     labels={"x": "score by the judge named first (x)", "y": "score by the judge named second (y)"})
     fig.update_xaxes(**SCORE_AXIS)
     fig.update_yaxes(**SCORE_AXIS)
     for a in fig.layout.annotations:
@@ -235,7 +255,9 @@ def win_rate_bars(rates: pd.DataFrame) -> go.Figure:
     long = rates.melt(id_vars=["judge", "model"], value_vars=["win", "tie", "loss"], var_name="outcome",
                       value_name="count")
     fig = px.bar(long, x="count", y="model", color="outcome", facet_col="judge", orientation="h",
-                 color_discrete_map={"win": "#2e7d32", "tie": "#9e9e9e", "loss": "#c62828"})
+                 color_discrete_map={"win": "#2e7d32", "tie": "#9e9e9e", "loss": "#c62828"},
+                 facet_col_spacing=FACET_SPACING)
+    _facet_titles(fig)
     _rows_in_order(fig, list(rates["model"]))
     return _layout(fig, 160 + 40 * rates["model"].nunique())
 
@@ -246,14 +268,55 @@ def figure_html(fig: go.Figure, title: str) -> str:
                        default_width="100%", div_id=None).replace("<head>", f"<head><title>{_esc(title)}</title>", 1)
 
 
+_CHART_SCRIPT = re.compile(r"<script(?: type=\"text/javascript\")?>")
+_DEFERRED = '<script type="text/x-judgelens-chart">'  # not run by the browser until the loader below runs it
+
+
+def _packed_plotly_js() -> str:
+    """plotly.js (4.8 MB) gzipped and base64-encoded (about 2 MB): what a report inlines instead of the text."""
+    import base64
+    import gzip
+    from importlib import resources
+
+    code = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
+    return base64.b64encode(gzip.compress(code, 9, mtime=0)).decode("ascii")
+
+
+def report_figures_html(figures: list[tuple[str, go.Figure]], heading=lambda title: f"<h3>{_esc(title)}</h3>") -> str:
+    """Several charts for one self-contained HTML report: plotly.js inlined once, compressed (about 2 MB instead
+    of 4.8 MB, the bulk of a report); the browser unpacks it (``DecompressionStream``, no network) and then draws
+    each chart. Needs a CSP allowing inline scripts and eval, as the reports' does."""
+    if not figures:
+        return ""
+    blocks = []
+    for title, fig in figures:
+        div = fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
+        blocks.append(heading(title) + _CHART_SCRIPT.sub(_DEFERRED, div))
+    loader = (
+        "<script>(async () => {"
+        f"const packed = \"{_packed_plotly_js()}\";"
+        "const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));"
+        "const code = await new Response(new Blob([bytes]).stream()"
+        ".pipeThrough(new DecompressionStream('gzip'))).text();"
+        "window.PlotlyConfig = {MathJaxConfig: 'local'};"
+        "(0, eval)(code);"
+        "for (const s of document.querySelectorAll('script[type=\"text/x-judgelens-chart\"]')) (0, eval)(s.textContent);"
+        "})();</script>")
+    return "".join(blocks) + loader
+
+
 def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B") -> go.Figure:
-    """The attribution ladder as a waterfall: A's stored mean, one bar per step's change (replay drift, each
-    judge-side factor, the residual), ending at B's stored mean. ``ladder`` has the rows of
-    ``lib.judging.attribution`` (step, mean, delta, ci_low, ci_high, n) from "a" to "b"."""
+LADDER_NAMES = {"replay": "replay (judge drift)", "regenerate": "regenerate (model drift)",
+                "system_prompt": "system prompt", "temperature": "temperature", "samples": "samples",
+                "turn2_context": "turn-2 context", "max_tokens": "gen. max_tokens", "prompt": "judge prompt",
+                "judge": "judge model", "judge_max_tokens": "judge max_tokens", "reference": "references",
+                "truncation": "truncation", "reasoning": "reasoning stripped", "residual": "residual"}
+
+
+def _waterfall_trace(ladder: pd.DataFrame, label_a: str, label_b: str) -> tuple[go.Waterfall, list]:
     steps = list(ladder["step"])
     measure, y, text = [], [], []
     for step, mean, delta in zip(steps, ladder["mean"], ladder["delta"]):
@@ -269,21 +332,67 @@ def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B
             measure.append("relative")
             y.append(float(delta) if pd.notna(delta) else 0.0)
             text.append(f"{delta:+.2f}" if pd.notna(delta) else "n/a")
-    names = [{"a": f"A stored ({label_a})", "b": f"B stored ({label_b})", "replay": "replay (drift)",
-              "prompt": "judge prompt", "judge": "judge model", "reference": "references",
-              "reasoning": "reasoning stripped", "residual": "residual (answers)"}.get(s, s) for s in steps]
+    names = [{"a": f"{label_a} stored", "b": f"{label_b} stored"}.get(s, LADDER_NAMES.get(s, s)) for s in steps]
     lo = ladder["ci_low"].tolist() if "ci_low" in ladder else [None] * len(steps)
     hi = ladder["ci_high"].tolist() if "ci_high" in ladder else [None] * len(steps)
     hover = [f"{n}<br>{t}" + (f"<br>95% CI {a:+.2f} to {b:+.2f}" if pd.notna(a) and pd.notna(b) and s not in ("a", "b")
                                else "") for n, t, a, b, s in zip(names, text, lo, hi, steps)]
-    fig = go.Figure(go.Waterfall(x=names, y=y, measure=measure, text=text, textposition="outside",
-                                 hovertext=hover, hoverinfo="text",
-                                 increasing=dict(marker=dict(color="#2e86c1")),
-                                 decreasing=dict(marker=dict(color="#c0392b")),
-                                 totals=dict(marker=dict(color="#555555")),
-                                 connector=dict(line=dict(color="#999", width=1))))
-    finite = [v for v in ladder["mean"] if pd.notna(v)]
+    trace = go.Waterfall(x=names, y=y, measure=measure, text=text, textposition="outside",
+                         hovertext=hover, hoverinfo="text",
+                         increasing=dict(marker=dict(color="#2e86c1")),
+                         decreasing=dict(marker=dict(color="#c0392b")),
+                         totals=dict(marker=dict(color="#555555")),
+                         connector=dict(line=dict(color="#999", width=1)))
+    return trace, [v for v in ladder["mean"] if pd.notna(v)]
+
+
+def ladder_waterfall(ladder: pd.DataFrame, label_a: str = "A", label_b: str = "B") -> go.Figure:
+    """The attribution ladder as a waterfall: the first side's stored mean, one bar per step's change (replay
+    drift, regeneration drift, each factor, the residual), ending at the other side's stored mean. ``ladder``
+    has the rows of ``lib.attribution`` (step, mean, delta, ci_low, ci_high, n) from "a" to "b"."""
+    trace, finite = _waterfall_trace(ladder, label_a, label_b)
+    fig = go.Figure(trace)
     if finite:
         fig.update_yaxes(range=[max(0.0, min(finite) - 1.5), min(10.5, max(finite) + 1.0)])
     fig.update_layout(yaxis_title="mean score (1-10)", xaxis_title="", showlegend=False)
     return _layout(fig, 420)
+
+
+def variance_bar(components: pd.DataFrame, labels: dict[str, str] | None = None) -> go.Figure:
+    """One horizontal bar split into the variance components' shares (``lib.analysis.variance``: columns
+    component, share, share_ci_low, share_ci_high), largest share labelled with its percentage; the hover
+    gives each share's 95 % interval."""
+    labels = labels or {}
+    fig = go.Figure()
+    for row in components.itertuples():
+        low, high = getattr(row, "share_ci_low", np.nan), getattr(row, "share_ci_high", np.nan)
+        interval = "" if pd.isna(low) else f" (95% interval {low:.0%}-{high:.0%})"
+        fig.add_trace(go.Bar(
+            x=[row.share], y=["scores"], orientation="h", name=labels.get(row.component, row.component),
+            text=[f"{row.share:.0%}" if row.share >= 0.04 else ""], textposition="inside",
+            hovertext=[f"{labels.get(row.component, row.component)}: {row.share:.1%}{interval}"],
+            hoverinfo="text"))
+    fig.update_layout(barmode="stack", xaxis=dict(tickformat=".0%", range=[0, 1], title_text="share of the variance"),
+                      yaxis=dict(showticklabels=False), legend=dict(orientation="h", y=-0.4))
+    return _layout(fig, 230)
+
+
+def ladder_waterfalls(ladders: dict) -> go.Figure:
+    """Several orders of the ladder side by side (e.g. ``{"A->B": forward, "B->A": reverse}``), one waterfall
+    each, sharing the score axis. Each frame as ``ladder_waterfall`` takes it."""
+    from plotly.subplots import make_subplots
+
+    labels = list(ladders)
+    fig = make_subplots(rows=1, cols=len(labels), shared_yaxes=True, subplot_titles=labels,
+                        horizontal_spacing=0.04)
+    finite = []
+    for i, label in enumerate(labels, start=1):
+        first, second = (label.split("->", 1) + ["B"])[:2] if "->" in label else ("A", "B")
+        trace, vals = _waterfall_trace(ladders[label], first.strip(), second.strip())
+        fig.add_trace(trace, row=1, col=i)
+        finite += vals
+    if finite:
+        fig.update_yaxes(range=[max(0.0, min(finite) - 1.5), min(10.5, max(finite) + 1.0)])
+    fig.update_yaxes(title_text="mean score (1-10)", row=1, col=1)
+    fig.update_layout(showlegend=False)
+    return _layout(fig, 460)

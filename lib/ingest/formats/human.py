@@ -17,13 +17,14 @@ from datetime import datetime
 from pathlib import Path
 
 from lib import harness as H
-from lib.errors import FormatError, UsageError
+from lib.errors import FormatError, IngestError, LineProblem, UsageError
 from lib.ingest.formats.base import Claim, Reader
-from lib.store import HUMAN_PREFIX, check_verdict
+from lib.store import HUMAN_PREFIX, check_verdict, check_verdict_key
 from lib.vocab import VERDICT_EXPORT_MARK
 
 PAIR_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 TOO_DEEP = "a JSON value is nested too deeply (about a thousand levels of [ or {); verdict records nest a few levels"
+SNIFF_MAX_BYTES = 64 << 20  # the longest first record sniff reads to find the export's marker
 PAIR_KEYS = frozenset({"question_id", "model_a", "model_b", "winner", "judge", "turn"})
 
 
@@ -33,6 +34,8 @@ def sniff(path: Path) -> str | None:
     try:
         with open(path, "rb") as fh:
             head = fh.read(1 << 16)
+            if b"\n" not in head.lstrip():  # the first record goes on past 64 KB (a long note): read it whole
+                head += fh.readline(SNIFF_MAX_BYTES)
     except OSError:
         return None
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff").lstrip()
@@ -80,19 +83,37 @@ def _records(path: Path, display: str) -> list[tuple[int, dict]]:
 
 
 def read_verdicts(path: Path, display: str) -> list[dict]:
-    rows = []
+    """Every record checked by the rules the CLI ``verdict`` obeys (``lib.store.check_verdict`` and
+    ``check_verdict_key``); each row keeps its ``line``. Every bad record is listed: IngestError of
+    ``FILE:LINE: not a JudgeLens verdict (why)``. The store's own limits are checked at import
+    (``lib.store.verdict_item_problems``)."""
+    rows, problems = [], []
     for n, obj in _records(path, display):
         try:
+            if not isinstance(obj, dict):
+                raise UsageError(f"a verdict is a JSON object; got {type(obj).__name__}")
+            missing = [k for k in ("author", "created_at", "bench", "question_id", "turn", "model") if k not in obj]
+            if missing:
+                raise UsageError(f"missing {', '.join(missing)}")
             author, score, cleared = check_verdict(obj.get("author"), obj.get("score"), obj.get("label"),
                                                    obj.get("note"), obj.get("cleared") or ())
+            bench, question_id, turn, model, sample = check_verdict_key(
+                obj["bench"], obj["question_id"], obj["turn"], obj["model"], obj.get("sample"))
+            if not isinstance(obj["created_at"], str):
+                raise UsageError(f"created_at is an ISO date and time; got {obj['created_at']!r}")
             rows.append(dict(author=author, created_at=datetime.fromisoformat(obj["created_at"]).replace(tzinfo=None),
-                             bench=str(obj["bench"]), question_id=str(obj["question_id"]), turn=int(obj["turn"]),
-                             model=str(obj["model"]), sample=None if obj.get("sample") is None else int(obj["sample"]),
+                             bench=bench, question_id=question_id, turn=turn, model=model,
+                             sample=None if obj.get("sample") is None else sample,
                              score=score, label=obj.get("label") or None, note=obj.get("note") or None,
-                             cleared=cleared))
-        except (AttributeError, KeyError, TypeError, ValueError, UsageError) as exc:
-            raise FormatError(f"{display}:{n}: not a JudgeLens verdict ({getattr(exc, 'message', exc)})") from exc
+                             cleared=cleared, line=n))
+        except (TypeError, ValueError, UsageError) as exc:
+            problems.append(LineProblem(display, n, f"not a JudgeLens verdict ({getattr(exc, 'message', exc)})"))
+    if problems:
+        raise IngestError(problems, hint=VERDICT_HINT)
     return rows
+
+
+VERDICT_HINT = "Fix these verdicts (or leave them out of the file) and import it again."
 
 
 def pair_judge_name(judge) -> str:

@@ -13,11 +13,12 @@ import html
 
 import pandas as pd
 
-from lib.analysis import agreement
+from lib.analysis import agreement, agreement_ci, reliability
 from lib.render import charts
 from lib.analysis import deltas
 from lib.analysis import item_view
 from lib.keys import ItemKey
+from lib.reports.summary import agreement_summary, harness_summary
 from lib.store import Store
 
 CSS = """
@@ -27,6 +28,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:right} th{background:#f5f
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;border:1px solid #e5e5e5;border-radius:6px;padding:8px;
 font-size:.8rem;max-height:24rem;overflow:auto} .item{border-top:2px solid #eee;margin-top:1.4rem;padding-top:.6rem}
 .cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px} .note{color:#555;font-size:.85rem}
+.summary{font-size:1.05rem;line-height:1.5;background:#f3f6fb;border-left:4px solid #4a7bd0;padding:.6rem .9rem}
 """
 
 
@@ -50,16 +52,18 @@ def _table(df: pd.DataFrame, digits: int = 3) -> str:
 
 def build_report(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
                  turn: int | None = None, category: str | None = None, top: int = 15) -> str:
-    """The report as one HTML string (about 5 MB: plotly.js is inlined so it works offline)."""
+    """The report as one HTML string (about 2 MB: plotly.js is inlined, compressed, so it works offline)."""
     judges = agreement.check_judges(store, judges, minimum=2)
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
     matrix = agreement.item_matrix(store, judges, **filters)
     table = agreement.pairwise_agreement(matrix, judges)
+    intervals = agreement_ci.pairwise_agreement_ci(matrix, judges)
+    alpha = reliability.reliability_table(matrix, judges, by=())
     worst = agreement.disagreements(store, judges, limit=top, **filters)
 
     figures = [("Agreement (quadratic weighted kappa)", charts.agreement_heatmap(table, "qwk")),
                ("Scores of each judge pair (bubble area = items)", charts.scatter_grid(matrix, judges))]
-    sections = []
+    sections, deltas_all = [], []
     if len(judges) == 2:
         benches = [bench] if bench else sorted(matrix["bench"].unique())
         for b in benches:
@@ -70,14 +74,14 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
                 continue
             cat = d.drop(columns=["model"])
             cat["turn"] = ["both" if pd.isna(t) else int(t) for t in cat["turn"]]
+            overall = d[d["level"] == "all"]
+            if not overall.empty:
+                deltas_all.append((b, overall.iloc[0]))
             sections.append(f"<h2>Per-category deltas · {_e(deltas.describe_comparison(a_side, b_side))}</h2>"
                             f'<p class="note">{_e(DELTA_NOTE)}</p>{_table(cat)}')
             figures.append((f"Deltas on {b}", charts.delta_forest(d[d["level"] == "category"], judges[0], judges[1])))
 
-    chart_html = []
-    for i, (title, fig) in enumerate(figures):
-        div = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
-        chart_html.append(f"<h3>{_e(title)}</h3>{div}")
+    chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
 
     items = []
     for r in worst.itertuples():
@@ -103,9 +107,13 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
 <title>JudgeLens report: {_e(' vs '.join(judges))}</title><style>{CSS}</style></head><body>
 <h1>JudgeLens report: {_e(' vs '.join(judges))}</h1>
+<p class="summary">{_e(agreement_summary(judges, table, len(matrix), worst, shown_filters, deltas_all))}</p>
 <p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · filters: {_e(shown_filters)} ·
 {len(matrix)} items with a score from at least one of these judges.</p>
 <h2>Agreement</h2><p class="note">{_e(agreement.AGREEMENT_NOTE)}</p>{_table(table)}
+<h3>95% intervals</h3><p class="note">{_e(intervals.attrs["note"])} {_e(intervals.attrs["warning"])}</p>
+{_table(agreement_ci.interval_text(intervals))}
+<h3>Krippendorff's alpha (all these judges)</h3><p class="note">{_e(reliability.RELIABILITY_NOTE)}</p>{_table(alpha)}
 {''.join(sections)}
 <h2>Charts</h2>{''.join(chart_html)}
 <h2>Largest disagreements</h2><p class="note">Items ranked by spread (highest minus lowest score of these judges),
@@ -121,9 +129,10 @@ DELTA_NOTE = ("Delta = A minus B per item, averaged. 95% t intervals and p-value
               "grey = inside the noise.")
 
 
-def probe_report(run) -> str:
-    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words,
-    one row per probe with its rule, and the judge's own rationales as evidence. All text escaped."""
+def probe_report(run, verdict: str | None = None) -> str:
+    """A self-contained HTML page of one probe run (lib.probes.suite.ProbeRun): the verdict in plain words
+    (``verdict``: ``lib.probes.suite.verdict_word(run)``), one row per probe with its rule, and the judge's own
+    rationales as evidence. All text escaped."""
     table = pd.DataFrame([{"probe": r.probe, "expected": r.expected or "", "result": r.status,
                            "failed items": f"{r.n_failed}/{r.n_items}", "detail": r.detail} for r in run.results])
     evidence = []
@@ -135,7 +144,7 @@ def probe_report(run) -> str:
             score = ev.get("score")
             evidence.append(f"<h3>{_e(r.probe)} · {_e(where)}" + (f" · score {_e(score)}" if score is not None else "")
                             + f"</h3><pre>{_e(text)}</pre>")
-    verdict = "PASSES" if run.passed else "FAILS"
+    verdict = (verdict or ("passes" if run.passed else "fails")).upper()
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -151,10 +160,12 @@ from the cache · run {_e(run.run_id)} · {_e(run.created_at)}</p>
 
 def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "mean",
                    exclude_links: tuple[str, ...] = (), ladder: pd.DataFrame | None = None,
-                   reverse_ladder: pd.DataFrame | None = None) -> str:
+                   reverse_ladder: pd.DataFrame | None = None, attribution=None) -> str:
     """One model (or any two runs) under two harnesses, as one self-contained HTML file: the runs, the
     linked questions, the per-category gap with its intervals, the setup table (judge prompt templates with
-    the differing text highlighted) and, when given, the attribution ladder (table and waterfall)."""
+    the differing text highlighted) and, when given, the attribution ladder (table and waterfall): ``ladder`` /
+    ``reverse_ladder`` (one order each) or ``attribution`` (a ``lib.attribution.ladder.LadderResult``: every
+    order side by side, the generation setups, the interactions, the Shapley split and what each bar means)."""
     from lib.analysis import harness_diff, linking, runs
     from lib.render.textdiff import diff_html
 
@@ -177,10 +188,9 @@ def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "me
         figures.append((title, charts.ladder_waterfall(lad)))
         shown = lad[[c for c in ("step", "mean", "delta", "ci_low", "ci_high", "n", "calls", "cached") if c in lad]]
         ladder_html += f"<h2>{_e(title)}</h2><p class=\"note\">{_e(LADDER_NOTE)}</p>{_table(shown)}"
-    chart_html = []
-    for i, (title, fig) in enumerate(figures):
-        div = fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
-        chart_html.append(f"<h3>{_e(title)}</h3>{div}")
+    if attribution is not None:
+        ladder_html += _attribution_html(attribution, figures)
+    chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
     gap = table.drop(columns=["model"]).copy() if not table.empty else table
     if not gap.empty:
         gap["category"] = gap["category"].map(lambda c: "(all)" if c is None else c)
@@ -197,6 +207,7 @@ def harness_report(store: Store, a: dict, b: dict, *, swallow_samples: str = "me
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
 <title>JudgeLens: {_e(ra.model)} under two harnesses</title><style>{CSS}</style></head><body>
 <h1>Harness vs harness: {_e(ra.model)}</h1>
+<p class="summary">{_e(harness_summary(ra.label, rb.label, ra.model, table, setup, links_line))}</p>
 <p class="meta">Generated {_e(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} · A = {_e(ra.label)} · B = {_e(rb.label)} ·
 {_e(links_line)} · Swallow samples: {_e(swallow_samples)}{' · excluded links: ' + _e(', '.join(exclude_links)) if exclude_links else ''}.</p>
 <h2>The gap, per category and turn</h2><p class="note">{_e(DELTA_NOTE)}</p>{_table(gap) if not gap.empty else '<p>Nothing pairs.</p>'}
@@ -212,3 +223,38 @@ LADDER_NOTE = ("Each step re-judges the same linked items with one more judge-si
                "(calls: requests sent, cached: answered from the cache). replay = A's setup on today's endpoint "
                "(drift of the judge, never blamed on a factor). residual = B's stored score minus A's answers judged "
                "B's way: what the answers themselves contribute (system prompt, sampling, generation).")
+
+
+def _attribution_html(result, figures: list) -> str:
+    """The full waterfall's sections: every order's table, the generation setups, interactions, Shapley split
+    and what each bar means (``lib.attribution.ladder``)."""
+    from lib.attribution import ladder as L
+
+    figures.append(("The waterfall, every order side by side", charts.ladder_waterfalls(
+        {k: v for k, v in result.orders.items() if not k.startswith(L.SHAPLEY)})))
+    parts = []
+    first = next(iter(result.orders.values()))
+    gen_a, gen_b = first.attrs.get("gen_a"), first.attrs.get("gen_b")
+    if gen_a and gen_b:
+        rows = pd.DataFrame([{"field": x["field"], "A": x["value"], "A source": x["source"], "B": y["value"],
+                              "B source": y["source"]} for x, y in zip(gen_a, gen_b)])
+        parts.append(f"<h2>Generation setups (how each harness makes the answers)</h2>{_table(rows)}")
+    for label, lad in result.orders.items():
+        shown = lad.assign(step=lad["step"].map(lambda s: L.STEP_LABELS.get(s, s)))
+        parts.append(f"<h2>Waterfall {_e(label)}: {_e(lad.attrs.get('label_a'))} to {_e(lad.attrs.get('label_b'))}"
+                     f"</h2><p class=\"note\">{_e(L.NOTE)}</p>{_table(shown)}")
+    if not result.interactions.empty:
+        parts.append("<h2>Does the order matter? (interactions)</h2><p class=\"note\">Each factor's effect in "
+                     "every order run, read A to B. interacts = it changes by more than its interval: the factor's "
+                     f"effect depends on what was switched before it.</p>{_table(result.interactions)}")
+    if result.shapley is not None:
+        parts.append("<h2>Shapley-style split (each factor's effect averaged over the orders)</h2>"
+                     f"{_table(result.shapley)}")
+    est = getattr(result, "estimate", None) or {}
+    if isinstance(est.get("per_step"), pd.DataFrame):
+        parts.append(f"<h2>Cost, counted before any call</h2><p class=\"note\">{_e(L.estimate_text(est))}</p>"
+                     f"{_table(est['per_step'])}")
+    meaning = "".join(f"<tr><td class=\"t\">{_e(L.STEP_LABELS.get(k, k))}</td><td class=\"t\">{_e(v)}</td></tr>"
+                      for k, v in L.STEP_MEANING.items())
+    parts.append(f"<h2>What each bar means</h2><table><tbody>{meaning}</tbody></table>")
+    return "".join(parts)

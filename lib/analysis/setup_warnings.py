@@ -1,0 +1,66 @@
+"""One-line warnings when two judges (or two runs) being compared were set up differently.
+
+The setup table (``lib.analysis.harness_diff``) knows how a run was set up: judge prompt, samples per item,
+truncation, reference answers, score scale, ... An agreement or a delta between two judges whose setups
+differ beyond the judge model measures the setups as much as the judges. ``pair_warnings`` runs the table
+for each pair of judges on one model both judged, and keeps the areas that differ (the judge model itself,
+parse failures, which are an outcome and not a setup, and the question set, which the pairing handles, are
+left out) as one line per pair, with a link to the full table on the Compare page.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from urllib.parse import urlencode
+
+import pandas as pd
+
+from lib.analysis import harness_diff, runs
+from lib.store import Store
+
+IGNORED_AREAS = ("judge_model", "parse_failures", "questions")
+WARNING_COLUMNS = ["judge_a", "judge_b", "model", "areas", "line", "link"]
+
+
+def _shared_model(store: Store, bench: str, judge_a: str, judge_b: str, model: str | None) -> tuple | None:
+    """(harness_a, harness_b, model): a model both judges scored on the bench (``model`` if given)."""
+    where = "bench = $b AND score IS NOT NULL" + (" AND model = $m" if model else "")
+    params = {"b": bench, "ja": judge_a, "jb": judge_b} | ({"m": model} if model else {})
+    with store.read() as cur:
+        row = cur.execute(f"""
+            SELECT a.harness, b.harness, a.model FROM
+              (SELECT DISTINCT harness, model FROM item_scores WHERE {where} AND judge = $ja) a
+              JOIN (SELECT DISTINCT harness, model FROM item_scores WHERE {where} AND judge = $jb) b USING (model)
+            ORDER BY a.model LIMIT 1""", params).fetchone()
+    return row
+
+
+def compare_link(run_a: runs.Run, run_b: runs.Run, canonical: str) -> str:
+    """The Compare page's "one model under two harnesses" view of these two runs (a relative link)."""
+    return "compare?" + urlencode({"view": "harness", "model": canonical, "a": run_a.label, "b": run_b.label})
+
+
+def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | None = None) -> pd.DataFrame:
+    """One row per judge pair whose setups differ beyond the judge model: ``WARNING_COLUMNS``; ``line`` reads
+    "gpt-4o vs human:ana: set up differently (judge prompt, samples per item): see the setup table"."""
+    rows = []
+    canon = None
+    for ja, jb in combinations(judges, 2):
+        if ja.startswith("human:") or jb.startswith("human:"):
+            continue      # an analyst's verdicts have no harness setup to compare
+        shared = _shared_model(store, bench, ja, jb, model)
+        if shared is None:
+            continue
+        ha, hb, m = shared
+        ra, rb = runs.Run(ha, bench, ja, m), runs.Run(hb, bench, jb, m)
+        table = harness_diff.harness_diff(store, ra, rb)
+        differ = table[(table["differs"] == True) & ~table["area"].isin(IGNORED_AREAS)]  # noqa: E712 (None = unknown)
+        if differ.empty:
+            continue
+        if canon is None:
+            canon = runs.runs(store).drop_duplicates(["model"]).set_index("model")["canonical"].to_dict()
+        areas = [harness_diff.AREA_LABELS[a] for a in differ["area"]]
+        rows.append({"judge_a": ja, "judge_b": jb, "model": m, "areas": ", ".join(areas),
+                     "line": f"{ja} vs {jb}: set up differently ({', '.join(areas)}); the numbers compare the setups "
+                             "as much as the judges. See the setup table.",
+                     "link": compare_link(ra, rb, canon.get(m, m))})
+    return pd.DataFrame(rows, columns=WARNING_COLUMNS)

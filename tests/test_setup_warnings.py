@@ -1,0 +1,79 @@
+"""Setup-difference warnings next to agreement and Compare numbers (lib.analysis.setup_warnings)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from lib.analysis import setup_warnings as sw
+from lib.ingest.importer import ingest
+
+JA = Path(__file__).resolve().parent.parent / "data" / "sample" / "shisa-ja-mt-bench-harness"
+JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
+
+
+def test_the_sample_judges_share_one_setup(sample_store):
+    assert sw.pair_warnings(sample_store, JUDGES, bench="ja_mt_bench").empty
+
+
+def test_a_judge_with_an_extra_prompt_sentence_is_flagged(store, tmp_path):
+    """A copy of the JA harness where one more judge ran with a sentence added to every judge prompt."""
+    root = tmp_path / "ja"
+    shutil.copytree(JA, root)
+    judged = root / "ja_mt_bench" / "model_judgment"
+    lines = []
+    for line in (judged / "gpt-4.1-mini-2025-04-14_single.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        rec["judge"][0] = "mini-english"
+        rec["user_prompt"] += "\n\nAlways answer in English."
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    (judged / "mini-english_single.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ingest(store, [root])
+    found = sw.pair_warnings(store, ["gpt-4o", "mini-english", "gpt-4.1-mini-2025-04-14"], bench="ja_mt_bench")
+    assert found[["judge_a", "judge_b"]].values.tolist() == [["gpt-4o", "mini-english"],
+                                                             ["mini-english", "gpt-4.1-mini-2025-04-14"]]
+    row = found.iloc[0]
+    assert row["areas"] == "judge prompt"
+    assert row["line"] == ("gpt-4o vs mini-english: set up differently (judge prompt); the numbers compare the "
+                           "setups as much as the judges. See the setup table.")
+    link = urlparse(row["link"])
+    params = parse_qs(link.query)
+    assert link.path == "compare" and params["view"] == ["harness"]
+    assert params["a"] == [f"fastchat · ja_mt_bench · gpt-4o · {row['model']}"]
+    assert params["b"] == [f"fastchat · ja_mt_bench · mini-english · {row['model']}"]
+    # a human judge has no setup: never flagged
+    assert sw.pair_warnings(store, ["human:ana", "mini-english"], bench="ja_mt_bench").empty
+
+
+def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    root = tmp_path / "ja"
+    shutil.copytree(JA, root)
+    judged = root / "ja_mt_bench" / "model_judgment"
+    lines = []
+    for line in (judged / "gpt-4o_single.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        rec["judge"][0] = "gpt-4o-strict"
+        rec["user_prompt"] = "Be strict.\n\n" + rec["user_prompt"]
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    (judged / "gpt-4o-strict_single.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ingest(store, [root])
+    db = store.path
+    store.close()
+    monkeypatch.setenv("JUDGELENS_DB", str(db))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/agreement.py").run()
+    assert not at.exception
+    lines = [w.value.replace("\\", "") for w in at.warning if "set up differently" in w.value]
+    assert len(lines) == 3 and all("(judge prompt)" in line and "[Setup table](compare?view=harness" in line
+                                   for line in lines)     # the names are md_escape'd; the link is not
+    at.switch_page("pages/compare.py").run()
+    at.selectbox(key="cmp_ja").set_value("gpt-4o").run()
+    at.selectbox(key="cmp_jb").set_value("gpt-4o-strict").run()
+    assert not at.exception
+    assert any("gpt-4o vs gpt-4o-strict: set up differently (judge prompt)" in w.value.replace("\\", "")
+               for w in at.warning)
+    at.selectbox(key="cmp_jb").set_value("gpt-4.1-2025-04-14").run()
+    assert not any("set up differently" in w.value for w in at.warning)
