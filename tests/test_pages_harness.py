@@ -117,5 +117,5 @@ def test_full_waterfall_in_the_page(app):
         assert len(tables) == 2                                       # A->B and B->A side by side
         assert tables[0]["step"].tolist() == ["A stored", "replay (judge drift)", "regenerate (model drift)",
                                               "system prompt", "judge prompt", "residual", "B stored"]
-        assert tables[0].set_index("step").loc["system prompt", "delta"] == 2
+        assert float(tables[0].set_index("step").loc["system prompt", "delta"]) == 2   # shown as "2.000"
         assert any("interact" in w.value for w in app.warning)
