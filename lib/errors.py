@@ -235,6 +235,12 @@ class UnknownSystemPromptError(UsageError):
     title = "Unknown system prompt"
 
 
+class LfsPointerError(JudgeLensError):
+    """Files of the import are git-LFS pointers (lib.ingest.lfs): nothing was imported."""
+
+    title = "Git LFS pointers, not data: nothing was imported"
+
+
 class LadderInterrupted(JudgeLensError):
     """The attribution ladder stopped before its last step (cancelled): what arrived is kept in the cache."""
 

@@ -2,7 +2,8 @@
 
 Tables (one row per thing, every row tagged with the ``source_id`` of the file it came from):
 
-- ``sources``            one imported file: path, sha256, harness, kind, bench, counts, warnings, skipped lines
+- ``sources``            one imported file: path, sha256, harness, kind, bench, counts, warnings, skipped lines,
+                         the scale and failure code it was read on (its harness rules)
 - ``questions``          bench, question_id, category, turns
 - ``reference_answers``  the reference a judge saw: bench, judge (file stem), question_id, turn, text
 - ``answers``            a model's answer: bench, model, question_id, sample, turn, text
@@ -20,8 +21,12 @@ Cross-harness: ``question_links`` (the same question in two benches: exact, edit
 ``model_aliases`` (one model under several names), see ``lib.analysis.linking`` and ``lib.analysis.aliases``.
 
 Derived: ``item_scores`` (a table kept current by ``refresh_item_scores``: one row per judged item,
-duplicates and Swallow samples averaged, parse failures left out); views ``current_questions`` (newest
-source wins per bench/question) and ``answers_view`` (adds ``text_no_think``).
+duplicates and Swallow samples averaged, parse failures left out); ``judge_questions`` (the question text the
+stored judge prompts show, per question turn; from ``judge_prompt_questions``, kept current the same way); views
+``question_sets`` (every question file's rows with its set: NULL for the file the harness reads, else the file's
+stem), ``file_questions`` (per question the harness's own file, else the named sets in name order; the newest
+source within a set), ``current_questions`` (what pages show: the file's question with each turn the judges saw
+in its place; ``file_turns`` the file's text) and ``answers_view`` (adds ``text_no_think``).
 
 Identifiers are text: ``question_id`` is stored as VARCHAR so "7" and 7 are the same id and a
 fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected.
@@ -68,6 +73,7 @@ if TYPE_CHECKING:
 
 from lib import harness as H
 from lib.errors import DatabaseBusyError, DatabaseFileError, JudgeLensError, UsageError, redact
+from lib.vocab import prompt_text_sql, question_seen_sql
 
 T = TypeVar("T")
 
@@ -92,6 +98,9 @@ CREATE TABLE IF NOT EXISTS sources (
     rows_skipped  BIGINT NOT NULL DEFAULT 0,
     warnings      VARCHAR[] NOT NULL DEFAULT [],
     skipped_lines JSON,                        -- [{"line": n, "reason": "..."}] when --skip-bad-lines dropped lines
+    scale_min     DOUBLE,                      -- the judges' rating scale on this source's bench (lib.harness
+    scale_max     DOUBLE,                      -- Harness.scale_for) and the harness's failure code, as imported
+    failure_code  DOUBLE,                      -- (NULL: none, e.g. shaberi's null scores)
     UNIQUE (sha256, bench, kind)
 );
 CREATE TABLE IF NOT EXISTS questions (
@@ -301,10 +310,45 @@ CREATE TABLE IF NOT EXISTS probe_results (
     detail       VARCHAR
 );
 
-CREATE OR REPLACE VIEW current_questions AS
+-- The question the judge saw (issue 22): per judged question turn, the text the stored judge prompts show
+-- (lib.vocab.question_seen), kept current by refresh_item_scores. Judge prompts win over question files.
+CREATE TABLE IF NOT EXISTS judge_questions (
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    text        VARCHAR NOT NULL,              -- the text most judge prompts show (ties: the first in text order)
+    n_prompts   BIGINT NOT NULL,               -- prompts (one per judgment file, judge and prompt name) showing it
+    n_texts     INTEGER NOT NULL               -- distinct texts the judges saw (> 1: not all saw the same question)
+);
+
+CREATE TABLE IF NOT EXISTS judge_prompt_questions (   -- what judge_questions counts: per source, the text each
+    source_id   INTEGER NOT NULL,                       -- prompt group (judge, prompt name, question turn) shows
+    bench       VARCHAR NOT NULL,
+    question_id VARCHAR NOT NULL,
+    turn        INTEGER NOT NULL,
+    text        VARCHAR NOT NULL
+);
+
+-- Question files: the harness's own question file (FastChat: question.jsonl) is a bench's question set; any
+-- other question file (question_full.jsonl, ...) is kept as a named set of its own (question_set = its stem).
+-- file_questions: per question the harness's own file, else the named sets in name order; the newest source
+-- of the same set wins. Nothing depends on import order across sets.
+CREATE OR REPLACE VIEW question_sets AS
+SELECT q.*, {QUESTION_SET} AS question_set FROM questions q LEFT JOIN sources s USING (source_id);
+CREATE OR REPLACE VIEW file_questions AS
 SELECT * EXCLUDE (rn) FROM (
-    SELECT *, row_number() OVER (PARTITION BY bench, question_id ORDER BY source_id DESC) AS rn
-    FROM questions) WHERE rn = 1;
+    SELECT *, row_number() OVER (PARTITION BY bench, question_id
+                                 ORDER BY question_set IS NOT NULL, question_set, source_id DESC) AS rn
+    FROM question_sets) WHERE rn = 1;
+-- What every page shows: the file's question with each turn the judges saw put in its place (file_turns: the
+-- file's own text).
+CREATE OR REPLACE VIEW current_questions AS
+SELECT f.source_id, f.bench, f.question_id, f.category,
+       CASE WHEN s.seen IS NULL THEN f.turns
+            ELSE list_transform(f.turns, lambda t, i: coalesce(s.seen[i], t)) END AS turns,
+       f.question_set, f.turns AS file_turns
+FROM file_questions f LEFT JOIN (SELECT bench, question_id, map(list(turn), list(text)) AS seen
+                                 FROM judge_questions GROUP BY bench, question_id) s USING (bench, question_id);
 
 CREATE OR REPLACE VIEW answers_view AS
 SELECT *, regexp_replace(text, '(?s)<think>.*?(?:</think>|$)\\s*', '', 'g') AS text_no_think,  -- lib.vocab.THINK_SQL
@@ -401,8 +445,22 @@ CREATE TABLE IF NOT EXISTS human_pair_votes (
 );
 """
 
+
+
+def _question_set_sql() -> str:
+    """The question set of a question file: NULL for the file its harness reads, else the file's stem."""
+    own = [h for h in H.all() if h.question_file]
+    if not own:
+        return "NULL::VARCHAR"
+    others = " OR ".join(f"(s.harness = '{h.name}' AND s.file_name <> '{h.question_file}')" for h in own)
+    return f"CASE WHEN {others} THEN regexp_replace(s.file_name, '\\.[a-z]+$', '') END"
+
+
+SCHEMA = SCHEMA.replace("{QUESTION_SET}", _question_set_sql())
+
 # Columns added to a table after stores with that table existed: (table, column, type), added on open.
-ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"),)
+ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"), ("sources", "scale_min", "DOUBLE"),
+                 ("sources", "scale_max", "DOUBLE"), ("sources", "failure_code", "DOUBLE"))
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
@@ -444,10 +502,45 @@ def _refresh_extras(cur, benches, marked=()) -> None:
     from lib.search_index import index_new_sources
     from lib.text_features import fill_answer_features
 
+    refresh_judge_questions(cur, benches)
     refresh_human_scores(cur, benches)
     index_new_sources(cur, marked=marked)
     fill_answer_features(cur)
 
+
+def refresh_judge_questions(cur, benches=None) -> None:
+    """Bring ``judge_questions`` up to date for these benches (None: all): the question text each stored judge prompt
+    shows (``lib.vocab.question_seen``), one prompt per judgment file, judge, prompt name and question turn. The
+    texts of each source are cut out once (``judge_prompt_questions``; re-judge sources, which grow, every time);
+    the per-question majority is then recomputed from those few rows."""
+    cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)"
+                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    seen = {n: question_seen_sql("prompt", "turn", n) for n in (1, 2)}
+    new = "source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions)"
+    cur.execute(f"""
+        INSERT INTO judge_prompt_questions
+        WITH p AS (SELECT source_id, bench, question_id, turn, min(judge_prompt) AS prompt FROM single_judgments
+                   WHERE judge_prompt IS NOT NULL AND {new}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name
+                   UNION ALL
+                   SELECT source_id, bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
+                   WHERE g1_user_prompt IS NOT NULL AND {new}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name),
+             t AS (SELECT source_id, bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p)
+        SELECT * FROM (SELECT source_id, bench, question_id, 1 AS turn, {seen[1]} AS text FROM t
+                       UNION ALL SELECT source_id, bench, question_id, 2, {seen[2]} FROM t) WHERE text IS NOT NULL""")
+    where, params = "", {}
+    if benches is not None:
+        if not benches:
+            return
+        where, params = "WHERE list_contains($b, bench)", {"b": list(benches)}
+    cur.execute(f"DELETE FROM judge_questions {where}", params)
+    cur.execute(f"""
+        INSERT INTO judge_questions
+        WITH c AS (SELECT bench, question_id, turn, text, count(*) AS n FROM judge_prompt_questions {where}
+                   GROUP BY ALL)
+        SELECT bench, question_id, turn, first(text ORDER BY n DESC, text), sum(n), count(*)
+        FROM c GROUP BY bench, question_id, turn""", params)
 
 
 # --- the analyst's verdicts (table human_verdicts): what a row may hold, its uid, insert, and the human judge's

@@ -23,6 +23,7 @@
 """
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
@@ -125,3 +126,58 @@ def fastchat_rating(text: str | None, take: str = "first") -> tuple[str, re.Matc
         if m:
             return method, m
     return None
+
+
+# --- the question the judge saw (issue 22): cut out of a stored, rendered judge prompt ---------------------------
+# FastChat and the JA templates: turn-1 prompts hold "[Question]\n{question}\n\n[The Start of ..." ("[質問]",
+# "[User Question]" for pairwise); multi-turn prompts hold "### User:\n{question_i}\n\n### Assistant A:" (or
+# "### Reference answer:") once per turn, the reference block first, so the conversation's turns are the last
+# ones. Swallow stores the JSON message list: its message contents are searched the same way. The Python
+# functions and the SQL expressions are the same rule (tests/test_question_seen.py checks they agree).
+ASKED_SINGLE = (r"(?s)\[(?:Question|User Question|質問|ユーザーの質問)\]\n(.*?)\n\n"
+                r"\[(?:The Start of|The End of|アシスタント|参照|回答)")
+ASKED_TURN = r"(?s)### (?:User|ユーザー):\n(.*?)\n\n### (?:Assistant A|Assistant B|Reference answer|アシスタント|参照回答)"
+ASKED_SINGLE_RE = re.compile(ASKED_SINGLE)
+ASKED_TURN_RE = re.compile(ASKED_TURN)
+
+
+def prompt_text(prompt: str | None) -> str:
+    """A stored judge prompt as text: the rendered text itself, or a JSON message list's contents, one per line."""
+    if not prompt:
+        return ""
+    if prompt.lstrip().startswith("["):
+        try:
+            messages = json.loads(prompt)
+        except (ValueError, RecursionError):
+            return prompt
+        if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+            return "\n".join(str(m.get("content", "")) for m in messages)
+    return prompt
+
+
+def question_seen(prompt: str | None, turn: int) -> tuple[str | None, str | None]:
+    """(turn 1's text, turn 2's text) as a stored judge prompt of ``turn`` shows them (None where it does not)."""
+    text = prompt_text(prompt)
+    turns = ASKED_TURN_RE.findall(text)
+    if turn >= 2 and len(turns) >= 2:
+        return turns[-2], turns[-1]
+    single = ASKED_SINGLE_RE.search(text)
+    if turn == 1 and single:
+        return single.group(1), None
+    return None, None
+
+
+def prompt_text_sql(column: str) -> str:
+    """``prompt_text`` in DuckDB SQL."""
+    return (f"CASE WHEN starts_with(ltrim({column}), '[') AND json_valid({column}) "
+            f"AND json_type({column}) = 'ARRAY' THEN array_to_string("
+            f"json_extract_string({column}, '$[*].content'), chr(10)) ELSE {column} END")
+
+
+def question_seen_sql(column: str, turn: str, which: int) -> str:
+    """``question_seen(prompt, turn)[which - 1]`` in DuckDB SQL (``column`` is a prompt already as text)."""
+    turns = f"regexp_extract_all({column}, '{ASKED_TURN}', 1)"
+    if which == 2:
+        return f"CASE WHEN {turn} >= 2 AND len({turns}) >= 2 THEN {turns}[-1] END"
+    return (f"CASE WHEN {turn} >= 2 AND len({turns}) >= 2 THEN {turns}[-2] "
+            f"WHEN {turn} = 1 THEN nullif(regexp_extract({column}, '{ASKED_SINGLE}', 1), '') END")

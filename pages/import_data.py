@@ -56,7 +56,7 @@ with upload_tab:
         st.write("FastChat-style `.jsonl` files (questions, reference answers, model answers, `*_single` / `*_pair` "
                  "judgments, `judge_prompts.jsonl`), Swallow `results_*.json` and `details_*.parquet`, or a `.zip` "
                  "of a harness folder (it keeps its layout).")
-        files = st.file_uploader("Files", type=["jsonl", "json", "parquet", "zip"], accept_multiple_files=True,
+        files = st.file_uploader("Files", type=["jsonl", "json", "parquet", "eval", "zip"], accept_multiple_files=True,
                                  key="import_files")
         bench = st.text_input("Bench name for loose FastChat files", value="ja_mt_bench",
                               help="A zip or folder says its bench itself (<bench>/model_judgment/…). Loose files "

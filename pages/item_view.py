@@ -110,6 +110,10 @@ with left:
         for i, text in enumerate(q["turns"], 1):
             st.markdown(f"**Turn {i}**" + (" (judged now)" if i == key.turn else ""))
             st.text(marked(text, "question"))
+            if q["differs"][i - 1]:
+                where = q["question_set"] or "the question file"
+                st.warning(f"⚑ The judges saw the text above; {md_escape(where)} says otherwise:", icon="⚠️")
+                st.text(q["file_turns"][i - 1])
     refs = cached_item_query(iv.references, version, bench=bench, question_id=key.question_id, turn=key.turn)
     uses_ref = q is not None and q["category"] in REFERENCE_CATEGORIES
     # Open where the judge saw it, unless you opened or closed it on this question and turn. Lazy: closed (most

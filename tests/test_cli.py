@@ -159,7 +159,10 @@ def test_sample_twice_changes_nothing(sample_store):
     before = counts(sample_store)
     report = ingest(sample_store, [SAMPLE])
     assert report.imported == [] and len(report.unchanged) == before["sources"] == 24
-    assert report.summary().splitlines()[0] == "0 file(s) imported, 24 unchanged (already imported): nothing changed"
+    assert report.summary().splitlines()[0] == ("0 file(s) imported, 24 unchanged (already imported): nothing changed, "
+                                                "1 not read")
+    # the sample's copy of Swallow's judge prompt templates is documentation, and the import says it did not read it
+    assert [name for name, _ in report.not_read] == ["sample/swallow/judge_prompt_templates.json"]
     assert counts(sample_store) == before
 
 

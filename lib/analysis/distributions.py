@@ -88,11 +88,15 @@ def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
     g_keys = ", ".join(f"g.{k}" for k in by)
     sql = f"""
         WITH rows AS (SELECT * FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}),
+        low AS (SELECT CAST(least(1, coalesce(min(floor(score)), 1)) AS INTEGER) AS lo FROM rows),
         counts AS (
-            SELECT {sel}CAST(greatest(1, least(10, floor(score))) AS INTEGER) AS bin, count(*) AS count
+            SELECT {sel}CAST(greatest((SELECT lo FROM low), least(10, floor(score))) AS INTEGER) AS bin,
+                   count(*) AS count
             FROM rows GROUP BY ALL),
         groups AS ({group_cols}),
-        grid AS (SELECT g.*, b.bin FROM groups g, (SELECT CAST(range AS INTEGER) AS bin FROM range(1, 11)) b)
+        -- bins 1-10; from 0 when a scale starting at 0 (Nejumi, Inspect graders) gave a 0
+        grid AS (SELECT g.*, b.bin FROM groups g,
+                 (SELECT CAST(range AS INTEGER) AS bin FROM range((SELECT lo FROM low), 11)) b)
         SELECT {g_keys + ', ' if by else ''}g.bin,
                CASE WHEN g.bin = 10 THEN '10' ELSE '[' || g.bin || ',' || (g.bin + 1) || ')' END AS bin_label,
                coalesce(c.count, 0) AS count

@@ -527,15 +527,18 @@ def _parse_failures(reads: _Reads, ra: Run, rb: Run) -> dict:
 
 
 def _scale(reads: _Reads, ra: Run, rb: Run) -> dict:
-    desc = {}
+    desc, scales = {}, {}
     for r in (ra, rb):
         lo, hi = reads.stats[r]["min"], reads.stats[r]["max"]
         reported = reads.reported[r]
-        desc[r] = (f"1-10 per judgment (seen {lo:g}-{hi:g})" if lo is not None else "no scores") + (
+        scales[r] = H.get(r.harness).scale_for(r.bench)   # the harness rules' scale on this bench
+        low, high = scales[r]
+        desc[r] = (f"{low:g}-{high:g} per judgment (seen {lo:g}-{hi:g})" if lo is not None else "no scores") + (
             _reported_scale(r) if reported else "")
-    return _row("scale", desc[ra], desc[rb], desc[ra].split(";")[1:] != desc[rb].split(";")[1:],
-                "JudgeLens compares every run on the judges' 1-10 ratings; Swallow's headline numbers are the same "
-                "means divided by 10.")
+    return _row("scale", desc[ra], desc[rb],
+                scales[ra] != scales[rb] or desc[ra].split(";")[1:] != desc[rb].split(";")[1:],
+                "JudgeLens compares every run on its judges' own ratings (each harness's scale: 1-10 for FastChat "
+                "and Swallow, 0-10 for Nejumi); Swallow's headline numbers are the same means divided by 10.")
 
 
 def _reported_scale(run: Run) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 from lib import harness as H
 from lib.keys import ItemKey
 from lib.store import Store
-from lib.vocab import QID_ORDER, model_key_sql, split_think
+from lib.vocab import QID_ORDER, model_key_sql, qid_order, split_think
 
 # Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
 
@@ -46,10 +46,18 @@ def samples(store: Store, key: ItemKey) -> list[int]:
 
 
 def question(store: Store, bench: str, question_id: str) -> dict | None:
+    """The question as the judges saw it (``turns``: each turn from the judges' prompts where they hold it), and
+    what the question file says (``file_turns``, its ``question_set``: None for the harness's own file);
+    ``differs[i]``: turn i+1 of the file is not what the judges saw."""
     with store.read() as cur:
-        row = cur.execute("SELECT category, turns FROM current_questions WHERE bench = ? AND question_id = ?",
-                          [bench, question_id]).fetchone()
-    return {"category": row[0], "turns": list(row[1])} if row else None
+        row = cur.execute("SELECT category, turns, file_turns, question_set FROM current_questions "
+                          "WHERE bench = ? AND question_id = ?", [bench, question_id]).fetchone()
+    if not row:
+        return None
+    turns, file_turns = list(row[1]), list(row[2])
+    differs = [a.rstrip() != b.rstrip() for a, b in zip(turns, file_turns)]
+    return {"category": row[0], "turns": turns, "file_turns": file_turns, "question_set": row[3],
+            "differs": differs}
 
 
 def references(store: Store, bench: str, question_id: str, turn: int) -> pd.DataFrame:
@@ -189,3 +197,63 @@ def link(params: dict[str, str]) -> str:
     from urllib.parse import urlencode
 
     return "item_view?" + urlencode(params)
+
+
+ITEM_FILTERS = ("bench", "harness", "model", "judge", "question_id", "turn")
+
+
+def items(store: Store, **filters) -> list[dict]:
+    """What the Item view shows, one dict per judged item (bench, question_id, turn, model), for scripts
+    (``python -m lib.cli items``): ``question`` (the text the judges saw), ``question_file_text`` and
+    ``question_differs`` (the question file says otherwise), ``answer`` (sample 0), ``judges``: per judge its
+    harness, item ``score`` (repeats and samples averaged, failures left out), ``n`` judgments, ``rationale``
+    (the first judgment's). Filters: ``ITEM_FILTERS`` (``judge`` keeps the items that judge scored, with every
+    judge of them)."""
+    unknown = set(filters) - set(ITEM_FILTERS)
+    if unknown:
+        raise ValueError(f"unknown item filter(s): {', '.join(sorted(unknown))}")
+    conditions, params = [], {}
+    for key, value in filters.items():
+        if value is None or key == "judge":
+            continue
+        conditions.append(f"j.{key} = ${key}")
+        params[key] = int(value) if key == "turn" else str(value)
+    if filters.get("judge"):
+        conditions.append("(j.bench, j.question_id, j.turn, j.model) IN (SELECT (bench, question_id, turn, model) "
+                          "FROM single_judgments WHERE judge = $judge)")
+        params["judge"] = filters["judge"]
+    where = " AND ".join(conditions) or "TRUE"
+    mk = model_key_sql("j.model")
+    with store.read() as cur:
+        rows = cur.execute(f"""
+            WITH j AS (SELECT * FROM single_judgments j WHERE {where}),
+            per_judge AS (
+                SELECT bench, question_id, turn, model, judge, any_value(harness) AS harness,
+                       avg(score) AS score, count(*) AS n, first(rationale ORDER BY sample, source_id) AS rationale
+                FROM j GROUP BY bench, question_id, turn, model, judge),
+            item AS (
+                SELECT bench, question_id, turn, model,
+                       list({{'judge': judge, 'harness': harness, 'score': score, 'n': n, 'rationale': rationale}}
+                            ORDER BY judge) AS judges
+                FROM per_judge GROUP BY ALL),
+            ans AS (
+                SELECT a.bench, a.question_id, a.turn, {model_key_sql('a.model')} AS k1,
+                       {model_key_sql("coalesce(a.model_id, '')")} AS k2,
+                       {model_key_sql("coalesce(a.file_model, '')")} AS k3, a.text, a.source_id
+                FROM answers a WHERE a.sample = 0)
+            SELECT i.bench, i.question_id, i.turn, i.model, q.turns[i.turn] AS question,
+                   q.file_turns[i.turn] AS question_file_text,
+                   (SELECT first(a.text ORDER BY a.source_id DESC) FROM ans a WHERE a.bench = i.bench
+                      AND a.question_id = i.question_id AND a.turn = i.turn
+                      AND {mk.replace('j.model', 'i.model')} IN (a.k1, a.k2, a.k3)) AS answer,
+                   i.judges
+            FROM item i LEFT JOIN current_questions q ON q.bench = i.bench AND q.question_id = i.question_id
+            ORDER BY i.bench, {qid_order('i')}, i.turn, i.model""",
+                           params).fetchall()
+    out = []
+    for bench, qid, turn, model, question, file_text, answer, judges in rows:
+        differs = question is not None and file_text is not None and question.rstrip() != file_text.rstrip()
+        out.append({"bench": bench, "question_id": qid, "turn": turn, "model": model, "question": question,
+                    "question_file_text": file_text if differs else None, "question_differs": differs,
+                    "answer": answer, "judges": [dict(j) for j in judges]})
+    return out

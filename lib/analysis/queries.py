@@ -98,18 +98,36 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
     where_sql = " AND ".join(conditions) or "TRUE"
     doc_turn = ", turn" if "turn" in by else ""
     show_result, results_file = H.where(own_rule=H.SHOW_RESULT), H.where(own_rule=H.RESULTS_FILE)
-    labels = "CASE j.harness " + " ".join(f"WHEN '{h.name}' THEN '{h.own_rule_label}'"
-                                          for h in show_result + results_file) + " END"
+    category_means, sample_runs = H.where(own_rule=H.CATEGORY_MEANS), H.where(own_rule=H.SAMPLE_RUNS)
+    own = show_result + results_file + category_means + sample_runs
+    labels = "CASE j.harness " + " ".join(f"WHEN '{h.name}' THEN '{h.own_rule_label}'" for h in own) + " END"
+    # each harness's failure code (raw scores at it are dropped by the row rules); NULL: none
+    codes = [f"WHEN '{h.name}' THEN {h.failure_code}" for h in own if h.failure_code is not None]
+    failure = f"CASE j.harness {' '.join(codes)} END" if codes else "NULL::DOUBLE"
+    cat_extra = "" if "category" in by else ", category"
     df = frame(store, f"""
         WITH j AS (
-            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category, j.raw_score, j.score,
-                   {labels} AS rule
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, q.category, j.raw_score,
+                   j.score, {labels} AS rule, raw_score IS NOT DISTINCT FROM {failure} AS at_failure
             FROM single_judgments j
             LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id),
         f AS (SELECT * FROM j WHERE {where_sql}),
         show_result AS (
             SELECT {keys}, avg(raw_score) AS mean, count(raw_score) AS n, any_value(rule) AS rule
-            FROM f WHERE {H.sql_is("harness", show_result)} AND raw_score <> -1 GROUP BY {keys}),
+            FROM f WHERE {H.sql_is("harness", show_result)} AND NOT at_failure GROUP BY {keys}),
+        cm_items AS (
+            SELECT harness, bench, judge, model, question_id, turn, any_value(category) AS category,
+                   any_value(rule) AS rule, avg(raw_score) AS v
+            FROM f WHERE {H.sql_is("harness", category_means)} AND NOT at_failure
+            GROUP BY harness, bench, judge, model, question_id, turn),
+        cm_cats AS (SELECT {keys}{cat_extra}, any_value(rule) AS rule, avg(v) AS v, count(*) AS n FROM cm_items
+                    GROUP BY {keys}{cat_extra}),
+        category_means AS (SELECT {keys}, avg(v) AS mean, sum(n) AS n, any_value(rule) AS rule FROM cm_cats
+                           GROUP BY {keys}),
+        sr_runs AS (SELECT {keys}, sample, any_value(rule) AS rule, avg(raw_score) AS v, count(raw_score) AS n
+                    FROM f WHERE {H.sql_is("harness", sample_runs)} AND NOT at_failure GROUP BY {keys}, sample),
+        sample_runs AS (SELECT {keys}, avg(v) AS mean, sum(n) AS n, any_value(rule) AS rule FROM sr_runs
+                        GROUP BY {keys}),
         sw_items AS (
             SELECT harness, bench, judge, model, question_id, turn, any_value(category) AS category,
                    any_value(rule) AS rule, avg(raw_score) AS v
@@ -123,9 +141,10 @@ def scores(store: Store, by: list[str] | tuple[str, ...] = ("judge", "model", "t
             FROM sw_docs WHERE v <> -1 GROUP BY {keys}),
         other AS (
             SELECT {keys}, avg(score) AS mean, count(*) AS n, '{RULE_LABELS["item"]}' AS rule
-            FROM item_scores WHERE {H.sql_is_not("harness", show_result + results_file)} AND score IS NOT NULL
+            FROM item_scores WHERE {H.sql_is_not("harness", own)} AND score IS NOT NULL
                  AND {where_sql} GROUP BY {keys})
-        SELECT * FROM show_result UNION ALL SELECT * FROM results_file UNION ALL SELECT * FROM other
+        SELECT * FROM show_result UNION ALL SELECT * FROM results_file UNION ALL SELECT * FROM category_means
+        UNION ALL SELECT * FROM sample_runs UNION ALL SELECT * FROM other
         ORDER BY {keys}""", params)
     return df[[*by, "mean", "n", "rule"]]
 
@@ -247,7 +266,8 @@ def order_by_rank(board: pd.DataFrame, ranked: list[str]) -> pd.DataFrame:
 def sources(store: Store) -> pd.DataFrame:
     return frame(store, """
         SELECT source_id, harness, kind, bench, file_name, rows_imported, rows_skipped,
-               array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path
+               array_to_string(warnings, '; ') AS warnings, imported_at, bytes, sha256, path, scale_min, scale_max,
+               failure_code
         FROM sources ORDER BY source_id""")
 
 

@@ -226,7 +226,11 @@ _FROM = {
     "question": """(SELECT source_id, field, harness, bench, question_id, turn, NULL::VARCHAR AS model,
                            NULL::INTEGER AS sample, NULL::VARCHAR AS judge, NULL::DOUBLE AS score,
                            NULL::VARCHAR AS parse_status, text, norm
-                    FROM search_text WHERE field = 'question')""",
+                    FROM search_text WHERE field = 'question' AND (bench, question_id, turn, text) IN (
+                        -- only the text pages show: what the judges saw (issue 22), not every question file's
+                        SELECT (bench, question_id, turn, text) FROM (
+                            SELECT bench, question_id, unnest(range(1, len(turns) + 1))::INTEGER AS turn,
+                                   unnest(turns) AS text FROM current_questions)))""",
     "reference": """(SELECT source_id, field, harness, bench, question_id, turn, NULL::VARCHAR AS model,
                             NULL::INTEGER AS sample, judge, NULL::DOUBLE AS score, NULL::VARCHAR AS parse_status,
                             text, norm

@@ -12,7 +12,7 @@ from lib.ingest.importer import ingest, remove_source
 def cmd_ingest(args) -> int:
     report = ingest(open_store(args), args.paths, skip_bad_lines=args.skip_bad_lines)
     print(report.summary())
-    return 0
+    return 1 if report.failed else 0
 
 
 def cmd_scores(args) -> int:

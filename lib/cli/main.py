@@ -15,11 +15,11 @@ import argparse
 import sys
 import traceback
 
-from lib.cli import data, generate, harness, judging, links, reliability, review, search, stats, store, verdicts
+from lib.cli import data, generate, harness, items, judging, links, reliability, review, search, stats, store, verdicts
 from lib.cli.common import parents
 from lib.errors import DatabaseBusyError, IngestError, JudgeLensError, redact
 
-COMMAND_MODULES = (data, review, reliability, stats, judging, generate, links, harness, search, verdicts, store)
+COMMAND_MODULES = (data, review, reliability, stats, judging, generate, links, harness, search, items, verdicts, store)
 
 
 def build_parser() -> argparse.ArgumentParser:

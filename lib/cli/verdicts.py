@@ -2,6 +2,7 @@
 export, and the MT-Bench pairwise agreement of imported human judgments."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -26,6 +27,17 @@ def cmd_verdict(args) -> int:
 
 
 def cmd_export(args) -> int:
+    if args.inspect:
+        if not (args.author and args.bench and args.model):
+            print("--inspect needs --author, --bench and --model (one Inspect log is one task and one model)",
+                  file=sys.stderr)
+            return 2
+        records = human.inspect_scores(open_store(args, read_only=True), author=args.author, bench=args.bench,
+                                       model=args.model, turn=args.turn)
+        args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        print(f"Wrote {len(records)} score(s) to {args.out} for Inspect AI's precomputed_scores scorer, e.g. "
+              f"score(log, precomputed_scores({str(args.out)!r})) in Python")
+        return 0
     n = human.export_jsonl(open_store(args), args.out, author=args.author)
     print(f"Wrote {n} verdict(s) to {args.out}. Import them elsewhere with: python -m lib.cli ingest {args.out}")
     return 0
@@ -81,6 +93,12 @@ def register(sub, parents) -> None:
     e = vsub.add_parser("export", parents=[db], help="write verdicts as JSONL (import elsewhere with ingest)")
     e.add_argument("--out", type=Path, required=True)
     e.add_argument("--author", help="only this author's verdicts")
+    e.add_argument("--inspect", action="store_true",
+                   help="write the author's current scores on one --bench and --model (and --turn) as Inspect AI "
+                        "precomputed_scores JSONL (id, value, epoch, explanation, metadata)")
+    e.add_argument("--bench")
+    e.add_argument("--model")
+    e.add_argument("--turn", type=int)
     e.set_defaults(func=cmd_export)
     ls = vsub.add_parser("list", parents=[db, fmt],
                          help="current verdicts: each field the author's latest value for it (--all: every row as "

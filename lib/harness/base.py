@@ -18,9 +18,13 @@ from typing import Iterable, Mapping
 SHOW_RESULT = "show_result"    # FastChat show_result.py: mean over judgment rows, failure code dropped, repeats count
 RESULTS_FILE = "results_file"  # Swallow: per item the mean of its samples with failures averaged in, items at the
                                # failure code dropped, then the mean (the harness's results file, x its scale)
+CATEGORY_MEANS = "category_means"  # Nejumi: per question-turn the mean of its rows (failure code dropped), per
+                               # category the mean of those, then the mean of the category means (x reported_scale)
+SAMPLE_RUNS = "sample_runs"    # multi-sample FastChat forks: per sample index the mean of its rows (a "run"),
+                               # then the mean over runs; failure code dropped
 ITEM = "item"                  # no rule of its own: JudgeLens's per-item mean
 
-OWN_RULES = (SHOW_RESULT, RESULTS_FILE, ITEM)
+OWN_RULES = (SHOW_RESULT, RESULTS_FILE, CATEGORY_MEANS, SAMPLE_RUNS, ITEM)
 
 # Judge prompt families: the built-in template names of a family start with its prefix.
 PROMPT_FAMILY_PREFIX = MappingProxyType({"swallow": "swallow-", "ja": "ja-", "lmsys": ""})
@@ -59,6 +63,7 @@ class Harness:
     imported: bool                      # read from files (has a reader in lib.ingest.formats)
     # -- scores --
     scale: tuple[float, float] = (1.0, 10.0)   # the judge's rating scale
+    bench_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # benches on another scale
     failure_code: float | None = -1.0          # the raw score the harness writes when no rating was found
     reported_scale: float = 1.0                # the harness's headline numbers = means x this (Swallow: 0.1)
     reported_metrics: Mapping[int, str] = field(default_factory=dict)  # turn (0: both) -> results-file metric
@@ -76,6 +81,7 @@ class Harness:
     judge_temperature: float | None = None     # the judge call's temperature
     judge_model_note: str = ""                 # a sentence about the judge model, for the setup table
     reference_source: str = "judge_files"      # "judge_files": one reference file per judge; "dataset": one set
+    question_file: str | None = None           # the one question file the harness reads (others: named sets)
     parsed_by_template: bool = False           # ratings were parsed by a JudgeLens template's parser (re-judges)
     # -- answers / setup table --
     stores_system_prompt: bool = True          # answers record their system prompt
@@ -83,6 +89,10 @@ class Harness:
     system_prompt_missing: str = "none recorded"
     temperature_missing: str = ""              # appended to "not recorded" in the setup table
     generation: Generation | None = None
+
+    def scale_for(self, bench: str | None) -> tuple[float, float]:
+        """The rating scale of this harness's judges on ``bench`` (``bench_scales``, else ``scale``)."""
+        return self.bench_scales.get(bench or "", self.scale)
 
     @property
     def multi_sample(self) -> bool:

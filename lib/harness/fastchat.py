@@ -44,6 +44,7 @@ FASTCHAT = Harness(
     judge_max_tokens=2048,            # OpenAI judges: temperature 0, max_tokens 2048
     judge_temperature=0.0,
     reference_source="judge_files",   # reference_answer/<judge>.jsonl
+    question_file="question.jsonl",   # common.py load_questions(f"data/{bench}/question.jsonl"); no other file
     stores_system_prompt=False,
     stores_temperature=False,
     system_prompt_missing="not recorded (FastChat answer files do not store it)",

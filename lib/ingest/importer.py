@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Iterator
 
 from lib import harness as H
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
+from lib.ingest import lfs
 from lib.ingest.formats import human, registry
 from lib.ingest.formats.base import BLANK_NOTE, Reader
 from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
@@ -109,6 +110,12 @@ class ImportFile:
 @dataclass
 class IngestReport:
     files: list[ImportFile]
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # data files of a folder no reader takes: why
+
+    @property
+    def failed(self) -> bool:
+        """Nothing was imported and some file was refused: every data file of the import was refused."""
+        return not self.imported and not self.unchanged and bool(self.refused or self.not_read)
 
     @property
     def imported(self) -> list[ImportFile]:
@@ -127,7 +134,10 @@ class IngestReport:
                 + (f", {len(self.refused)} refused" if self.refused else ""))
         if not self.imported and self.unchanged and not self.refused:
             head += ": nothing changed"
-        return "\n".join([head, *(f.line() for f in self.files)])
+        if self.not_read:
+            head += f", {len(self.not_read)} not read"
+        return "\n".join([head, *(f.line() for f in self.files),
+                          *(f"not read   {name}: {why}" for name, why in self.not_read)])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -142,12 +152,28 @@ def _display(path: Path, root: Path | None) -> str:
     return str(path)
 
 
-def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | None:
+# Files a folder import must read or list as not read (issue 22: no silent skips).
+DATA_SUFFIXES = (".json", ".jsonl", ".parquet", ".eval")
+# kinds a file in a folder is recognised as by its content whatever its name (judgment files of forks)
+CONTENT_KINDS = frozenset({"single_judgments", "pair_judgments", "inspect_log"})
+
+
+def _classify(path: Path, root: Path | None, explicit: bool) -> ImportFile | str | None:
+    """The file's ImportFile, or (a data file no reader takes) the reason, or None (not a data file)."""
     display = _display(path, root)
-    found = registry.claim(path, explicit, separate=False)
+    try:
+        found = registry.claim(path, explicit, separate=False)
+        if found is None and not explicit and path.suffix in DATA_SUFFIXES:
+            found = registry.claim(path, True, separate=False)  # by content: judgment files of any name
+            if found is not None and found.kind not in CONTENT_KINDS:
+                where = found.reader.describes
+                return (f"its records look like {found.reader.name} {found.kind.replace('_', ' ')}, but it is not "
+                        f"where that harness keeps them ({where}); move it there or give it on its own")
+    except FormatError as exc:
+        return exc.message.removeprefix(f"{path}: ").removeprefix(f"{display}: ")
     if found is None:
-        if explicit:
-            raise FormatError(f"{display}: JudgeLens does not know this file. It reads {registry.known_files()}.")
+        if explicit or path.suffix in DATA_SUFFIXES:
+            return f"JudgeLens does not know this file. It reads {registry.known_files()}."
         return None
     return ImportFile(path, display, found.reader.harness, found.kind, found.bench, found.meta, reader=found.reader)
 
@@ -156,16 +182,23 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = None) -> list[ImportFile]:
+def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = None, *,
+             not_read: list[tuple[str, str]] | None = None, taken: Iterable[Path] = ()) -> list[ImportFile]:
     """Every importable file under the given files and folders, in a stable order.
 
     With ``allowed_roots`` (the app's import folders), every file is resolved first: a link that leads out
-    of the roots refuses the whole import, naming each such link.
+    of the roots refuses the whole import, naming each such link. Any git-LFS pointer refuses the import before a
+    file is parsed (``lib.ingest.lfs``). A given file no reader takes refuses the import (all of them named at
+    once); a data file in a folder (``DATA_SUFFIXES``) no reader takes is listed in ``not_read`` with the reason
+    (``taken``: files another path of the import reads, e.g. verdict exports).
     """
     found: list[ImportFile] = []
-    seen: set[Path] = set()
+    seen: set[Path] = {Path(p).resolve() for p in taken}
     roots = [Path(r).resolve() for r in allowed_roots] if allowed_roots is not None else None
     outside: list[str] = []
+    pointers: list[tuple[str, int]] = []
+    unknown: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for given in paths:
         root = Path(given).expanduser()
         if not root.exists():
@@ -184,8 +217,14 @@ def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = Non
             if resolved in seen:
                 continue
             seen.add(resolved)
+            if (real := lfs.pointer_size(path)) is not None:
+                pointers.append((_display(path, base), real))
+                continue
             item = _classify(path, base, explicit)
-            if item is not None:
+            if isinstance(item, str):
+                (unknown.append(f"{_display(path, base)}: {item}") if explicit
+                 else skipped.append((_display(path, base), item)))
+            elif item is not None:
                 found.append(item)
     if outside:
         raise PathNotAllowed(
@@ -193,11 +232,19 @@ def discover(paths: Iterable[str | Path], allowed_roots: list[Path] | None = Non
             f"({', '.join(map(str, roots))}), so nothing was imported:\n" + "\n".join(outside)
             + "\nRemove those links, or ask whoever runs this JudgeLens to add their folder to "
             "JUDGELENS_IMPORT_ROOTS.", title="Links out of the import folders")
+    if pointers:
+        raise lfs.refuse(pointers)
+    if unknown:
+        raise FormatError("\n".join(unknown))
+    if not_read is not None:
+        not_read.extend(skipped)
     if not found:
+        listed = "".join(f"\n  {name}: {why}" for name, why in skipped)
         raise FormatError(
             "Found no harness files in " + ", ".join(str(p) for p in paths) + ". Point JudgeLens at a FastChat "
             "data folder (with <bench>/question.jsonl, model_answer/, model_judgment/) or a lighteval output "
-            "folder (results/…/results_*.json, details/…/details_*.parquet).",
+            "folder (results/…/results_*.json, details/…/details_*.parquet)."
+            + (f"\nNot read:{listed}" if listed else ""),
             title="Nothing to import",
         )
     order = registry.kind_order()
@@ -373,11 +420,14 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
             continue
         skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
         source_id = inserted[0] if inserted else store.next_id(cur, "sources")
+        rules = H.get(item.harness)
         cur.execute(
             "INSERT INTO sources (source_id, sha256, path, file_name, harness, kind, bench, bytes, rows_imported, "
-            "rows_skipped, warnings, skipped_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+            "rows_skipped, warnings, skipped_lines, scale_min, scale_max, failure_code) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
             [source_id, item.sha256, str(item.path), item.path.name, item.harness, item.kind, item.bench,
-             item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None])
+             item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None,
+             *rules.scale_for(item.bench), rules.failure_code])
         if item.fast:
             rows = inserted[1] if inserted else _insert_fast(cur, item, source_id)
             if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
@@ -392,10 +442,36 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
         cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                     [rows, item.warnings, source_id])
         item.rows, item.source_id, item.status = rows, source_id, "imported"
+    _question_set_notes(cur, [i for i in todo if i.status == "imported" and "questions" in i.table_names])
     # Judgments and questions feed the per-item table (questions give judged items their category).
     refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
                               and SCORED_TABLES.intersection(i.table_names)],
                         marked=[i.source_id for i in todo if i.status == "imported" and i.fast])
+
+
+def _question_set_notes(cur, items: list[ImportFile]) -> None:
+    """Two question files of one bench that disagree are named, with the number of question ids whose text
+    differs (issue 22: Stability's question.jsonl and question_full.jsonl). Which text pages show does not depend
+    on this (``current_questions``: the judges' prompts, else the harness's own question file)."""
+    for item in items:
+        rows = cur.execute(
+            """SELECT s.path, o.question_set, count(*) AS shared,
+                      count(*) FILTER (WHERE o.turns <> m.turns) AS differ
+               FROM questions m JOIN question_sets o ON o.bench = m.bench AND o.question_id = m.question_id
+               JOIN sources s ON s.source_id = o.source_id
+               WHERE m.source_id = $s AND o.source_id <> $s
+               GROUP BY s.path, o.source_id, o.question_set ORDER BY o.source_id""", {"s": item.source_id}).fetchall()
+        shown = H.get(item.harness).question_file
+        for path, other_set, shared, differ in rows:
+            if not differ:
+                continue
+            rule = (f"{H.get(item.harness).title} reads {shown} only; " if shown else "") + (
+                "pages show the text the judges' prompts hold, else the harness's own question file")
+            note = (f"this question file and {path} (bench {item.bench}) disagree on {differ} of {shared} shared "
+                    f"question id(s); {rule}")
+            item.warnings.append(note)
+        if rows:
+            cur.execute("UPDATE sources SET warnings = ? WHERE source_id = ?", [item.warnings, item.source_id])
 
 
 # tables whose rows change item_scores (questions give judged items their category)
@@ -427,25 +503,28 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
     """
     progress = progress or (lambda f, m: None)
     paths, human_items = _human_files(list(paths), allowed_roots)  # verdict exports, MT-Bench human judgments
-    _read_human(human_items)  # their bad records refuse the import before any file of it is written
-    try:
-        items = discover(paths, allowed_roots) if paths else []
+    not_read: list[tuple[str, str]] = []
+    try:  # first: git-LFS pointers and links out of the import folders refuse the import before anything is parsed
+        items = discover(paths, allowed_roots, not_read=not_read, taken=[h.path for h in human_items]) if paths else []
     except PathNotAllowed:
         raise
     except FormatError:
         if not human_items:
             raise
         items = []
+    _read_human(human_items)  # their bad records refuse the import before any file of it is written
     if not items:
         _import_human(store, human_items)
         progress(1.0, "done")
-        return IngestReport(human_items)
+        return IngestReport(human_items, not_read)
     with store.read() as cur:
         known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
         known_sizes = {b for (b,) in cur.execute("SELECT DISTINCT bytes FROM sources").fetchall()}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelens-hash") as hasher:
-        return _ingest_items(store, items, human_items, known, _hash_later(items, known_sizes, hasher),
-                             skip_bad_lines, progress)
+        report = _ingest_items(store, items, human_items, known, _hash_later(items, known_sizes, hasher),
+                               skip_bad_lines, progress)
+    report.not_read = not_read
+    return report
 
 
 def _fast_path_problems(items: list[ImportFile], store: Store) -> list[LineProblem]:
@@ -678,7 +757,7 @@ def relink(store: Store, questions_changed: bool = True) -> None:
 
 
 def _is_judgment_note(text: str) -> bool:
-    return "judged more than once" in text or "no usable score" in text
+    return "judged more than once" in text or "no usable score" in text or "shared question id(s)" in text
 
 
 def remove_source(store: Store, source_id: int) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from lib.errors import JudgeLensError, PathNotAllowed
 from lib.ingest.formats import registry
+from lib.ingest.zipread import ZstdError, open_member
 
 from lib.paths import DATA_DIR as REPO_DATA
 MAX_ZIP_MEMBERS = 10_000
@@ -157,7 +158,7 @@ def _unzip(name: str, data: bytes, dest: Path, skipped: list[str]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             size = 0
             try:
-                with zf.open(info) as src, open(target, "wb") as out:
+                with open_member(zf, info) as src, open(target, "wb") as out:
                     while chunk := src.read(CHUNK):
                         size += len(chunk)
                         written += len(chunk)
@@ -168,7 +169,8 @@ def _unzip(name: str, data: bytes, dest: Path, skipped: list[str]) -> None:
                         if size > RATIO_FLOOR and size > MAX_RATIO * max(info.compress_size, 1):
                             raise UploadRefused(_bomb(name, info.filename, size, info.compress_size))
                         out.write(chunk)
-            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+                    ZstdError) as exc:
                 raise UploadRefused(f"{name} is damaged: {info.filename} cannot be unpacked ({exc}). Create the "
                                     "zip again and upload it again.") from None
 

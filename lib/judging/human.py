@@ -213,6 +213,41 @@ def export_jsonl(store: Store, path: str | Path, author: str | None = None) -> i
     return len(records)
 
 
+def inspect_scores(store: Store, *, author: str, bench: str, model: str, turn: int | None = None) -> list[dict]:
+    """The author's current scores on one bench and model as records of Inspect AI's ``precomputed_scores()`` scorer
+    (inspect_ai PR #4599: JSON Lines of ``id``, ``value`` and optionally ``epoch``, ``answer``, ``explanation``,
+    ``metadata``; a record without ``epoch`` applies to every epoch), so ``inspect score LOG --scorer
+    precomputed_scores`` puts them into the log. ``id`` is the question id (a number when it is one), ``epoch`` the
+    sample + 1 when the verdicts name more than one sample; label and note become the explanation. An Inspect sample
+    is one question: a bench with verdicts on several turns needs ``turn``."""
+    from lib.errors import UsageError
+
+    where = "WHERE author = $a AND bench = $b AND model = $m" + (" AND turn = $t" if turn is not None else "")
+    params = {"a": author, "b": bench, "m": model, **({"t": turn} if turn is not None else {})}
+    df = frame(store, f"SELECT question_id, turn, sample, score, label, note FROM ({current_verdicts_sql(where)}) "
+                      "WHERE score IS NOT NULL ORDER BY question_id, turn, sample", params)
+    turns = sorted({int(t) for t in df["turn"]})
+    if len(turns) > 1:
+        raise UsageError(f"{author}'s verdicts on {bench} / {model} cover turns {turns}; an Inspect sample is one "
+                         "question: give --turn")
+    epochs = df["sample"].nunique() > 1
+    out = []
+    for r in df.itertuples(index=False):
+        label, note = _plain(r.label), _plain(r.note)
+        record = {"id": int(r.question_id) if str(r.question_id).isdigit() else r.question_id,
+                  "value": float(r.score)}
+        if epochs:
+            record["epoch"] = int(r.sample) + 1
+        explanation = ": ".join(t for t in (label, note) if t)
+        if explanation:
+            record["explanation"] = explanation
+        record["metadata"] = {"judgelens": {"author": author, "bench": bench, "model": model,
+                                            "question_id": r.question_id, "turn": int(r.turn),
+                                            "sample": int(r.sample)}}
+        out.append(record)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # Pairwise agreement, as FastChat's compute_agreement.py
 

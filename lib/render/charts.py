@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-SCORE_AXIS = dict(range=[0.5, 10.5], dtick=1)
+SCORE_AXIS = dict(range=[-0.5, 10.5], dtick=1)  # 0 is a rating on some scales (Nejumi 0-10)
 COLORS = px.colors.qualitative.Safe
 
 
@@ -134,7 +134,7 @@ def box_from_summary(summary: pd.DataFrame, x: str, color: str | None = None) ->
             x=part[x].astype(str), q1=part["q1"], median=part["median"], q3=part["q3"],
             lowerfence=part["min"], upperfence=part["max"], mean=part["mean"], name=str(name) if name else "",
             marker_color=COLORS[i % len(COLORS)], boxmean=True))
-    fig.update_layout(boxmode="group", yaxis_title="score (1-10)", yaxis=SCORE_AXIS)
+    fig.update_layout(boxmode="group", yaxis_title="score", yaxis=SCORE_AXIS)
     return _layout(fig, 420)
 
 

@@ -60,3 +60,14 @@ class Reader:
 
 EMPTY_NOTE = "empty file: no records"
 BLANK_NOTE = "empty file: no records (it holds only blank lines)"
+
+
+def score_status(raw: float | None, rules, bench: str | None, *, api_error: bool = False) -> str:
+    """A judgment's parse status under its harness's rules (``lib.harness``): its failure code, its scale on this
+    bench. ok | not_parsed | api_error | out_of_range."""
+    if api_error:
+        return "api_error"
+    if raw is None or (rules.failure_code is not None and raw == rules.failure_code):
+        return "not_parsed"
+    low, high = rules.scale_for(bench)
+    return "ok" if low <= raw <= high else "out_of_range"

@@ -24,6 +24,7 @@ from lib.errors import FormatError
 from lib.ingest.formats.base import BLANK_NOTE, EMPTY_NOTE, Claim, Reader
 from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number,
                                      as_optional_number, as_text, as_turn, need, parse_file)
+from lib.vocab import fastchat_rating
 
 HARNESS = H.FASTCHAT.name
 
@@ -31,7 +32,7 @@ KINDS = ("judge_prompts", "questions", "reference_answers", "answers", "single_j
 
 # Single judgment parse status, from the stored score and text.
 ERROR_TEXT = "$ERROR$"
-SCORE_MIN, SCORE_MAX = 1.0, 10.0
+SCORE_MIN, SCORE_MAX = H.FASTCHAT.scale  # the harness rules say; the fast path SQL uses them too
 
 WINNERS = {"model_1", "model_2", "tie", "error"}
 # Older files and some forks spell winners differently; map them onto FastChat's words.
@@ -112,8 +113,8 @@ def sniff(path: Path, bench: str | None) -> FastChatFile:
     bench = bench or "unknown_bench"
     if {"g1_winner", "model_1"} <= keys or {"winner", "model_1"} <= keys:
         return FastChatFile(path, "pair_judgments", bench)
-    if {"judge", "score"} <= keys:
-        return FastChatFile(path, "single_judgments", bench)
+    if {"judge", "score"} <= keys or {"judge", "judgment", "model", "question_id"} <= keys:
+        return FastChatFile(path, "single_judgments", bench)  # with no score: the rating is in the text
     if "choices" in keys:
         return FastChatFile(path, "answers", bench)
     if {"category", "turns"} <= keys:
@@ -172,7 +173,7 @@ def answer_rows(obj: dict, bench: str, file_model: str) -> list[tuple]:
     ]
 
 
-def _judge(obj: dict) -> tuple[str, str | None]:
+def judge_of(obj: dict) -> tuple[str, str | None]:
     judge = need(obj, "judge")
     if isinstance(judge, str) and judge:
         return judge, None
@@ -195,12 +196,35 @@ def parse_status(raw_score: float, judgment: str | None) -> str:
     return "ok"
 
 
-def single_judgment_rows(obj: dict, bench: str) -> list[tuple]:
+def first_record_has(path: Path, key: str) -> bool:
+    """The file's first JSON record has ``key`` (True when it cannot tell: the line reader then says why)."""
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    obj = json.loads(raw.strip().removeprefix(BOM))
+                    return not isinstance(obj, dict) or key in obj
+    except (OSError, ValueError, RecursionError):
+        pass
+    return True
+
+
+def rating_in_text(judgment: str | None) -> float:
+    """Files whose rows have no ``score`` field (older JA forks; told by the first record): the rating the judge
+    wrote, FastChat's way (``[[N]]``, else
+    ``[N]``, the first match: ``評価：[[9]]``), -1 when there is none (FastChat's "not parsed")."""
+    if judgment is None:
+        raise ValueError('missing field "score" (and no "judgment" text to read a rating from)')
+    found = fastchat_rating(judgment)
+    return float(found[1].group(1)) if found else -1.0
+
+
+def single_judgment_rows(obj: dict, bench: str, rating_in_text_only: bool = False) -> list[tuple]:
     qid = as_id(need(obj, "question_id"))
     model = as_name(need(obj, "model"), "model")
-    judge, prompt_name = _judge(obj)
-    raw = as_number(need(obj, "score"), "score")
+    judge, prompt_name = judge_of(obj)
     judgment = as_text(obj.get("judgment"), "judgment", required=False)
+    raw = rating_in_text(judgment) if rating_in_text_only else as_number(need(obj, "score"), "score")
     user_prompt = as_text(obj.get("user_prompt"), "user_prompt", required=False)
     turn = as_turn(obj["turn"]) if obj.get("turn") is not None else infer_turn(prompt_name)
     status = parse_status(raw, judgment)
@@ -221,7 +245,7 @@ def pair_judgment_rows(obj: dict, bench: str) -> list[tuple]:
     qid = as_id(need(obj, "question_id"))
     model_1 = as_name(need(obj, "model_1"), "model_1")
     model_2 = as_name(need(obj, "model_2"), "model_2")
-    judge, prompt_name = _judge(obj)
+    judge, prompt_name = judge_of(obj)
     if "g1_winner" in obj or "g2_winner" in obj:
         g1, g2 = _winner(obj, "g1_winner"), _winner(obj, "g2_winner")
     else:  # older lm-sys files: one "winner" for both games
@@ -365,7 +389,8 @@ def read(item, batch: list, store) -> None:
         file_model = model_from_file_name(item.path.stem)
         convert = lambda o: answer_rows(o, bench, file_model)  # noqa: E731
     elif kind == "single_judgments":
-        convert = lambda o: single_judgment_rows(o, bench)  # noqa: E731
+        in_text = not first_record_has(item.path, "score")  # a fork that writes no score field at all
+        convert = lambda o: single_judgment_rows(o, bench, in_text)  # noqa: E731
     elif kind == "pair_judgments":
         convert = lambda o: pair_judgment_rows(o, bench)  # noqa: E731
     else:
@@ -388,7 +413,7 @@ def read(item, batch: list, store) -> None:
 def use_fast_path(item) -> bool:
     """Non-empty single-judgment files without a byte-order mark are read by DuckDB itself
     (``single_judgments_select``)."""
-    if item.kind != "single_judgments" or item.size == 0:
+    if item.kind != "single_judgments" or item.size == 0 or not first_record_has(item.path, "score"):
         return False
     with open(item.path, "rb") as fh:
         return not fh.read(3).startswith(BOM)

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lib.ingest.formats import fastchat, human, swallow
+from lib.ingest.formats import fastchat, fastchat_samples, fastchat_wide, human, inspect_ai, nejumi, shaberi, swallow
 from lib.ingest.formats.base import Claim, Reader
 
 READERS: tuple[Reader, ...] = (
+    nejumi.READER,      # before fastchat: FastChat's layout, hashed model ids
+    fastchat_samples.READER,   # before fastchat: FastChat's layout, list-valued scores
+    fastchat_wide.READER,      # before fastchat: one row per question
     fastchat.READER,
     swallow.READER,
+    shaberi.READER,
+    inspect_ai.READER,
     human.READER,
 )
 
