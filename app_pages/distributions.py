@@ -7,7 +7,7 @@ import streamlit as st
 
 from lib.analysis import answer_features, coverage, distributions, queries
 from lib.render import charts
-from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
+from app_pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
                            show_table)
 
 MAX_JUDGES = 6  # judges preselected; more are one pick away

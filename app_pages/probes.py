@@ -9,7 +9,7 @@ from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.reports import probe_report
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import (cached_query, judge_endpoint, page_start, progress_callback, readable_dataframe, show_error,
+from app_pages._common import (cached_query, judge_endpoint, page_start, progress_callback, readable_dataframe, show_error,
                            show_table)
 
 store, version = page_start("Probes")
