@@ -5,7 +5,8 @@ start) and hands over to the page the user picked. Run with ``bash scripts/run-a
 """
 import streamlit as st
 
-from app_pages._common import first_start, get_store, profiled
+from app_pages._profile import profiled
+from app_pages._store import first_start, get_store
 
 st.set_page_config(page_title="JudgeLens", page_icon="⚖️", layout="wide")  # an emoji favicon is inline; a :material: one is fetched from fonts.gstatic.com
 
@@ -24,5 +25,5 @@ page = st.navigation([
 
 store = get_store()  # on failure: says why (e.g. the file is open in another process) and stops
 first_start(store)  # an empty new store gets the bundled sample; checked once per server process
-with profiled(page.title):  # JUDGELENS_PROFILE=DIR: one cProfile file per run (see app_pages/_common.py)
+with profiled(page.title):  # JUDGELENS_PROFILE=DIR: one cProfile file per run (see app_pages/_profile.py)
     page.run()

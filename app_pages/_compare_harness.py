@@ -15,8 +15,9 @@ from lib.errors import JudgeLensError
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
-from app_pages._common import (cached_chart, cached_query, keep_valid, publish_to_url, readable_dataframe, seed_from_url,
-                           show_chart, show_error, show_table)
+from app_pages._state import keep_valid, publish_to_url, seed_from_url
+from app_pages._store import cached_chart, cached_query
+from app_pages._widgets import readable_dataframe, show_chart, show_error, show_table
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
 

@@ -121,7 +121,7 @@ def verdict_panel(store, key) -> None:
     verdict is your latest value for it, so only "Clear score" / "Clear label" empty one."""
     from lib.judging import human
     from lib.render.safe_text import md_escape
-    from app_pages._common import readable_dataframe
+    from app_pages._widgets import readable_dataframe
 
     name = author_sidebar()
     st.subheader("Your verdict")

@@ -9,8 +9,9 @@ from lib.render import charts
 from lib.analysis import item_view
 from lib.reports import build_report
 from lib.render.safe_text import csv_text, md_escape
-from app_pages._common import (cached_chart, cached_query, keep_picks, page_start, readable_dataframe, show_chart,
-                           show_table)
+from app_pages._state import keep_picks
+from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._widgets import readable_dataframe, show_chart, show_table
 
 
 

@@ -12,8 +12,9 @@ from lib.analysis.flags import reference_overlap
 from lib.analysis.search_view import mark_hits
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
-from app_pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, keep_valid,
-                           publish_to_url, seed_from_url, show_text)
+from app_pages._state import keep_valid, publish_to_url, seed_from_url
+from app_pages._store import cached_item_query, cached_query, data_version, get_store
+from app_pages._widgets import empty_state, show_text
 from app_pages._item_view_extras import search_box, verdict_panel
 
 store = get_store()

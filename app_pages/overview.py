@@ -4,8 +4,9 @@ import streamlit as st
 from lib.render import charts
 from lib.analysis import aliases, coverage, linking, queries, ranking, runs
 from lib.render.safe_text import csv_text, md_escape
-from app_pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_dataframe,
-                           readable_subset, show_chart, show_table)
+from app_pages._state import keep_picks, keep_valid
+from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._widgets import paged, readable_dataframe, readable_subset, show_chart, show_table
 
 MAX_CHART_JUDGES = 6
 

@@ -9,7 +9,9 @@ import streamlit as st
 
 from lib.analysis import item_view, ppi
 from lib.judging import human
-from app_pages._common import cached_query, keep_values, page_start, show_table
+from app_pages._state import keep_values
+from app_pages._store import cached_query, page_start
+from app_pages._widgets import show_table
 from app_pages._item_view_extras import author_sidebar
 
 store, version = page_start("Review")

@@ -17,7 +17,9 @@ from lib.analysis.flags import FLAGS
 from lib.analysis.search_view import group_samples
 from lib.errors import JudgeLensError
 from lib.render.safe_text import csv_text
-from app_pages._common import cached_query, page_start, publish_to_url, readable_dataframe, seed_from_url, show_error
+from app_pages._state import publish_to_url, seed_from_url
+from app_pages._store import cached_query, page_start
+from app_pages._widgets import readable_dataframe, show_error
 
 PAGE_SIZE = 50
 ANY = "(any)"

@@ -18,8 +18,10 @@ from lib.judging.jobs import BackgroundJob
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
-from app_pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, judge_endpoint,
-                           keep_valid, keep_values, publish_to_url, seed_from_url, show_error, show_text)
+from app_pages._endpoint import judge_endpoint
+from app_pages._state import keep_valid, keep_values, publish_to_url, seed_from_url
+from app_pages._store import cached_item_query, cached_query, data_version, get_store
+from app_pages._widgets import empty_state, show_error, show_text
 
 BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
               "wb_b_label_auto")

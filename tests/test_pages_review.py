@@ -314,7 +314,7 @@ def test_review_random_sample_judge_vs_me(app):
     prediction-powered corrected means appear once two sampled items are scored."""
     from lib.analysis import ppi
     from lib.judging import human
-    from app_pages._common import get_store
+    from app_pages._store import get_store
 
     app.session_state["jl_author"] = "ana"
     app.switch_page("app_pages/review.py").run()

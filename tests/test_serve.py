@@ -23,8 +23,8 @@ def test_warm_imports_loads_what_pages_need_and_nothing_streamlit_runs_first():
     for name in ("lib.analysis.agreement", "lib.analysis.deltas", "lib.analysis.runs", "lib.render.charts",
                  "lib.reports", "lib.attribution.judge", "lib.probes.suite", "scipy.stats", "plotly.express"):
         assert name in loaded, name
-    # not the command line (no page needs it; its __main__ runs it), not the pages: app_pages/_common.py's first-run check
-    # (a deep link as a server's first request) must run inside Streamlit's script run, as it always did
+    # not the command line (no page needs it; its __main__ runs it), not the pages: their module-level code (the
+    # store handle and caches, the first-start load) runs inside Streamlit's script run, as it always did
     assert not any(m.startswith("lib.cli") for m in loaded)
     assert not any(m == "app_pages" or m.startswith("app_pages.") for m in loaded)
 

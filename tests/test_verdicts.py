@@ -228,7 +228,7 @@ def test_verdict_panel_records_scores_and_the_queue_moves(app):
     assert not app.exception
     saved = [s.value.replace("\\", "") for s in app.success]  # md_escape'd
     assert any("human:mika" in s and "score 7" in s for s in saved), saved
-    from app_pages._common import get_store
+    from app_pages._store import get_store
 
     hist = human.history(get_store())
     assert hist[["author", "score", "label", "note"]].values.tolist() == [["mika", 7.0, "both wrong", "言語ルール"]]
@@ -396,7 +396,7 @@ def test_an_older_store_opened_read_only_reads_its_verdicts(tmp_path, capsys):
 
 
 def test_panel_label_after_a_score_keeps_it_and_clear_score_removes_it(app):
-    from app_pages._common import get_store
+    from app_pages._store import get_store
 
     app.switch_page("app_pages/item_view.py").run()
     app.text_input(key="jl_author_input").set_value("mika").run()
@@ -484,7 +484,7 @@ def test_swallow_samples_in_the_review_queue(sample_store):
 
 
 def test_the_panel_records_on_the_sample_shown(app):
-    from app_pages._common import get_store
+    from app_pages._store import get_store
 
     store = get_store()
     judge, model, qid = swallow_item(store)
