@@ -71,3 +71,18 @@ def test_the_pages_warmed_are_the_pages_app_py_routes_to():
     default = re.search(r'st\.Page\("app_pages/(\w+)\.py"[^)]*default=True', (ROOT / "app.py").read_text()).group(1)
     assert len(routed) == 10
     assert serve.page_paths() == [""] + [p for p in sorted(routed) if p != default]  # the default page is "/"
+
+
+def test_streamlit_sees_no_legacy_pages_folder_next_to_app_py():
+    """A folder named pages/ beside app.py, even one holding only a __pycache__ left from before the rename to
+    app_pages/, switches Streamlit into its legacy multipage mode: a deep link as a server's first request would run
+    the page without app.py's st.navigation. Asked of Streamlit's own check, which reads the folder once per process."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    before = PagesManager.uses_pages_directory
+    PagesManager.uses_pages_directory = None
+    try:
+        PagesManager(str(ROOT / "app.py"))
+        assert PagesManager.uses_pages_directory is False, f"remove {ROOT / 'pages'}: Streamlit's legacy pages/ mode"
+    finally:
+        PagesManager.uses_pages_directory = before
