@@ -8,7 +8,7 @@ scipy.stats and every ``lib`` module: one to two seconds the first visitor of a 
 for on top of the page itself. Done here, before the server listens, they cost the same once, when nobody is
 waiting. ``streamlit run app.py`` keeps working exactly as before; only its first visitor pays these again.
 
-Nothing Streamlit-specific is imported ahead (not ``pages/``): the pages' own first-run logic stays as it is.
+Nothing Streamlit-specific is imported ahead (not ``app_pages/``): the pages' own first-run logic stays as it is.
 
 Then, once the server answers, every page is opened once in the background, like a visitor would (a websocket
 session asking for the page; its default view): the store opens and each page's default queries and figures land
@@ -75,7 +75,7 @@ EXTRA_VIEWS = (("compare", "view=harness"),  # Compare's "one model under two ha
 
 def page_paths() -> list[str]:
     """The URL path of every page app.py routes to (a page's path is its file name), the default page first."""
-    stems = [p.stem for p in sorted((ROOT / "pages").glob("*.py")) if not p.stem.startswith("_")]
+    stems = [p.stem for p in sorted((ROOT / "app_pages").glob("*.py")) if not p.stem.startswith("_")]
     return [""] + [s for s in stems if s != "overview"]
 
 

@@ -78,7 +78,7 @@ def test_cli_features(sample_store, capsys):
 
 def test_distributions_shows_the_split(sample_app):
     at = sample_app
-    at.switch_page("pages/distributions.py").run()
+    at.switch_page("app_pages/distributions.py").run()
     at.selectbox(key="dist_bench").select("japanese_mt_bench").run()
     at.session_state["dist_feature_open"] = True
     at.run()
@@ -93,7 +93,7 @@ def test_distributions_shows_the_split(sample_app):
 
 def test_compare_splits_the_gap_by_a_feature(sample_app):
     at = sample_app
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("app_pages/compare.py").run()
     assert not at.exception
     assert not any("bin" in d.value.columns for d in at.dataframe)   # no split until asked
     at.selectbox(key="cmp_feature").select("japanese").run()
@@ -123,7 +123,7 @@ def test_search_filters_by_answer_features(sample_store, capsys):
 
 def test_the_two_harness_view_splits_the_gap_by_a_feature(sample_app):
     at = sample_app
-    at.switch_page("pages/compare.py")
+    at.switch_page("app_pages/compare.py")
     at.query_params["view"] = "harness"
     at.run()
     at.session_state["hx_feature_open"] = True
@@ -141,7 +141,7 @@ def test_search_page_filters_by_japanese_share(sample_app, sample_store):
     from lib.analysis import search as S
 
     at = sample_app
-    at.switch_page("pages/search.py").run()
+    at.switch_page("app_pages/search.py").run()
     at.number_input(key="sr_jamax").set_value(0.5).run()
     assert not at.exception
     total = S.count(sample_store, S.SearchQuery(japanese_max=0.5))

@@ -58,5 +58,5 @@ def test_cli_csv_outputs_are_inert(tmp_path, capsys):
     (source,) = csv.DictReader(io.StringIO(capsys.readouterr().out))
     assert source["file_name"] == "'=1+2_single.jsonl"
     # every CSV writer of the CLI and the pages goes through csv_text
-    for path in [*ROOT.joinpath("lib", "cli").glob("*.py"), *ROOT.joinpath("pages").glob("*.py")]:
+    for path in [*ROOT.joinpath("lib", "cli").glob("*.py"), *ROOT.joinpath("app_pages").glob("*.py")]:
         assert not re.search(r"\.to_csv\(", path.read_text(encoding="utf-8")), path

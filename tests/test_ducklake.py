@@ -166,7 +166,7 @@ def test_two_files_imported_at_once_both_land_with_their_own_ids(lake_store, tmp
 
 
 def test_data_version_changes_when_another_process_writes(lake_store, tmp_path):
-    from pages._common import data_version
+    from app_pages._store import data_version
 
     other = Store(lake_store.path, data_path=lake_store.data_path)
     try:
@@ -236,8 +236,8 @@ def test_env_selects_the_lake(tmp_path, monkeypatch, capsys, request):
 # ------------------------------------------------------------------------------------------------
 # Pages
 
-PAGES = ["pages/overview.py", "pages/agreement.py", "pages/item_view.py", "pages/distributions.py",
-         "pages/compare.py", "pages/workbench.py", "pages/probes.py", "pages/import_data.py"]
+PAGES = ["app_pages/overview.py", "app_pages/agreement.py", "app_pages/item_view.py", "app_pages/distributions.py",
+         "app_pages/compare.py", "app_pages/workbench.py", "app_pages/probes.py", "app_pages/import_data.py"]
 
 
 def test_every_page_runs_on_a_lake(tmp_path, monkeypatch, request):
@@ -301,7 +301,7 @@ def test_verdicts_and_search_on_a_lake(tmp_path, request):
     """The analyst's verdicts and the search index live in the lake too, and another process sees them."""
     from lib.analysis import search as S
     from lib.judging import human
-    from pages._common import data_version
+    from app_pages._store import data_version
 
     target, data = lake_target("sqlite", tmp_path, request)
     with Store(target, data_path=data) as lake, Store(target) as other:

@@ -41,7 +41,7 @@ def test_only_the_cli_parses_arguments_or_prints():
 
 def test_pages_do_not_read_raw_files_or_open_duckdb():
     """Every page reads the store through lib/ (one canonical model), never the harness files."""
-    for page in (ROOT / "pages").glob("*.py"):
+    for page in (ROOT / "app_pages").glob("*.py"):
         text = page.read_text()
         for forbidden in ("read_ndjson", "read_parquet", "duckdb.connect", "json.loads(", "open("):
             assert forbidden not in text, f"{page.name} uses {forbidden}"
@@ -78,10 +78,10 @@ def test_every_package_of_lib_is_kept_free_of_import_cycles():
 def test_no_private_name_is_imported_across_modules():
     """A name starting with "_" belongs to its module: another module that needs it gets a public name."""
     offenders = []
-    for path in [*(ROOT / "lib").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]:
+    for path in [*(ROOT / "lib").rglob("*.py"), *(ROOT / "app_pages").glob("*.py"), ROOT / "app.py"]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("lib", "pages")):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("lib", "app_pages")):
                 offenders += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}" for a in node.names
                               if a.name.startswith("_") and not a.name.startswith("__")]
     assert offenders == []

@@ -22,7 +22,7 @@ from lib.ingest.uploads import stage_uploads
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-IMPORT_PAGE = "pages/import_data.py"
+IMPORT_PAGE = "app_pages/import_data.py"
 JA_BENCH = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness" / "ja_mt_bench"
 MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
 MODEL_70B = "shisa-ai/shisa-v2-llama3.3-70b"

@@ -72,11 +72,11 @@ def test_the_judge_caption_counts_reviewers_apart():
 def test_compare_distributions_and_review_queue_default_to_full_coverage(rejudged):
     db, _ = rejudged
     at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("app_pages/compare.py").run()
     at.selectbox(key="cmp_bench").select("ja_mt_bench").run()
     assert not at.exception
     assert {at.selectbox(key="cmp_ja").value, at.selectbox(key="cmp_jb").value}.isdisjoint(SCRATCH)
-    at.switch_page("pages/distributions.py").run()
+    at.switch_page("app_pages/distributions.py").run()
     at.selectbox(key="dist_bench").select("ja_mt_bench").run()
     assert not at.exception
     assert set(at.multiselect(key="dist_judges").value).isdisjoint(SCRATCH)

@@ -17,7 +17,7 @@ def app(sample_app):
 
 
 def test_compare_one_model_under_two_harnesses(app):
-    app.switch_page("pages/compare.py")
+    app.switch_page("app_pages/compare.py")
     app.query_params["view"] = "harness"
     app.run()
     assert not app.exception
@@ -49,7 +49,7 @@ def test_compare_one_model_under_two_harnesses(app):
 
 
 def test_overview_matrix_joins_one_model_across_harnesses(app):
-    app.switch_page("pages/overview.py").run()
+    app.switch_page("app_pages/overview.py").run()
     assert not app.exception
     assert not any(any("(harness)" in c for c in d.value.columns) and "t1" not in d.value.columns
                    for d in app.dataframe)                             # a lazy expander: drawn once opened
@@ -83,7 +83,7 @@ def test_full_waterfall_in_the_page(app):
     from tests.fake_openai import FakeOpenAI
     from tests.test_attribution_full import judge
 
-    app.switch_page("pages/compare.py")
+    app.switch_page("app_pages/compare.py")
     app.query_params["view"] = "harness"
     app.run()
     assert not app.exception

@@ -21,7 +21,7 @@ def test_an_item_shows_a_judgment_imported_after_it_was_first_shown(sample_app, 
     """The item's verdicts are cached on the data version: a rerun after an import (through a second handle on the
     file) shows the new judge's column, with its score, among the columns shown until you pick your own."""
     at = sample_app
-    at.switch_page("pages/item_view.py").run()
+    at.switch_page("app_pages/item_view.py").run()
     assert not at.exception
     qid, turn, model = at.session_state["iv_q"], int(at.session_state["iv_turn"]), at.session_state["iv_model"]
     before = verdict_columns(at)

@@ -18,7 +18,7 @@ from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 JA_BENCH = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness" / "ja_mt_bench"
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("[!_]*.py"))
+PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("[!_]*.py"))
 
 MODEL_A = "![m](http://canary.invalid/m.png)"
 MODEL_B = "<img src=http://canary.invalid/b.png>[mlink](http://canary.invalid/m)"
@@ -140,7 +140,7 @@ def test_no_page_renders_names_as_markdown(_canary_db, tmp_path, monkeypatch, pa
     seen = markdown_strings(at._tree)
     assert seen, "no Markdown found at all: the scan is broken"
     assert unescaped_canaries(seen) == []
-    if page == "pages/compare.py":  # the defect: its subheader names both judges
+    if page == "app_pages/compare.py":  # the defect: its subheader names both judges
         assert any("canary" in s and s.startswith("\\!\\[j\\]") for s in seen), seen
         at.radio(key="cmp_mode").set_value("two models under one judge").run()
         assert not at.exception

@@ -14,7 +14,7 @@ KEY = "sk-probes-page-5555555555"
 @pytest.fixture
 def app(sample_app):
     at = sample_app
-    at.switch_page("pages/probes.py").run()
+    at.switch_page("app_pages/probes.py").run()
     assert not at.exception
     return at
 

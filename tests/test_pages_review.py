@@ -30,7 +30,7 @@ def agreement_tab(at, label: str):
 
 
 def test_agreement_page_shows_every_judge_pair_and_the_worst_items(app):
-    app.switch_page("pages/agreement.py").run()
+    app.switch_page("app_pages/agreement.py").run()
     assert not app.exception
     table = next(f for f in frames(app) if "judge_a" in f.columns)
     assert len(table) == 3 and set(table["n"]) == {320}
@@ -49,7 +49,7 @@ def test_agreement_page_shows_every_judge_pair_and_the_worst_items(app):
 
 
 def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
-    app.switch_page("pages/agreement.py").run()
+    app.switch_page("app_pages/agreement.py").run()
     app.selectbox(key="agr_bench").set_value("mt_bench").run()
     assert not app.exception
     assert any(t.value.startswith("Agreement needs two or more judges") for t in app.info)  # one judge here
@@ -73,7 +73,7 @@ def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
 def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement(app, _sample_db):
     app.query_params.update({"bench": "ja_mt_bench", "q": "31", "turn": "2", "model": MODEL_8B,
                              "cols": "fastchat:gpt-4o", "a": "answer:" + MODEL_8B, "b": "rationale:fastchat:gpt-4o"})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception
     assert app.selectbox(key="iv_q").value == "31" and app.radio(key="iv_turn").value == 2
     assert app.multiselect(key="iv_cols").value == ["fastchat:gpt-4o"]
@@ -90,7 +90,7 @@ def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement
 
 def test_item_view_diff_waits_until_opened_and_then_joins_the_link(app):
     app.query_params.update({"bench": "ja_mt_bench", "q": "31", "turn": "2", "model": MODEL_8B})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception
     assert {"iv_a", "iv_b"}.isdisjoint(s.key for s in app.selectbox)   # closed: the diff is neither drawn nor sent
     assert not app.get("html") and "a" not in app.query_params
@@ -104,13 +104,13 @@ def test_item_view_diff_waits_until_opened_and_then_joins_the_link(app):
 
 def test_item_view_biggest_disagreement_on_a_one_judge_bench_says_why_not(app, _sample_db):
     app.query_params.update({"bench": "mt_bench", "q": "81", "turn": "1", "model": "phi-3-dpo"})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     next(b for b in app.button if b.label == "Next biggest disagreement").click().run()
     assert any("No item here has scores from two or more judges" in i.value for i in app.info)
 
 
 def test_item_view_previous_and_next_walk_the_items(app):
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     first = (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value)
     next(b for b in app.button if b.label == "Next").click().run()
     assert (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value) == (first[0], 2)
@@ -121,13 +121,13 @@ def test_item_view_previous_and_next_walk_the_items(app):
 def test_item_view_swallow_item_has_samples_and_a_truncation_note(app):
     app.query_params.update({"bench": "japanese_mt_bench", "q": "1", "turn": "1",
                              "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception
     assert app.get("button_group") or app.get("segmented_control")   # the 0-4 sample picker
 
 
 def test_distributions_page(app):
-    app.switch_page("pages/distributions.py").run()
+    app.switch_page("app_pages/distributions.py").run()
     assert not app.exception
     assert not any("median" in f.columns for f in frames(app))       # the quartiles wait until opened
     charts_before = len(app.get("plotly_chart"))
@@ -150,7 +150,7 @@ def test_distributions_page(app):
 
 
 def test_compare_page_two_judges_and_two_models(app):
-    app.switch_page("pages/compare.py").run()
+    app.switch_page("app_pages/compare.py").run()
     assert not app.exception
     table = next(f for f in frames(app) if "ci_low" in f.columns)
     assert len(table) == 8 and (table["ci_low"] <= table["delta"]).all() and (table["delta"] <= table["ci_high"]).all()
@@ -168,7 +168,7 @@ def test_compare_page_two_judges_and_two_models(app):
 def test_item_view_flags_a_rationale_that_quotes_the_reference(app):
     # GPT-4 on phi-3-dpo, mt_bench q128 turn 1: half the rationale is the reference's code (lib.analysis.flags finds it).
     app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception
     assert any("Quotes the reference far more than the answer" in w.value for w in app.warning)
 
@@ -177,7 +177,7 @@ def test_item_view_explains_swallow_turn_two_conditioning(app):
     # q71 is a writing question: Swallow samples it at temperature 0.7, so samples 1-4 differ from sample 0.
     app.query_params.update({"bench": "japanese_mt_bench", "q": "71", "turn": "2",
                              "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B", "sample": "3"})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception and app.session_state["iv_sample"] == 3
     assert any("after sample 0's turn-1 answer" in i.value for i in app.info)
 
@@ -186,7 +186,7 @@ def test_item_view_says_when_the_harness_cut_the_answer(app):
     # lib.analysis.flags finds the 8,192-character cut on q10 turn 1 of the Swallow chat run.
     app.query_params.update({"bench": "japanese_mt_bench", "q": "10", "turn": "1",
                              "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert any("cut this answer at 8,192 characters" in w.value for w in app.warning)
 
 
@@ -195,7 +195,7 @@ def test_compare_page_and_cli_print_the_same_numbers(app, capsys):
 
     from lib.cli import main as cli
 
-    app.switch_page("pages/compare.py").run()
+    app.switch_page("app_pages/compare.py").run()
     app.toggle(key="cmp_per_model").set_value(True).run()
     app.segmented_control(key="cmp_level").set_value("cell").run()
     assert not app.exception
@@ -221,7 +221,7 @@ def test_agreement_page_pairwise_baseline_matches_the_cli(app, capsys):
 
     from lib.cli import main as cli
 
-    app.switch_page("pages/agreement.py").run()
+    app.switch_page("app_pages/agreement.py").run()
     app.selectbox(key="agr_bench").set_value("mt_bench").run()
     agreement_tab(app, "Pairwise verdicts")
     app.selectbox(key="agr_baseline").set_value("phi-3").run()
@@ -241,7 +241,7 @@ def test_item_view_reference_answer_opens_where_the_judge_saw_it(app):
         return [c.value for c in app.caption if c.value.startswith("looked up by judge(s)")]
 
     app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})  # coding
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception
     assert app.session_state["iv_ref_open"] is True and reference_captions()
     app.selectbox(key="iv_q").set_value("81").run()  # mt_bench q81: writing, no reference shown to the judge
@@ -261,7 +261,7 @@ def test_item_view_reference_answer_opens_where_the_judge_saw_it(app):
 def test_agreement_page_intervals_reliability_and_variance(app):
     """The intervals wait in an expander (a bootstrap per pair); the Reliability tab shows alpha with intervals,
     alpha without each judge, and (opened) the variance split as a stacked bar."""
-    app.switch_page("pages/agreement.py").run()
+    app.switch_page("app_pages/agreement.py").run()
     assert not any("pearson_ci_low" in str(list(f.columns)) or "n_questions" in f.columns for f in frames(app))
     app.session_state["agr_ci_open"] = True
     app.run()
@@ -300,7 +300,7 @@ def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app)
     assert ranks[ranks["rank"] == 1]["tied_with_leader"].all()
     wide = next(f for f in frames(app) if "rank_flip" in f.columns and "judge" not in f.columns)
     assert wide.iloc[0]["gpt-4o-2024-08-06"].startswith("1 [1-1] *")
-    app.switch_page("pages/compare.py").run()
+    app.switch_page("app_pages/compare.py").run()
     assert not app.exception
     mde = [i.value for i in app.info if i.value.startswith("With 10 questions a difference under")]
     assert len(mde) == 1 and "80% of the time" in mde[0]          # category rows: 10 questions each
@@ -314,10 +314,10 @@ def test_review_random_sample_judge_vs_me(app):
     prediction-powered corrected means appear once two sampled items are scored."""
     from lib.analysis import ppi
     from lib.judging import human
-    from pages._common import get_store
+    from app_pages._store import get_store
 
     app.session_state["jl_author"] = "ana"
-    app.switch_page("pages/review.py").run()
+    app.switch_page("app_pages/review.py").run()
     app.session_state["rv_tab"] = "Random sample: judge vs me"
     app.run()
     assert not app.exception
@@ -342,7 +342,7 @@ def test_review_random_sample_judge_vs_me(app):
 
 def test_reliability_tab_with_one_judge_still_splits_the_variance(app):
     """Swallow's bench has one judge: no alpha, but the variance split shows the five samples' share."""
-    app.switch_page("pages/agreement.py").run()
+    app.switch_page("app_pages/agreement.py").run()
     app.selectbox(key="agr_bench").set_value("japanese_mt_bench").run()
     agreement_tab(app, "Reliability")
     assert not app.exception

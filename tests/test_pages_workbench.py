@@ -25,7 +25,7 @@ def judge_responder():
 def app(sample_app, server):
     at = sample_app
     at.query_params.update(ITEM)
-    at.switch_page("pages/workbench.py").run()
+    at.switch_page("app_pages/workbench.py").run()
     assert not at.exception
     at.session_state["ep_open"] = True  # open the endpoint form (a lazy expander: closed, its fields are not drawn)
     at.run()
@@ -156,7 +156,7 @@ def test_the_batch_cost_keeps_its_dollar_signs(app, server):
 
 def test_the_endpoint_form_is_closed_until_opened_and_keeps_what_was_typed(sample_app):
     at = sample_app
-    at.switch_page("pages/workbench.py").run()
+    at.switch_page("app_pages/workbench.py").run()
     assert not at.exception
     keys = lambda: {t.key for t in at.sidebar.text_input}  # noqa: E731
     captions = lambda: [c.value.replace("\\", "") for c in at.sidebar.caption]  # noqa: E731 (md_escape'd)
@@ -169,7 +169,7 @@ def test_the_endpoint_form_is_closed_until_opened_and_keeps_what_was_typed(sampl
     at.run()
     assert "ep_url" not in keys()
     assert any("judge-q at api.openai.com" in c for c in captions())  # closed, still judge-q
-    at.switch_page("pages/probes.py").run()                                   # and on another page
+    at.switch_page("app_pages/probes.py").run()                                   # and on another page
     assert any("judge-q at api.openai.com" in c for c in captions())
 
 
@@ -178,7 +178,7 @@ def _tab(server) -> AppTest:
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update(ITEM)
-    at.switch_page("pages/workbench.py").run()
+    at.switch_page("app_pages/workbench.py").run()
     at.session_state["ep_open"] = True
     at.run()
     at.text_input(key="ep_url").set_value(server.url)
@@ -233,7 +233,7 @@ def test_the_endpoint_url_and_model_survive_a_reload_but_the_key_never_leaves_th
     assert all(KEY not in str(v) for v in app.query_params.values())
     reloaded = AppTest.from_file(app._script_path, default_timeout=120)
     reloaded.query_params.update({**ITEM, "judge_url": server.url, "judge_model": "judge-x"})
-    reloaded.switch_page("pages/workbench.py").run()
+    reloaded.switch_page("app_pages/workbench.py").run()
     reloaded.session_state["ep_open"] = True
     reloaded.run()
     assert not reloaded.exception

@@ -129,7 +129,7 @@ def test_the_item_view_shows_the_judges_question_and_flags_the_file(files, tmp_p
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update({"bench": BENCH, "q": "2", "turn": "1", "model": "m"})
     at.run()
-    at.switch_page("pages/item_view.py").run()
+    at.switch_page("app_pages/item_view.py").run()
     assert not at.exception
     texts = [t.value for t in at.text]
     assert SEEN_Q2 in texts and QUESTION[1]["turns"][0] in texts   # what the judge saw, then the file's text

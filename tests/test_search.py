@@ -183,7 +183,7 @@ def page_db(_sample_db, tmp_path, monkeypatch):
 def test_search_page_finds_filters_pages_and_links(page_db):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/search.py").run()
+    at.switch_page("app_pages/search.py").run()
     assert not at.exception
     at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
     assert not at.exception
@@ -208,7 +208,7 @@ def test_search_page_opens_from_a_deep_link(page_db):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update({"q": "英語", "in": "rationale", "smax": "5"})
-    at.switch_page("pages/search.py").run()
+    at.switch_page("app_pages/search.py").run()
     assert not at.exception
     assert at.text_input(key="sr_q").value == "英語"
     expected = S.count(_store(page_db), S.SearchQuery("英語", fields=("rationale",), score_max=5))
@@ -557,7 +557,7 @@ def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(page_db):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update({"q": "東京", "in": "answer"})
-    at.switch_page("pages/search.py").run()
+    at.switch_page("app_pages/search.py").run()
     assert not at.exception
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     assert list(table.columns[:3]) == ["open", "snippet", "field"]
@@ -574,7 +574,7 @@ def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(page_db):
     item = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     item.run()
     item.query_params.update(dict(parse_qsl(link.split("?", 1)[1])))
-    item.switch_page("pages/item_view.py").run()
+    item.switch_page("app_pages/item_view.py").run()
     assert not item.exception
     assert any(c.value.startswith("Opened from Search: hits of «東京» are marked") for c in item.caption)
     assert any("«東京»" in t.value for t in item.text)

@@ -129,7 +129,7 @@ def _open_search(params: dict) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update(params)
-    at.switch_page("pages/search.py").run()
+    at.switch_page("app_pages/search.py").run()
     assert not at.exception
     return at
 

@@ -11,7 +11,7 @@ import json, sys
 sys.path.insert(0, {scripts!r})
 import serve
 serve.warm_imports()
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('lib', 'pages', 'scipy', 'plotly', 'streamlit'))))
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('lib', 'app_pages', 'scipy', 'plotly', 'streamlit'))))
 """
 
 
@@ -23,10 +23,10 @@ def test_warm_imports_loads_what_pages_need_and_nothing_streamlit_runs_first():
     for name in ("lib.analysis.agreement", "lib.analysis.deltas", "lib.analysis.runs", "lib.render.charts",
                  "lib.reports", "lib.attribution.judge", "lib.probes.suite", "scipy.stats", "plotly.express"):
         assert name in loaded, name
-    # not the command line (no page needs it; its __main__ runs it), not the pages: pages/_common.py's first-run check
-    # (a deep link as a server's first request) must run inside Streamlit's script run, as it always did
+    # not the command line (no page needs it; its __main__ runs it), not the pages: their module-level code (the
+    # store handle and caches, the first-start load) runs inside Streamlit's script run, as it always did
     assert not any(m.startswith("lib.cli") for m in loaded)
-    assert not any(m == "pages" or m.startswith("pages.") for m in loaded)
+    assert not any(m == "app_pages" or m.startswith("app_pages.") for m in loaded)
 
 
 def test_server_opens_every_page_once_after_it_starts(_sample_db, tmp_path):
@@ -67,7 +67,22 @@ def test_the_pages_warmed_are_the_pages_app_py_routes_to():
     sys.path.insert(0, str(ROOT / "scripts"))
     import serve
 
-    routed = re.findall(r'st\.Page\("pages/(\w+)\.py"', (ROOT / "app.py").read_text())
-    default = re.search(r'st\.Page\("pages/(\w+)\.py"[^)]*default=True', (ROOT / "app.py").read_text()).group(1)
+    routed = re.findall(r'st\.Page\("app_pages/(\w+)\.py"', (ROOT / "app.py").read_text())
+    default = re.search(r'st\.Page\("app_pages/(\w+)\.py"[^)]*default=True', (ROOT / "app.py").read_text()).group(1)
     assert len(routed) == 10
     assert serve.page_paths() == [""] + [p for p in sorted(routed) if p != default]  # the default page is "/"
+
+
+def test_streamlit_sees_no_legacy_pages_folder_next_to_app_py():
+    """A folder named pages/ beside app.py, even one holding only a __pycache__ left from before the rename to
+    app_pages/, switches Streamlit into its legacy multipage mode: a deep link as a server's first request would run
+    the page without app.py's st.navigation. Asked of Streamlit's own check, which reads the folder once per process."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    before = PagesManager.uses_pages_directory
+    PagesManager.uses_pages_directory = None
+    try:
+        PagesManager(str(ROOT / "app.py"))
+        assert PagesManager.uses_pages_directory is False, f"remove {ROOT / 'pages'}: Streamlit's legacy pages/ mode"
+    finally:
+        PagesManager.uses_pages_directory = before

@@ -64,12 +64,12 @@ def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path,
     store.close()
     monkeypatch.setenv("JUDGELENS_DB", str(db))
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120).run()
-    at.switch_page("pages/agreement.py").run()
+    at.switch_page("app_pages/agreement.py").run()
     assert not at.exception
     lines = [w.value.replace("\\", "") for w in at.warning if "set up differently" in w.value]
     assert len(lines) == 3 and all("(judge prompt)" in line and "[Setup table](compare?view=harness" in line
                                    for line in lines)     # the names are md_escape'd; the link is not
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("app_pages/compare.py").run()
     at.selectbox(key="cmp_ja").set_value("gpt-4o").run()
     at.selectbox(key="cmp_jb").set_value("gpt-4o-strict").run()
     assert not at.exception

@@ -204,7 +204,7 @@ def test_the_import_page_leaves_no_staging_folder(tmp_path, monkeypatch):
     real = st.file_uploader
     monkeypatch.setattr(st, "file_uploader", lambda *a, **k: (real(*a, **k), [Upload("h.zip", data)])[1])
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/import_data.py").run()
+    at.switch_page("app_pages/import_data.py").run()
     [b for b in at.button if b.label == "Import uploaded files"][0].click()
     at.run()
     assert not at.exception
@@ -276,7 +276,7 @@ def test_the_import_page_refuses_links_out_of_the_roots(tmp_path, monkeypatch):
     with Store(default_db_path()) as s, s.write() as cur:
         cur.execute("INSERT OR REPLACE INTO meta VALUES ('sample_loaded', 'yes')")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/import_data.py").run()
+    at.switch_page("app_pages/import_data.py").run()
     at.session_state["imp_tab"] = "Server folder"  # the tabs are lazy: only the open one is drawn
     at.run()
     at.text_input(key="import_folder").set_value(str(root / "b"))

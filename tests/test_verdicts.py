@@ -215,7 +215,7 @@ def app(sample_app):
 
 
 def test_verdict_panel_records_scores_and_the_queue_moves(app):
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     assert not app.exception
     assert any("Set your name" in i.value for i in app.info)
     app.text_input(key="jl_author_input").set_value("mika").run()
@@ -228,7 +228,7 @@ def test_verdict_panel_records_scores_and_the_queue_moves(app):
     assert not app.exception
     saved = [s.value.replace("\\", "") for s in app.success]  # md_escape'd
     assert any("human:mika" in s and "score 7" in s for s in saved), saved
-    from pages._common import get_store
+    from app_pages._store import get_store
 
     hist = human.history(get_store())
     assert hist[["author", "score", "label", "note"]].values.tolist() == [["mika", 7.0, "both wrong", "言語ルール"]]
@@ -241,9 +241,9 @@ def test_verdict_panel_records_scores_and_the_queue_moves(app):
     app.button(key="iv_v_s10").click().run()
     assert any("score 10" in s.value for s in app.success)
     # the agreement page offers the human judge next to the LLM judges
-    app.switch_page("pages/agreement.py").run()
+    app.switch_page("app_pages/agreement.py").run()
     assert "human:mika" in app.multiselect(key="agr_judges").options
-    app.switch_page("pages/review.py").run()
+    app.switch_page("app_pages/review.py").run()
     assert not app.exception
     progress = [str(p.proto) for p in app.get("progress")]
     assert any("decided by human:mika" in p for p in progress), progress
@@ -265,7 +265,7 @@ def test_verdict_and_human_judgment_uploads_import_like_on_the_import_page(sampl
 
 def test_the_author_comes_from_secrets(app, tmp_path):
     app.secrets["judgelens"] = {"author": "sec-ret"}
-    app.switch_page("pages/review.py").run()
+    app.switch_page("app_pages/review.py").run()
     assert not app.exception, app.exception[0].stack_trace
     assert app.text_input(key="jl_author_input").value == "sec-ret"
 
@@ -396,9 +396,9 @@ def test_an_older_store_opened_read_only_reads_its_verdicts(tmp_path, capsys):
 
 
 def test_panel_label_after_a_score_keeps_it_and_clear_score_removes_it(app):
-    from pages._common import get_store
+    from app_pages._store import get_store
 
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     app.text_input(key="jl_author_input").set_value("mika").run()
     item = (app.session_state["iv_bench"], app.session_state["iv_q"], int(app.session_state["iv_turn"]),
             app.session_state["iv_model"])
@@ -484,13 +484,13 @@ def test_swallow_samples_in_the_review_queue(sample_store):
 
 
 def test_the_panel_records_on_the_sample_shown(app):
-    from pages._common import get_store
+    from app_pages._store import get_store
 
     store = get_store()
     judge, model, qid = swallow_item(store)
     app.session_state["iv_bench"], app.session_state["iv_q"] = SWALLOW, qid
     app.session_state["iv_turn"], app.session_state["iv_model"] = 1, model
-    app.switch_page("pages/item_view.py").run()
+    app.switch_page("app_pages/item_view.py").run()
     app.text_input(key="jl_author_input").set_value("mika").run()
     app.session_state["iv_sample"] = 2
     app.run()

@@ -10,7 +10,8 @@ from lib.ingest.importer import ingest, remove_source
 from lib.ingest.sample import SAMPLE_DIR, load_sample
 from lib.ingest.uploads import StagingArea, allowed_import_roots, check_import_path, stage_uploads
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, data_version, get_store, readable_dataframe
+from app_pages._store import cached_query, data_version, get_store
+from app_pages._widgets import readable_dataframe
 
 st.title("Import")
 store = get_store()

@@ -9,8 +9,10 @@ import streamlit as st
 
 from lib.analysis import item_view, ppi
 from lib.judging import human
-from pages._common import cached_query, keep_values, page_start, show_table
-from pages._item_extras import author_sidebar
+from app_pages._state import keep_values
+from app_pages._store import cached_query, page_start
+from app_pages._widgets import show_table
+from app_pages._item_view_extras import author_sidebar
 
 store, version = page_start("Review")
 name = author_sidebar()
@@ -42,7 +44,7 @@ with tab_queue:
                            column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
                 nxt = human.next_undecided(queue)
                 if nxt:
-                    st.page_link("pages/item_view.py", label="Open the first undecided item",
+                    st.page_link("app_pages/item_view.py", label="Open the first undecided item",
                                  icon=":material/skip_next:", query_params=item_view.link_params(bench, nxt[0], nxt[1], nxt[2]))
 
 with tab_random:
@@ -66,7 +68,7 @@ with tab_random:
             st.progress(done / max(len(sample), 1), text=f"{done} of {len(sample)} scored by {me}")
             if len(sample) and done < len(sample):
                 first = sample[~sample["decided"]].iloc[0]
-                st.page_link("pages/item_view.py", label="Score the next sampled item", icon=":material/skip_next:",
+                st.page_link("app_pages/item_view.py", label="Score the next sampled item", icon=":material/skip_next:",
                              query_params=item_view.link_params(rbench, first["question_id"], int(first["turn"]),
                                                                 first["model"]))
             gaps = sample["decided"].to_numpy()

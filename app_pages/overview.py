@@ -4,8 +4,9 @@ import streamlit as st
 from lib.render import charts
 from lib.analysis import aliases, coverage, linking, queries, ranking, runs
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, paged, readable_dataframe,
-                           readable_subset, show_chart, show_table)
+from app_pages._state import keep_picks, keep_valid
+from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._widgets import paged, readable_dataframe, readable_subset, show_chart, show_table
 
 MAX_CHART_JUDGES = 6
 
@@ -121,8 +122,8 @@ with st.expander("One row per model, one column per run (harness · bench · jud
                                     if c != "model"})
 
 c1, c2, _ = st.columns([1, 1, 2])
-c1.page_link("pages/agreement.py", label="Where do the judges disagree?", icon=":material/groups:")
-c2.page_link("pages/compare.py", label="Which differences are real?", icon=":material/difference:")
+c1.page_link("app_pages/agreement.py", label="Where do the judges disagree?", icon=":material/groups:")
+c2.page_link("app_pages/compare.py", label="Which differences are real?", icon=":material/difference:")
 
 st.subheader("What is loaded")
 with st.expander("One row per harness, bench, judge and model: counts and failures", key="overview_loaded_open",

@@ -9,8 +9,9 @@ from lib.render import charts
 from lib.analysis import item_view
 from lib.reports import build_report
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import (cached_chart, cached_query, keep_picks, page_start, readable_dataframe, show_chart,
-                           show_table)
+from app_pages._state import keep_picks
+from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._widgets import readable_dataframe, show_chart, show_table
 
 
 
@@ -158,7 +159,7 @@ def disagreements_tab() -> None:
             rows = event.selection.rows if event else []
             if rows:
                 r = worst.iloc[rows[0]]
-                st.switch_page("pages/item_view.py", query_params=item_view.link_params(
+                st.switch_page("app_pages/item_view.py", query_params=item_view.link_params(
                     r["bench"], r["question_id"], r["turn"], r["model"], judges))
 
 def pairwise_tab() -> None:

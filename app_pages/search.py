@@ -17,7 +17,9 @@ from lib.analysis.flags import FLAGS
 from lib.analysis.search_view import group_samples
 from lib.errors import JudgeLensError
 from lib.render.safe_text import csv_text
-from pages._common import cached_query, page_start, publish_to_url, readable_dataframe, seed_from_url, show_error
+from app_pages._state import publish_to_url, seed_from_url
+from app_pages._store import cached_query, page_start
+from app_pages._widgets import readable_dataframe, show_error
 
 PAGE_SIZE = 50
 ANY = "(any)"
@@ -196,7 +198,7 @@ if total:
             params = item_view.link_params(r["bench"], r["question_id"], r["turn"], r["model"],
                                            [r["judge"]] if r["judge"] else None, harness=r["harness"] or H.DEFAULT.name)
         params.update(hit, hit_in=r["field"])
-        st.switch_page("pages/item_view.py", query_params=params)
+        st.switch_page("app_pages/item_view.py", query_params=params)
 else:
     page = 1
 

@@ -1,7 +1,7 @@
 """The Compare page's mode "one model under two harnesses" (any two runs on linked questions): the linked
 questions, the per-category gap, how the two runs were set up, and the attribution ladder.
 
-Kept apart from pages/compare.py (which owns the within-one-bench modes): compare.py calls
+Kept apart from app_pages/compare.py (which owns the within-one-bench modes): compare.py calls
 ``harness_compare(store, version)``. Thin: widgets in, ``lib`` out, drawn.
 """
 from __future__ import annotations
@@ -15,8 +15,9 @@ from lib.errors import JudgeLensError
 from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
-from pages._common import (cached_chart, cached_query, keep_valid, publish_to_url, readable_dataframe, seed_from_url,
-                           show_chart, show_error, show_table)
+from app_pages._state import keep_valid, publish_to_url, seed_from_url
+from app_pages._store import cached_chart, cached_query
+from app_pages._widgets import readable_dataframe, show_chart, show_error, show_table
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
 
@@ -149,7 +150,7 @@ def harness_compare(store, version: tuple) -> None:
                 st.caption("Sentences only in B:")
                 st.text("\n".join(p["only_b"]))
 
-    from pages._attribution import attribution_section
+    from app_pages._compare_attribution import attribution_section
 
     attribution_section(store, version, ra, rb)
 

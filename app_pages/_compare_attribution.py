@@ -19,7 +19,9 @@ from lib.generation.questions import run_answer_facts
 from lib.generation.setups import FASTCHAT_TYPICAL_SYSTEM_PROMPT, GenerationSetup
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from pages._common import cached_chart, cached_query, judge_endpoint, show_chart, show_error, show_table
+from app_pages._endpoint import judge_endpoint
+from app_pages._store import cached_chart, cached_query
+from app_pages._widgets import show_chart, show_error, show_table
 
 
 def _stored_view(store, version, ra, rb) -> None:

@@ -9,8 +9,9 @@ from lib.judging import templates as T
 from lib.errors import JudgeLensError
 from lib.reports import probe_report
 from lib.render.safe_text import csv_text, md_escape
-from pages._common import (cached_query, judge_endpoint, page_start, progress_callback, readable_dataframe, show_error,
-                           show_table)
+from app_pages._endpoint import judge_endpoint
+from app_pages._store import cached_query, page_start
+from app_pages._widgets import progress_callback, readable_dataframe, show_error, show_table
 
 store, version = page_start("Probes")
 config, api_key = judge_endpoint()

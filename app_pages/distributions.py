@@ -7,8 +7,9 @@ import streamlit as st
 
 from lib.analysis import answer_features, coverage, distributions, queries
 from lib.render import charts
-from pages._common import (cached_chart, cached_query, keep_picks, keep_valid, page_start, readable_subset, show_chart,
-                           show_table)
+from app_pages._state import keep_picks, keep_valid
+from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._widgets import readable_subset, show_chart, show_table
 
 MAX_JUDGES = 6  # judges preselected; more are one pick away
 

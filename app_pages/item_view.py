@@ -12,9 +12,10 @@ from lib.analysis.flags import reference_overlap
 from lib.analysis.search_view import mark_hits
 from lib.render.textdiff import char_diff, diff_html, diff_stats, highlight_html
 from lib.vocab import REFERENCE_CATEGORIES
-from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, keep_valid,
-                           publish_to_url, seed_from_url, show_text)
-from pages._item_extras import search_box, verdict_panel
+from app_pages._state import keep_valid, publish_to_url, seed_from_url
+from app_pages._store import cached_item_query, cached_query, data_version, get_store
+from app_pages._widgets import empty_state, show_text
+from app_pages._item_view_extras import search_box, verdict_panel
 
 store = get_store()
 st.title("Item view")
@@ -47,7 +48,7 @@ def marked(text: str | None, field: str) -> str:
 
 keep_valid("iv_bench", benches)
 bench = st.session_state["iv_bench"]
-search_box(bench)  # search everything (pages/_item_extras.py)
+search_box(bench)  # search everything (app_pages/_item_view_extras.py)
 qs = cached_query(iv.questions, version, bench=bench)
 models = cached_query(iv.models, version, bench=bench)
 if qs.empty or not models:
@@ -93,7 +94,7 @@ b1.button("Previous", on_click=go, args=(-1,), icon=":material/arrow_back:", wid
 b2.button("Next", on_click=go, args=(1,), icon=":material/arrow_forward:", width="stretch", shortcut="J")
 b3.button("Next biggest disagreement", on_click=go_disagreement, icon=":material/bolt:", width="stretch",
           shortcut="D", help="Jump to the item (any model) where the judges' scores are furthest apart, after this one")
-b4.page_link("pages/workbench.py", label="Re-judge in Workbench", icon=":material/edit_note:",
+b4.page_link("app_pages/workbench.py", label="Re-judge in Workbench", icon=":material/edit_note:",
              query_params={"bench": key.bench, "q": key.question_id, "turn": str(key.turn), "model": key.model})
 if notice := st.session_state.pop("iv_notice", None):
     st.info(notice)
@@ -158,7 +159,7 @@ with right:
                        f"({found} in this answer).")
         show_text(marked(ans["visible"], "answer"), height=420)
 
-verdict_panel(store, key)  # the analyst's own verdict, keyboard first (pages/_item_extras.py)
+verdict_panel(store, key)  # the analyst's own verdict, keyboard first (app_pages/_item_view_extras.py)
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")

@@ -18,8 +18,10 @@ from lib.judging.jobs import BackgroundJob
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
-from pages._common import (cached_item_query, cached_query, data_version, empty_state, get_store, judge_endpoint,
-                           keep_valid, keep_values, publish_to_url, seed_from_url, show_error, show_text)
+from app_pages._endpoint import judge_endpoint
+from app_pages._state import keep_valid, keep_values, publish_to_url, seed_from_url
+from app_pages._store import cached_item_query, cached_query, data_version, get_store
+from app_pages._widgets import empty_state, show_error, show_text
 
 BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
               "wb_b_label_auto")
@@ -319,7 +321,7 @@ def batch_status():
     if run.result is not None:
         st.success(f"Stored as judge {job['label']}.")
         st.code(run.result.text(), language=None, wrap_lines=True)
-        st.page_link("pages/compare.py", label="Compare it with the stored judges", icon=":material/difference:")
+        st.page_link("app_pages/compare.py", label="Compare it with the stored judges", icon=":material/difference:")
     if not job.get("refreshed"):  # once: let the whole page (and its data version) see the new judge
         job["refreshed"] = True
         st.rerun(scope="app")

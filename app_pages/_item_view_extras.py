@@ -1,5 +1,5 @@
 """Item view additions, kept apart from the page's own layout: the search box at the top and (below) the
-analyst's verdict panel. pages/item_view.py calls them."""
+analyst's verdict panel. app_pages/item_view.py calls them."""
 from __future__ import annotations
 
 import streamlit as st
@@ -14,7 +14,7 @@ def search_box(bench: str) -> None:
                   placeholder="type and press Enter: opens Search on this bench", label_visibility="collapsed")
     text = st.session_state.pop("_iv_search_go", None)
     if text:
-        st.switch_page("pages/search.py", query_params={"q": text, "bench": bench})
+        st.switch_page("app_pages/search.py", query_params={"q": text, "bench": bench})
 
 
 # --- the analyst's verdicts -----------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def verdict_panel(store, key) -> None:
     verdict is your latest value for it, so only "Clear score" / "Clear label" empty one."""
     from lib.judging import human
     from lib.render.safe_text import md_escape
-    from pages._common import readable_dataframe
+    from app_pages._widgets import readable_dataframe
 
     name = author_sidebar()
     st.subheader("Your verdict")

@@ -6,8 +6,10 @@ from lib.render import charts
 from lib.render.safe_text import md_escape
 from lib.analysis import deltas, ranking, setup_warnings
 from lib.errors import JudgeLensError
-from pages._common import cached_chart, cached_query, keep_valid, page_start, seed_from_url, show_chart, show_error, show_table
-from pages._harness import harness_compare
+from app_pages._state import keep_valid, seed_from_url
+from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._widgets import show_chart, show_error, show_table
+from app_pages._compare_harness import harness_compare
 
 store, version = page_start("Compare")
 

@@ -1,0 +1,152 @@
+"""The store of this server process and the caches in front of it: the store handle, the first-start load,
+the data version every cached query is keyed on, cached queries and charts, and the start of every data page.
+
+Pages stay thin: read widgets, call ``lib``, draw. Nothing here parses files or computes statistics.
+"""
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+
+from app_pages._widgets import empty_state, show_error
+from lib.errors import DatabaseFileError, JudgeLensError, install_log_redaction
+from lib.store import Store, default_data_path, default_db_path
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(path: str, data_path: str | None = None) -> Store:
+    return Store(path, data_path=data_path)
+
+
+def _secret(name: str) -> str | None:
+    try:
+        section = st.secrets.get("judgelens")
+    except Exception:  # no secrets file
+        return None
+    value = section.get(name) if section else None
+    return str(value) if value else None
+
+
+def store_target() -> tuple[str, str | None]:
+    """Which store this server uses: ``JUDGELENS_STORE`` or ``[judgelens] store`` in secrets (a DuckLake
+    store, data under ``JUDGELENS_DATA_PATH`` / ``[judgelens] data_path``), else the single DuckDB file."""
+    import os
+
+    target = os.environ.get("JUDGELENS_STORE") or _secret("store")
+    if not target:
+        return str(default_db_path()), None
+    return target, default_data_path() or _secret("data_path")
+
+
+def get_store() -> Store:
+    """The one store of this server process. On failure, say why and stop the page. Every log handler there is
+    gets the redacting filter first: an uncaught exception Streamlit logs may quote a store's password."""
+    install_log_redaction()
+    try:
+        return _open_store(*store_target())
+    except JudgeLensError as exc:
+        show_error(exc)
+        st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def _first_start_state(target: str, data_path: str | None) -> dict:
+    return {"lock": threading.Lock(), "checked": False}
+
+
+def first_start(store: Store) -> None:
+    """Load the bundled sample into an empty new store (``load_sample_if_empty``), with a progress bar and a
+    toast. Checked once per server process and store, not per browser session: every new tab would
+    otherwise pay a query and a progress bar it never sees."""
+    from lib.ingest.sample import load_sample_if_empty
+
+    state = _first_start_state(*store_target())
+    if state["checked"]:
+        return
+    with state["lock"]:  # a second tab opened during the load waits for it instead of loading again
+        if state["checked"]:
+            return
+        bar = []
+
+        def progress(fraction: float, msg: str) -> None:
+            if not bar:  # drawn only when there is something to load
+                bar.append(st.progress(0.0, text="First start: loading the bundled sample data…"))
+            bar[0].progress(min(fraction, 1.0), text=msg[-90:])
+
+        report = load_sample_if_empty(store, progress=progress)
+        if bar:
+            bar[0].empty()
+        if report is not None:
+            st.toast(f"Loaded the bundled sample: {len(report.imported)} files.", icon=":material/check:")
+        state["checked"] = True
+
+
+def data_version(store: Store) -> tuple:
+    """Changes whenever a source is added or removed or an analyst records a verdict: the cache key for query
+    results. On a DuckLake store also whenever any process commits a write (its write clock), so every server
+    sees the others' imports, re-judges, probe runs and verdicts on the next rerun. Each query reads the
+    newest snapshot."""
+    with store.read() as cur:
+        version = tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0), "
+                                    "(SELECT count(*) FROM human_verdicts) FROM sources").fetchone())
+    return version if not store.lake else (*version, store.data_clock())
+
+
+def cached_query(fn, version: tuple, **kwargs):
+    """Run ``fn(store, **kwargs)`` (a ``lib`` query function), cached until the data changes: reruns
+    that only change how a result is drawn cost nothing."""
+    return _through_cache(_cached_query, fn, version, kwargs)
+
+
+def cached_item_query(fn, version: tuple, **kwargs):
+    """``cached_query`` for what one item shows (its question, answer, verdicts, ...), in a cache of its own: an
+    analyst stepping through hundreds of items must not push the pages' aggregates out of ``cached_query``'s.
+    A rerun on the same item (an expander, a verdict form) and a new tab on it skip the queries (50 ms at 1M)."""
+    return _through_cache(_cached_item_query, fn, version, kwargs)
+
+
+def _through_cache(cache, fn, version: tuple, kwargs: dict):
+    target, data_path = store_target()
+    try:
+        return cache(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version, **kwargs)
+    except DatabaseFileError as exc:  # a damaged block shows up only when a query reads it
+        show_error(exc)
+        st.stop()
+
+
+# ``name`` keys a cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
+@st.cache_data(show_spinner=False, max_entries=128)
+def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
+    return _fn(_open_store(db, data_path), **kwargs)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _cached_item_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
+    return _fn(_open_store(db, data_path), **kwargs)
+
+
+def cached_chart(fn, *args):
+    """``fn(*args)`` (a pure ``lib.render.charts`` function of small aggregate frames), cached on its inputs: a
+    rerun, or another tab, that leaves a chart's data alone does not rebuild the Plotly figure (a fifth of a
+    second for a grouped bar chart). The figure is shared, never copied: treat it as read-only."""
+    return _cached_chart(fn, f"{fn.__module__}.{fn.__qualname__}", *args)
+
+
+# A resource cache, not a data cache: st.cache_data pickles its values and a go.Figure unpickles by validating
+# every property again (its template alone is a few hundred objects), which cost as much as building it.
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _cached_chart(_fn, name: str, *args):
+    return _fn(*args)
+
+
+def page_start(title: str):
+    """Every data page begins the same way: its title, the store, the data version; an empty store
+    shows what to do and stops the page. Returns (store, version)."""
+    st.title(title)
+    store = get_store()
+    version = data_version(store)
+    if version[0] == 0:
+        empty_state()
+        st.stop()
+    return store, version
