@@ -7,6 +7,7 @@ import streamlit as st
 
 from lib.analysis import answer_features, coverage, distributions, queries
 from lib.render import charts
+from lib.render.safe_text import md_escape
 from app_pages._state import keep_picks, keep_valid
 from app_pages._store import cached_chart, cached_query, page_start
 from app_pages._widgets import readable_subset, show_chart, show_table
@@ -30,7 +31,7 @@ c2.caption(coverage.showing_judges(judges, all_judges))
 means = cached_query(queries.scores, version, by=("model",), where={"bench": bench})
 ranked = means.sort_values(["mean", "model"], ascending=[False, True])["model"].tolist()
 ranked += sorted(set(here["model"]) - set(ranked))
-models = readable_subset(ranked, "dist_models", noun=f"models on {bench}", rank_note="by mean score over all judges")
+models = readable_subset(ranked, "dist_models", noun=f"models on {md_escape(bench)}", rank_note="by mean score over all judges")
 if not judges or not models:
     st.info("Pick at least one judge and one model.")
     st.stop()

@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from lib.analysis import coverage
-from lib.judging import client as J
+from lib.judging.batch import run_batch
+from lib.judging.config import JudgeConfig
 from lib.judging import human
 from lib.judging import templates as T
 from lib.judging.context import select_items
@@ -30,9 +31,9 @@ def rejudged(_sample_db, tmp_path, monkeypatch):
         server.responder = lambda body: "Rating: [[2]]"
         template = T.get_template(store, "ja-single-v1")
         items = select_items(store, bench="ja_mt_bench", turn=1, judged_by="gpt-4o")[:5]
-        cfg = J.JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
+        cfg = JudgeConfig(base_url=server.url, model="judge-x", timeout_s=5, max_retries=0)
         for label in SCRATCH:
-            summary = J.run_batch(store, template, cfg, items, label, api_key="sk-test-0123456789")
+            summary = run_batch(store, template, cfg, items, label, api_key="sk-test-0123456789")
             assert summary.ok == 5
         full = coverage.judge_items(store, "ja_mt_bench")
     monkeypatch.setenv("JUDGELENS_DB", str(db))
