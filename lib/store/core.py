@@ -77,7 +77,7 @@ from lib.vocab import prompt_text_sql, question_seen_sql
 
 T = TypeVar("T")
 
-DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "judgelens.duckdb"
+DEFAULT_DB = Path(__file__).resolve().parent.parent.parent / "data" / "judgelens.duckdb"
 SCHEMA_VERSION = "1"
 
 SCHEMA = """
