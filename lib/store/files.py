@@ -284,6 +284,7 @@ def open_error(path: Path, exc: Exception) -> DatabaseFileError | DatabaseBusyEr
                 "to a folder you can write to and use --db with the copy.", title="The database is read-only")
         return DatabaseFileError(f"Cannot open the database {path}: permission denied. Check the file's and its "
                                  "folder's permissions, or use --db (or JUDGELENS_DB) with another file.")
+    return busy_error(path, exc)
 
 
 def busy_error(path: Path, exc: Exception, waited: float | None = None) -> DatabaseBusyError:

@@ -83,5 +83,3 @@ def refresh_judge_questions(cur, benches=None) -> None:
         SELECT bench, question_id, turn, first(text ORDER BY n DESC, text), sum(n), count(*)
         FROM c GROUP BY bench, question_id, turn""", params)
 
-
-# --- the analyst's verdicts (table human_verdicts): what a row may hold, its uid, insert, and the human judge's

@@ -7,6 +7,7 @@ import numbers
 from lib import harness as H
 from lib.errors import UsageError
 
+# The store keeps them because every write refreshes item_scores; recording verdicts is
 # lib.judging.human, reading verdict files lib.ingest.formats.human.
 HUMAN_PREFIX = "human:"
 VERDICT_FIELDS = ("score", "label", "note")
