@@ -1,6 +1,6 @@
 """The README's CLI examples run while the app (a real server process) has the same default DuckDB store open.
 
-The app holds the file only while a query or write needs it (``lib.store._FileGate``), so every reading example
+The app holds the file only while a query or write needs it (``lib.store.files.FileGate``), so every reading example
 answers and the writing ones (an import, a verdict) go through; the app then shows what they wrote."""
 from __future__ import annotations
 

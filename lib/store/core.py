@@ -1,0 +1,339 @@
+"""The Store: one open store (a DuckDB file or a DuckLake store), its readers, its single writer and transactions,
+new ids, the data clock, and ``frame`` (one read query as a DataFrame). See ``lib.store`` for the whole."""
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+
+import duckdb
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+from lib.errors import DatabaseBusyError, DatabaseFileError, JudgeLensError, redact
+from lib.store import claims
+from lib.store.files import CORRUPT, FileGate, check_database_file, damaged_error, open_error
+from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, attach, attempt, default_data_path,
+                            default_store, is_lake, parse_lake, retryable)
+from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, lake_schema, schema_tables,
+                              search_index_current, upgrade_answer_features, upgrade_search_index)
+from lib.store.scores import refresh_item_scores
+
+T = TypeVar("T")
+
+
+class Store:
+    """One open store: a DuckDB file (default) or a DuckLake store (``ducklake:sqlite:FILE`` /
+    ``ducklake:postgres:CONNINFO``, Parquet data under ``data_path``). Thread-safe: readers use ``read()``
+    / ``cursor()``, writers use ``write()`` (or ``transaction()``, which re-runs a DuckLake transaction
+    refused at commit).
+
+    ``read_only=True`` (the CLI's reading commands) opens a DuckDB file read-only and runs no DDL, so a store in
+    a read-only folder can still be read; the file must already hold a JudgeLens store. (A DuckLake store is
+    opened the same way for reading and writing: readers never block writers there.)
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, read_only: bool = False, *,
+                 data_path: str | os.PathLike | None = None, notify: Callable[[str], None] | None = None):
+        target = path if path is not None else default_store()
+        self.lake = is_lake(target)
+        self.read_only = read_only
+        self.notify = notify
+        self._gate: FileGate | None = None
+        self._write_lock = threading.Lock()
+        if self.lake:
+            self._open_lake(str(target), data_path if data_path is not None else default_data_path())
+            return
+        self.data_path = None
+        self.path = Path(target)
+        self.shown = str(self.path)
+        check_database_file(self.path, read_only)
+        if not read_only:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseFileError(f"Cannot create the folder {self.path.parent} for the database: "
+                                        f"{exc.strerror}. Use --db (or JUDGELENS_DB) with a writable location.") from None
+        self._gate = FileGate.of(self.path)
+        try:
+            if read_only:
+                self._check_schema()
+                self._upgrade_for_reading()
+            else:
+                self._create_schema()
+        except BaseException:
+            self._gate.close_store()
+            raise
+
+    def _check_schema(self) -> None:
+        try:
+            with self.read() as cur:
+                found = cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                                    "('meta', 'sources', 'single_judgments')").fetchone()[0]
+        except duckdb.Error as exc:
+            raise open_error(self.path, exc) from exc
+        if found < 3:
+            raise DatabaseFileError(
+                f"{self.path} is a DuckDB file but not a JudgeLens store (it has no sources table). Import into "
+                f"it first (python -m lib.cli ingest PATH --db {self.path}), or point --db at a JudgeLens "
+                "database.", title="Not a JudgeLens database")
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        with self.read() as cur:
+            have = set(cur.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall())
+        tables = {t for t, _ in have}
+        return [(t, c, kind) for t, c, kind in ADDED_COLUMNS if t in tables and (t, c) not in have]
+
+    def _upgrade_for_reading(self) -> None:
+        """A store made before a column in ADDED_COLUMNS existed, opened read-only (the CLI's reading commands):
+        add the columns once through a short read-write connection, then read as asked, so readers never meet an
+        older schema. Where the file cannot be written now (a read-only folder, another process using it), it is
+        read as it is; only what needs the new columns fails there."""
+        if not self._missing_columns():
+            return
+        try:
+            cur = self._gate.acquire(True, wait=0)
+        except (JudgeLensError, duckdb.Error, OSError):
+            return
+        try:
+            for table, column, sql_type in ADDED_COLUMNS:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+        except duckdb.Error:
+            pass
+        finally:
+            cur.close()
+            self._gate.release(True)
+
+    def _create_schema(self) -> None:
+        with self._write_lock:
+            try:
+                cur = self._gate.acquire(True, self.notify)
+            except duckdb.Error as exc:
+                raise open_error(self.path, exc) from exc
+            try:
+                kind = cur.execute(
+                    "SELECT table_type FROM information_schema.tables WHERE table_name = 'item_scores'").fetchone()
+                if kind and kind[0] == "VIEW":  # stores made before item_scores became a table
+                    cur.execute("DROP VIEW item_scores")
+                cur.execute(SCHEMA)
+                for table, column, sql_type in ADDED_COLUMNS:  # stores made before the column existed
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+                if upgrade_search_index(cur):
+                    cur.execute(SCHEMA)  # views over altered tables (answers_view) bound again
+                if kind and kind[0] == "VIEW":
+                    refresh_item_scores(cur)
+                upgrade_answer_features(cur)
+                cur.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
+            except duckdb.Error as exc:
+                raise open_error(self.path, exc) from exc
+            finally:
+                cur.close()
+                self._gate.release(True)
+
+    # -- DuckLake
+    def _open_lake(self, target: str, data_path) -> None:
+        catalog, where = parse_lake(target)
+        self.path = target  # what identifies the store (cache keys); no file of its own
+        self.shown = redact(target)  # what messages and ``store info`` show: no password
+        self.catalog, self.catalog_location = catalog, where
+        con = attach(catalog, where, data_path, self.shown)
+        self.con = con  # DuckLake: the connection every cursor comes from
+        self.data_path = self._lake_data_path()
+
+        def create(cur):
+            have = {r[0] for r in cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = ?", [LAKE_ALIAS]).fetchall()}
+            if "meta" in have and "item_scores" in have and "answers_view" in have and schema_tables() <= have:
+                columns = set(cur.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                          "WHERE table_catalog = ?", [LAKE_ALIAS]).fetchall())
+                missing = [a for a in ADDED_COLUMNS if a[:2] not in columns]
+                for table, column, sql_type in missing:  # lakes made before the column existed
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+                if search_index_current(cur):
+                    return  # DDL only when something is missing: every DDL is a commit other processes conflict with
+            cur.execute(lake_schema())
+            if upgrade_search_index(cur):
+                cur.execute(lake_schema())
+            upgrade_answer_features(cur)
+            for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0")):
+                if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():
+                    cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
+
+        self.transaction(create, clock=False)
+
+    def _lake_data_path(self) -> str | None:
+        try:
+            row = self.con.execute(
+                f"SELECT value FROM __ducklake_metadata_{LAKE_ALIAS}.ducklake_metadata WHERE key = 'data_path'"
+            ).fetchone()
+            return row[0] if row else None
+        except duckdb.Error:
+            return None
+
+    def transaction(self, fn: Callable[[duckdb.DuckDBPyConnection], T], memory_limit: str | None = None,
+                    clock: bool = True) -> T:
+        """``fn(cur)`` inside ``write()``; on a DuckLake store a transaction that another process's commit
+        made stale is rolled back and ``fn`` runs again on the new snapshot (at most COMMIT_ATTEMPTS times).
+        ``fn`` must therefore read what it decides on through ``cur`` and may run more than once."""
+        if not self.lake:
+            with self.write(memory_limit) as cur:
+                return fn(cur)
+
+        def once():
+            with self.write(memory_limit, clock=clock) as cur:
+                return fn(cur)
+
+        try:
+            return attempt(once)
+        except duckdb.Error as exc:
+            if retryable(exc):
+                raise DatabaseBusyError(
+                    f"The store {self.shown} was changed by other processes {COMMIT_ATTEMPTS} times while this "
+                    f"change was being written; nothing was written. Try again. ({exc})",
+                    title="The store is busy") from exc
+            raise
+
+    def next_id(self, cur, table: str) -> int:
+        """A new id for ``sources`` / ``templates`` / ``probe_runs``, inside the caller's write transaction."""
+        column, sequence = ID_COLUMNS[table]
+        if not self.lake:
+            return cur.execute(f"SELECT nextval('{sequence}')").fetchone()[0]
+        # Safe on DuckLake: every write bumps write_clock, so a concurrent writer that read the same value
+        # conflicts at commit and runs again. The last id is kept in meta so, like a sequence, an id is
+        # never reused after its row was removed.
+        key = f"last_id:{table}"
+        row = cur.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        top = cur.execute(f"SELECT coalesce(max({column}), 0) FROM {table}").fetchone()[0]
+        new = max(int(row[0]) if row else 0, top) + 1
+        self.set_meta(cur, key, str(new))
+        return new
+
+    def data_clock(self) -> int | None:
+        """DuckLake: a number that changes whenever any process commits a write; None for a DuckDB file."""
+        if not self.lake:
+            return None
+        with self.read() as cur:
+            row = cur.execute("SELECT value FROM meta WHERE key = 'write_clock'").fetchone()
+        return int(row[0]) if row else 0
+
+    # -- both kinds
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """DuckLake only: a connection of this thread's own. Close it (or use ``with``) when done. (A DuckDB
+        file is opened per use: ``read()`` / ``write()``.)"""
+        if not self.lake:
+            raise RuntimeError("Store.cursor() is for DuckLake stores; use Store.read() or Store.write().")
+        cur = self.con.cursor()
+        cur.execute(f"USE {LAKE_ALIAS}")  # a cursor starts in the in-memory database; the store is the attached lake
+        return cur
+
+    @contextmanager
+    def _file_cursor(self, writable: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if writable and self.read_only:
+            raise DatabaseFileError(f"{self.path} was opened for reading only; this command cannot change it.",
+                                    title="The database is open for reading")
+        try:
+            cur = self._gate.acquire(writable, self.notify)
+        except duckdb.Error as exc:
+            raise open_error(self.path, exc) from exc
+        try:
+            yield cur
+        finally:
+            cur.close()
+            self._gate.release(writable)
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with (self._file_cursor(False) if not self.lake else closing(self.cursor())) as cur:
+            try:
+                yield cur
+            except duckdb.IOException as exc:  # a damaged block is found only when a query reads it
+                if CORRUPT.search(str(exc)):
+                    raise damaged_error(self.path, exc) from exc
+                raise
+
+    @contextmanager
+    def write(self, memory_limit: str | None = None, clock: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One writer at a time, one transaction: everything or nothing.
+
+        ``memory_limit`` (e.g. "1GB") bounds DuckDB's buffer pool from BEGIN until after COMMIT, under the
+        write lock. It is a database-wide setting, so queries running meanwhile share the bound.
+        On a DuckLake store the transaction bumps ``write_clock`` (see the module docstring); use
+        ``transaction()`` to have a transaction that another process's commit refused run again.
+        """
+        with self._write_lock, (self._file_cursor(True) if not self.lake else closing(self.cursor())) as cur:
+            if memory_limit:
+                cur.execute(f"SET memory_limit = '{memory_limit}'")
+            try:
+                cur.execute("BEGIN TRANSACTION")
+                try:
+                    if self.lake and clock:
+                        cur.execute("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) "
+                                    "WHERE key = 'write_clock'")
+                    yield cur
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
+                cur.execute("COMMIT")
+            finally:
+                if memory_limit:
+                    cur.execute("RESET memory_limit")
+
+    # -- claims: one holder at a time for a piece of work, across threads, processes and machines
+    def claim(self, name: str, note: str = "") -> tuple[str | None, dict | None]:
+        """Take the claim ``name``: ``(token, None)``, or ``(None, holder)`` while a live holder has it
+        (``lib.store.claims.claim``). Give it back with ``release``."""
+        return claims.claim(self, name, note)
+
+    def release(self, name: str, token: str) -> None:
+        claims.release(self, name, token)
+
+    def set_meta(self, cur, key: str, value: str) -> None:
+        """Set a ``meta`` row inside the caller's write transaction (no ON CONFLICT on DuckLake)."""
+        cur.execute("DELETE FROM meta WHERE key = ?", [key])
+        cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
+
+    def describe(self) -> dict:
+        """What this store is and where its data lives (``store info``)."""
+        if not self.lake:
+            return {"kind": "duckdb file", "store": str(self.path), "data": str(self.path),
+                    "bytes": self.path.stat().st_size if self.path.exists() else 0}
+        info = {"kind": f"ducklake ({self.catalog} catalog)", "store": self.shown,
+                "catalog": redact(self.catalog_location),
+                "data": self.data_path}
+        with self.read() as cur:
+            files = cur.execute(
+                f"SELECT count(*), coalesce(sum(file_size_bytes), 0) FROM __ducklake_metadata_{LAKE_ALIAS}.ducklake_data_file "
+                "WHERE end_snapshot IS NULL").fetchone()
+            info["data_files"], info["bytes"] = int(files[0]), int(files[1])
+            info["snapshot"] = cur.execute(f"SELECT id FROM ducklake_current_snapshot('{LAKE_ALIAS}')").fetchone()[0]
+        if self.catalog == "sqlite" and Path(self.catalog_location).exists():
+            info["catalog_bytes"] = Path(self.catalog_location).stat().st_size
+        return info
+
+    def close(self) -> None:
+        if self.lake:
+            self.con.close()
+        elif self._gate is not None:
+            gate, self._gate = self._gate, None
+            gate.close_store()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def frame(store: Store, sql: str, params: list | dict | None = None, *, plain: bool = False) -> "pd.DataFrame":
+    """One read query as a DataFrame. ``plain``: plain Python values (lists stay lists, NULL is None) instead of
+    DuckDB's column types (NULL as NaN/NaT, lists as arrays)."""
+    with store.read() as cur:
+        res = cur.execute(sql, params or [])
+        if not plain:
+            return res.df()
+        import pandas as pd
+
+        return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])

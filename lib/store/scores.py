@@ -1,0 +1,85 @@
+"""The derived tables every write keeps current in its own transaction: ``item_scores`` (and what follows it: the
+judge questions, the human judges' rows, the search index, the answers' features) and ``judge_questions``."""
+from __future__ import annotations
+
+from lib.store.verdicts import refresh_human_scores
+from lib.vocab import prompt_text_sql, question_seen_sql
+
+ITEM_SCORES_SELECT = """
+SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category,
+       avg(j.score) AS score, count(*) AS n_rows, count(j.score) AS n_valid, stddev_samp(j.score) AS score_std,
+       count(*) FILTER (j.parse_status <> 'ok') AS n_failed
+FROM single_judgments j
+LEFT JOIN current_questions q ON q.bench = j.bench AND q.question_id = j.question_id
+{where}
+GROUP BY ALL
+ORDER BY j.bench, j.judge, j.model
+"""
+
+
+def refresh_item_scores(cur, benches=None, *, marked=()) -> None:
+    """Recompute item_scores for these benches (None: all), inside the caller's transaction.
+
+    Call after any write to single_judgments or questions (ingest, remove, re-judge). ``marked``: new sources
+    whose texts were marked for the search index as they were inserted (``lib.search_index.mark_expression``).
+    """
+    if benches is None:
+        cur.execute("DELETE FROM item_scores")
+        cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where=""))
+        _refresh_extras(cur, None, marked)
+        return
+    benches = sorted({b for b in benches if b is not None})
+    if benches:
+        cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)", {"b": benches})
+        cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where="WHERE list_contains($b, j.bench)"),
+                    {"b": benches})
+    _refresh_extras(cur, benches, marked)
+
+
+def _refresh_extras(cur, benches, marked=()) -> None:
+    """What else follows the data, in the same transaction: the analyst's latest scores as judges human:<author>
+    in item_scores (refresh_human_scores, below), the search index (lib.search_index) and the answers' features
+    (lib.text_features)."""
+    from lib.search_index import index_new_sources
+    from lib.text_features import fill_answer_features
+
+    refresh_judge_questions(cur, benches)
+    refresh_human_scores(cur, benches)
+    index_new_sources(cur, marked=marked)
+    fill_answer_features(cur)
+
+
+def refresh_judge_questions(cur, benches=None) -> None:
+    """Bring ``judge_questions`` up to date for these benches (None: all): the question text each stored judge prompt
+    shows (``lib.vocab.question_seen``), one prompt per judgment file, judge, prompt name and question turn. The
+    texts of each source are cut out once (``judge_prompt_questions``; re-judge sources, which grow, every time);
+    the per-question majority is then recomputed from those few rows."""
+    cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)"
+                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    seen = {n: question_seen_sql("prompt", "turn", n) for n in (1, 2)}
+    new = "source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions)"
+    cur.execute(f"""
+        INSERT INTO judge_prompt_questions
+        WITH p AS (SELECT source_id, bench, question_id, turn, min(judge_prompt) AS prompt FROM single_judgments
+                   WHERE judge_prompt IS NOT NULL AND {new}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name
+                   UNION ALL
+                   SELECT source_id, bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
+                   WHERE g1_user_prompt IS NOT NULL AND {new}
+                   GROUP BY bench, question_id, turn, source_id, judge, prompt_name),
+             t AS (SELECT source_id, bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p)
+        SELECT * FROM (SELECT source_id, bench, question_id, 1 AS turn, {seen[1]} AS text FROM t
+                       UNION ALL SELECT source_id, bench, question_id, 2, {seen[2]} FROM t) WHERE text IS NOT NULL""")
+    where, params = "", {}
+    if benches is not None:
+        if not benches:
+            return
+        where, params = "WHERE list_contains($b, bench)", {"b": list(benches)}
+    cur.execute(f"DELETE FROM judge_questions {where}", params)
+    cur.execute(f"""
+        INSERT INTO judge_questions
+        WITH c AS (SELECT bench, question_id, turn, text, count(*) AS n FROM judge_prompt_questions {where}
+                   GROUP BY ALL)
+        SELECT bench, question_id, turn, first(text ORDER BY n DESC, text), sum(n), count(*)
+        FROM c GROUP BY bench, question_id, turn""", params)
+
