@@ -4,7 +4,6 @@ See ``data/sample/PROVENANCE.md`` for where each file comes from and its licence
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from lib.ingest.importer import IngestReport, Progress, ingest
 from lib.analysis.queries import has_data

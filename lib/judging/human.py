@@ -36,7 +36,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib import harness as H
 from lib.errors import UsageError
 from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, check_verdict_key, current_verdicts_sql,
                        frame, insert_verdicts, refresh_human_scores, verdict_item_problems)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from lib.errors import ParserSpecError, RegexTimeout
 from lib.judging.sandbox import run_regex
-from lib.vocab import FASTCHAT_CHAIN_KINDS, RATING_NUMBER, fastchat_rating, find_match
+from lib.vocab import RATING_NUMBER, fastchat_rating, find_match
 
 SINGLE_KINDS = ("fastchat_single", "rating_double_bracket", "score_double_bracket", "score_colon", "ja_rating")
 PAIR_KINDS = ("pairwise_abc", "pairwise_five", "fastchat_two_score")

@@ -31,7 +31,6 @@ import json
 import os
 import re
 import string
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable

@@ -62,6 +62,15 @@ EMPTY_NOTE = "empty file: no records"
 BLANK_NOTE = "empty file: no records (it holds only blank lines)"
 
 
+def keep_parsed(item, tables: dict, parsed) -> None:
+    """What a reader's ``read`` ends with: the parsed tables on the item, the parse's warnings, and a note when
+    ``parsed`` (the file's main table) had no record at all."""
+    item.tables = tables
+    item.warnings.extend(parsed.warnings)
+    if parsed.lines_read == 0:
+        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
+
+
 def score_status(raw: float | None, rules, bench: str | None, *, api_error: bool = False) -> str:
     """A judgment's parse status under its harness's rules (``lib.harness``): its failure code, its scale on this
     bench. ok | not_parsed | api_error | out_of_range."""

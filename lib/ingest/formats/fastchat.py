@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lib import harness as H
 from lib.errors import FormatError
-from lib.ingest.formats.base import BLANK_NOTE, EMPTY_NOTE, Claim, Reader
+from lib.ingest.formats.base import Claim, Reader, keep_parsed
 from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number,
                                      as_optional_number, as_text, as_turn, need, parse_file)
 from lib.vocab import fastchat_rating
@@ -396,10 +396,7 @@ def read(item, batch: list, store) -> None:
     else:
         convert = judge_prompt_rows
     parsed = parse_file(item.path, item.display, convert)
-    item.tables = {READER.kinds[kind][0]: parsed}
-    item.warnings.extend(parsed.warnings)
-    if parsed.lines_read == 0:
-        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
+    keep_parsed(item, {READER.kinds[kind][0]: parsed}, parsed)
     if kind == "answers":
         ids = {r[3] for r in parsed.rows if r[3]}
         file_model = model_from_file_name(item.path.stem)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lib import harness as H
 from lib.ingest.formats import fastchat
-from lib.ingest.formats.base import BLANK_NOTE, EMPTY_NOTE, Claim, Reader, score_status
+from lib.ingest.formats.base import Claim, Reader, keep_parsed, score_status
 from lib.ingest.formats.jsonl import as_id, as_name, as_number, as_optional_number, as_text, as_turn, need, parse_file
 
 RULES = H.FASTCHAT_SAMPLES
@@ -74,10 +74,7 @@ def judgment_rows(obj: dict, bench: str) -> list[tuple]:
 
 def read(item, batch: list, store) -> None:
     parsed = parse_file(item.path, item.display, lambda o: judgment_rows(o, item.bench or "unknown_bench"))
-    item.tables = {"single_judgments": parsed}
-    item.warnings.extend(parsed.warnings)
-    if parsed.lines_read == 0:
-        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
+    keep_parsed(item, {"single_judgments": parsed}, parsed)
 
 
 READER = Reader(

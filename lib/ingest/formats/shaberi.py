@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lib import harness as H
-from lib.ingest.formats.base import BLANK_NOTE, EMPTY_NOTE, Claim, Reader, score_status
+from lib.ingest.formats.base import Claim, Reader, keep_parsed, score_status
 from lib.ingest.formats.jsonl import as_id, as_number, as_text, need, parse_file
 
 RULES = H.SHABERI
@@ -68,14 +68,10 @@ def read(item, batch: list, store) -> None:
     if item.kind == "answers":
         questions = parse_file(item.path, item.display, lambda o: question_rows(o, bench))
         answers = parse_file(item.path, item.display, lambda o: answer_rows(o, bench, model))
-        item.tables = {"questions": questions, "answers": answers}
-        parsed = answers
+        keep_parsed(item, {"questions": questions, "answers": answers}, answers)
     else:
         parsed = parse_file(item.path, item.display, lambda o: judgment_rows(o, bench, model, item.meta))
-        item.tables = {"single_judgments": parsed}
-    item.warnings.extend(parsed.warnings)
-    if parsed.lines_read == 0:
-        item.warnings.append(EMPTY_NOTE if item.size == 0 else BLANK_NOTE)
+        keep_parsed(item, {"single_judgments": parsed}, parsed)
 
 
 READER = Reader(
