@@ -71,6 +71,8 @@ def test_a_pathological_pattern_is_refused_before_it_runs(sample_store, monkeypa
 
 
 def test_a_search_stops_when_its_asker_goes_away(sample_store):
+    """The asker is asked before the search starts (a closed page starts nothing, however fast the search would
+    be) and then by the watchdog while it runs (the same interrupt as the time limit's, tested above)."""
     asked = threading.Event()
 
     def gone() -> bool:  # the app passes "this browser session has ended"

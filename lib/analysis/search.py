@@ -63,6 +63,7 @@ SEARCH_SECONDS = 30.0  # each query of a search; the caller may give another ``t
 # stored texts; one costing more than this per 1,000 characters is refused (a plain word costs ~0.04 ms).
 PATTERN_MS_PER_KCHAR = 2.0
 _WATCH_EVERY_S = 0.25  # how often the watchdog asks ``stop_when``
+CANCELLED_MESSAGE = "The search was stopped: the page that asked for it was closed."
 _STOP: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("search_stop", default=None)
 _RE2 = threading.local()  # an in-memory DuckDB per thread: checks a pattern with the engine that will run it
 
@@ -184,7 +185,7 @@ class _Watchdog:
 
     def error(self) -> Exception:
         if self.reason == "cancelled":
-            return SearchCancelled("The search was stopped: the page that asked for it was closed.")
+            return SearchCancelled(CANCELLED_MESSAGE)
         return SearchTooSlow(
             f"This search took too long: narrow it. It was stopped after {self.seconds:g} s; search fewer fields, "
             "add a filter (bench, judge, model, turn, ...) or use a simpler pattern.")
@@ -375,7 +376,10 @@ def _reading(store: Store, q: SearchQuery, time_limit: float | None = None):
     with store.read() as cur:
         if flagged is not None:
             cur.register("_flagged_items", flagged)
-        watchdog = _Watchdog(cur, seconds, _STOP.get())
+        stop = _STOP.get()
+        if stop is not None and stop():  # the asker is gone already: start nothing
+            raise SearchCancelled(CANCELLED_MESSAGE)
+        watchdog = _Watchdog(cur, seconds, stop)
         try:
             if q.regex and q.text:
                 _check_pattern_cost(cur, q.text)
