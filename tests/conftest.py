@@ -210,3 +210,26 @@ def pytest_sessionfinish(session, exitstatus):
         if reporter is not None:
             reporter.write_line("No test ran (none collected, all deselected, or all skipped): this run checked "
                                 "nothing, so it exits 5.", red=True)
+
+
+def store_linked_pair(store: Store, questions, references, answers, judgments) -> Store:
+    """Write one model's two runs (bench ``fc`` under FastChat, ``sw`` under Swallow) as rows of a source 999,
+    then link the benches and alias the model names as an import would. ``answers`` rows end with temperature,
+    max_chars and system_prompt."""
+    from lib.analysis import aliases, linking
+    from lib.store import refresh_item_scores
+
+    with store.write() as cur:
+        cur.executemany("INSERT INTO questions (source_id, bench, question_id, category, turns) VALUES (999, ?, ?, ?, ?)",
+                        questions)
+        cur.executemany("INSERT INTO reference_answers (source_id, bench, judge, question_id, turn, text) "
+                        "VALUES (999, ?, ?, ?, ?, ?)", references)
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, question_id, sample, turn, text, "
+                        "temperature, max_chars, system_prompt) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
+        cur.executemany("INSERT INTO single_judgments (source_id, harness, bench, judge, prompt_name, model, question_id, "
+                        "turn, sample, raw_score, score, parse_status) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        judgments)
+        refresh_item_scores(cur)
+    linking.link_benches(store, "fc", "sw")
+    aliases.auto_alias(store)
+    return store

@@ -16,12 +16,10 @@ import json
 
 import pytest
 
-from conftest import judge_config
-from lib.analysis import aliases, linking
+from conftest import store_linked_pair, judge_config
 from lib.cli import main
 from lib.attribution import ladder as L
 from lib.render import charts
-from lib.store import refresh_item_scores
 
 KEY = "sk-ladder-test"
 CATS = ["math", "coding", "reasoning", "writing"]  # 3 of 4 categories show the reference
@@ -57,25 +55,14 @@ def ladder_store(store):
             rows_ref.append(("fc", "judge-a", qid, t, f"REF-A answer {qid}/{t}"))
             rows_ref.append(("sw", "gpt-4o-2024-08-06", qid, t, f"REF-B answer {qid}/{t}"))
             rows_ans.append(("fastchat", "fc", "m", qid, 0, t, f"<think>考え中 {qid}</think>答え{qid}-{t}" + long_tail,
-                             None, None))
+                             None, None, None))
             rows_j.append(("fastchat", "fc", "judge-a", "single-v1", "m", qid, t, 0, A_STORED, A_STORED, "ok"))
             for s in range(5):
-                rows_ans.append(("swallow", "sw", "hosted_vllm/m", qid, s, t, f"答え{qid}-{t}" + "あ" * 8000, 0.0, 8192))
+                rows_ans.append(("swallow", "sw", "hosted_vllm/m", qid, s, t, f"答え{qid}-{t}" + "あ" * 8000, 0.0, 8192,
+                                 None))
                 rows_j.append(("swallow", "sw", "gpt-4o-2024-08-06", "swallow-single-v1", "hosted_vllm/m", qid, t, s,
                                B_STORED, B_STORED, "ok"))
-    with store.write() as cur:
-        cur.executemany("INSERT INTO questions (source_id, bench, question_id, category, turns) VALUES (999, ?, ?, ?, ?)",
-                        rows_q)
-        cur.executemany("INSERT INTO reference_answers (source_id, bench, judge, question_id, turn, text) "
-                        "VALUES (999, ?, ?, ?, ?, ?)", rows_ref)
-        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, question_id, sample, turn, text, "
-                        "temperature, max_chars) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows_ans)
-        cur.executemany("INSERT INTO single_judgments (source_id, harness, bench, judge, prompt_name, model, question_id, "
-                        "turn, sample, raw_score, score, parse_status) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows_j)
-        refresh_item_scores(cur)
-    linking.link_benches(store, "fc", "sw")
-    aliases.auto_alias(store)
-    return store
+    return store_linked_pair(store, rows_q, rows_ref, rows_ans, rows_j)
 
 
 @pytest.fixture

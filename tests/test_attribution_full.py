@@ -30,13 +30,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import store_linked_pair
 
-from lib.analysis import aliases, linking
 from lib.attribution import ladder as L
 from lib.errors import LadderInterrupted
 from lib.generation.setups import SWALLOW_SYSTEM_PROMPT
 from lib.judging.config import JudgeConfig
-from lib.store import refresh_item_scores
 from tests.fake_model import END_MARK, FLOURISH, OTHER_SAMPLE, FakeModel
 from tests.fake_openai import FakeOpenAI
 
@@ -132,19 +131,7 @@ def pair_store(store):
                                  temp, 8192, SWALLOW_SYSTEM_PROMPT))
                 rows_j.append(("swallow", "sw", "gpt-4o-2024-08-06", "swallow-single-v1", "hosted_vllm/m", qid, t, s,
                                B_STORED, B_STORED, "ok"))
-    with store.write() as cur:
-        cur.executemany("INSERT INTO questions (source_id, bench, question_id, category, turns) VALUES (999, ?, ?, ?, ?)",
-                        rows_q)
-        cur.executemany("INSERT INTO reference_answers (source_id, bench, judge, question_id, turn, text) "
-                        "VALUES (999, ?, ?, ?, ?, ?)", rows_ref)
-        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, question_id, sample, turn, text, "
-                        "temperature, max_chars, system_prompt) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows_ans)
-        cur.executemany("INSERT INTO single_judgments (source_id, harness, bench, judge, prompt_name, model, question_id, "
-                        "turn, sample, raw_score, score, parse_status) VALUES (999, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows_j)
-        refresh_item_scores(cur)
-    linking.link_benches(store, "fc", "sw")
-    aliases.auto_alias(store)
-    return store
+    return store_linked_pair(store, rows_q, rows_ref, rows_ans, rows_j)
 
 
 @pytest.fixture
