@@ -1,5 +1,5 @@
 """JudgeLens library: everything that runs without Streamlit. Higher layers import lower ones, never the
-reverse (the contracts in ``pyproject.toml``, checked by ``tests/test_layering.py``).
+reverse (the contracts in ``pyproject.toml``, checked by ``tests/project/test_layering.py``).
 
 - ``cli/``       ``python -m lib.cli``: the only place that parses arguments or prints. ``main.py`` builds
                  the parser from one module per area (``data``, ``review``, ``judging``, ``harness``,

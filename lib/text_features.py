@@ -1,7 +1,7 @@
 """What an answer text is, the one home of each rule: Japanese share, length, code block, ``<think>``, refusal.
 
 Every rule has a Python form (``features(text)``, ``japanese_share``, ``is_japanese``) and a DuckDB twin
-(``FEATURES_SQL``, used by ``fill_answer_features`` at import); ``tests/test_text_features.py`` checks that both give
+(``FEATURES_SQL``, used by ``fill_answer_features`` at import); ``tests/ingest/test_text_features.py`` checks that both give
 the same values on the same texts. The rules read the *visible* text: ``<think>`` blocks removed by
 ``lib.vocab``'s think rule (the judge rates the answer, not the reasoning).
 

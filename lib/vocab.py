@@ -133,7 +133,7 @@ def fastchat_rating(text: str | None, take: str = "first") -> tuple[str, re.Matc
 # "[User Question]" for pairwise); multi-turn prompts hold "### User:\n{question_i}\n\n### Assistant A:" (or
 # "### Reference answer:") once per turn, the reference block first, so the conversation's turns are the last
 # ones. Swallow stores the JSON message list: its message contents are searched the same way. The Python
-# functions and the SQL expressions are the same rule (tests/test_question_seen.py checks they agree).
+# functions and the SQL expressions are the same rule (tests/ingest/test_question_seen.py checks they agree).
 ASKED_SINGLE = (r"(?s)\[(?:Question|User Question|質問|ユーザーの質問)\]\n(.*?)\n\n"
                 r"\[(?:The Start of|The End of|アシスタント|参照|回答)")
 ASKED_TURN = r"(?s)### (?:User|ユーザー):\n(.*?)\n\n### (?:Assistant A|Assistant B|Reference answer|アシスタント|参照回答)"

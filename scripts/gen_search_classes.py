@@ -1,6 +1,6 @@
 """Write lib/search_classes.py: the search index's character classes for this environment's Unicode data.
 
-Run it after changing the rules in lib/search_index.py or the pinned pyarrow (tests/test_search.py fails until
+Run it after changing the rules in lib/search_index.py or the pinned pyarrow (tests/analysis/test_search.py fails until
 the file matches):  .venv/bin/python scripts/gen_search_classes.py
 """
 from __future__ import annotations

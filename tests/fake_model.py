@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible MODEL server (the model under test) for generation tests.
 
-``FakeModel`` is ``tests.fake_openai.FakeOpenAI`` (127.0.0.1, a free port, every request recorded
+``FakeModel`` is ``fake_openai.FakeOpenAI`` (127.0.0.1, a free port, every request recorded
 in ``server.requests``) with a responder that answers like a tiny deterministic model. Its planted effects,
 all computed by ``answer_for(body)`` so tests can state the expected text exactly:
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 
-from tests.fake_openai import FakeOpenAI, Reply
+from fake_openai import FakeOpenAI, Reply
 
 DEFAULT_LENGTH = 300
 END_MARK = "[END]"

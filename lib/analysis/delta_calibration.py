@@ -4,7 +4,7 @@ The design of issue 9: 80 questions in 8 categories of 10, 2 turns, integer 1-10
 effect shared by both turns. Each replicate is one A-vs-B comparison; the rows of every level
 (overall, turn, category, category x turn) are tested exactly as ``deltas.compare_pairs`` tests them
 (``deltas.cluster_t`` on question totals, ``deltas.holm`` over the level's rows), vectorised over
-replicates so thousands run in seconds. ``tests/test_deltas_calibration.py`` checks that a replicate
+replicates so thousands run in seconds. ``tests/analysis/test_deltas_calibration.py`` checks that a replicate
 run through ``compare_pairs`` gives the same numbers.
 
 Designs (``design=``):

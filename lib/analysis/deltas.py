@@ -31,7 +31,7 @@ replicates had at least one category row "significant after Holm" (goal: 5 %). T
 question means holds the nominal rates at every level: in 20,000 null replicates the family-wise
 false-positive rate was 4.9 / 4.5 / 4.4 / 4.3 % (overall / turn / category / category x turn) and
 interval coverage 0.951-0.955, with 68 % power for a one-point shift in one category
-(``bench/calibrate_deltas.py`` measures it; ``tests/test_deltas_calibration.py`` checks it quickly).
+(``bench/calibrate_deltas.py`` measures it; ``tests/analysis/test_deltas_calibration.py`` checks it quickly).
 With independent, rounded and clipped 1-10 scores instead (a stress design) the 16-cell level runs
 slightly hot, about 5.3 %: the t tail at alpha/16 with 10 integer-valued deltas. Under the null of two interchangeable
 sides the question deltas are symmetric, which is where the t-test is accurate even at 10 questions.

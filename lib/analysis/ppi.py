@@ -23,7 +23,7 @@ over questions (both turns of a question move together), and the 95% interval is
 sample's g questions, G - 1 for all G). ``halve_with``: how many verdicts in all would
 halve the interval's width, at the same variances (the judge-over-all-items part does not shrink with
 more verdicts; when it alone is over a quarter of the variance, halving is out of reach).
-Coverage of the interval is checked by simulation (``simulate_coverage``, ``tests/test_ppi.py``).
+Coverage of the interval is checked by simulation (``simulate_coverage``, ``tests/analysis/test_ppi.py``).
 """
 from __future__ import annotations
 

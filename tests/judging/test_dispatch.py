@@ -15,7 +15,7 @@ from lib.judging.dispatch import Dispatcher
 from lib.judging.jobs import BackgroundJob
 from waiting import join_threads_named, threads_named
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-dispatch-0123456789"
 WORKERS = "judgelens-judge-"   # the dispatcher's worker threads are named so
 

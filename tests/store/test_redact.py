@@ -14,7 +14,7 @@ import pytest
 from lib.errors import DatabaseBusyError, JudgeLensError, RedactingFilter, redact
 from lib.store import Store
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECRET = "Sup3r-Secret_pw"  # the server's real password
 WRONG = "Wr0ng-Guess_pw"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
-from test_probes import confused_judge
+from scripted_judges import confused_judge
 
 from browser_support import FIRST_START_MS, click_and_wait, fresh, open_app, set_judge_endpoint
 

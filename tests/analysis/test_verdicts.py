@@ -10,7 +10,6 @@ from datetime import datetime
 import pandas as pd
 import pytest
 from pandas import testing as pd_testing
-from streamlit.testing.v1 import AppTest
 
 from lib.analysis import agreement
 from lib.analysis.queries import judges_by_harness

@@ -81,7 +81,7 @@ LINKS_TO = """(markers) => {
 
 def _app_pages() -> dict[str, str]:
     """Title -> URL path of every page app.py registers (the default page is served at /)."""
-    source = (Path(__file__).resolve().parent.parent / "app.py").read_text(encoding="utf-8")
+    source = (Path(__file__).resolve().parents[2] / "app.py").read_text(encoding="utf-8")
     pages = re.findall(r'st\.Page\("app_pages/(\w+)\.py", title="([^"]+)"([^)]*)\)', source)
     return {title: "" if "default=True" in rest else stem for stem, title, rest in pages}
 

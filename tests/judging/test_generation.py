@@ -13,8 +13,8 @@ from lib.generation.runner import cached_texts, run_plan
 from lib.generation.setups import (FACTORS, SWALLOW_SYSTEM_PROMPT, GenerationSetup, differing_factors, diff,
                                    setup_from_dict, setup_to_dict)
 from lib.generation.storage import generate_run, regen_label, stored_setup
-from tests.fake_model import FakeModel, answer_for, h
-from tests.fake_openai import Reply
+from fake_model import FakeModel, answer_for, h
+from fake_openai import Reply
 
 Q = [gp.Question("b", "1", "writing", ("Write a poem.", "Make it shorter.")),
      gp.Question("b", "2", "math", ("What is 2+2?", "And 3+3?")),

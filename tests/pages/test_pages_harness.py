@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from lib.reports import harness_report
 
@@ -79,9 +78,9 @@ def test_harness_report(sample_store):
 def test_full_waterfall_in_the_page(app):
     """No model endpoint: the stored-data view and judge-side steps only. With one (the scripted model and
     judge servers): each side's generation setup, the cost first, then the waterfall in both orders."""
-    from tests.fake_model import FakeModel
-    from tests.fake_openai import FakeOpenAI
-    from tests.test_attribution_full import judge
+    from fake_model import FakeModel
+    from fake_openai import FakeOpenAI
+    from scripted_judges import planted_judge as judge
 
     app.switch_page("app_pages/compare.py")
     app.query_params["view"] = "harness"

@@ -118,7 +118,7 @@ def test_a_zstd_zip_uploads_and_imports(tmp_path):
 
 
 def test_an_uploaded_zstd_inspect_log_is_read_not_called_damaged(tmp_path):
-    log = next((Path(__file__).parent / "data" / "inspect_ai" / "logs").glob("*.eval"))
+    log = next((Path(__file__).resolve().parents[1] / "data" / "inspect_ai" / "logs").glob("*.eval"))
     staged = stage_uploads([(log.name, log.read_bytes())], tmp_path / "upload", "b")
     with Store(tmp_path / "s.duckdb") as s:
         report = ingest(s, staged.paths)

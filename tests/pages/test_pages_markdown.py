@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from lib.ingest.importer import ingest
 from lib.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JA_BENCH = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness" / "ja_mt_bench"
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("[!_]*.py"))
 

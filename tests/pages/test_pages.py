@@ -20,7 +20,7 @@ from lib.ingest.sample import load_sample
 from lib.store import Store, default_db_path
 from lib.ingest.uploads import stage_uploads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 IMPORT_PAGE = "app_pages/import_data.py"
 JA_BENCH = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness" / "ja_mt_bench"

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 from lib.analysis import setup_warnings as sw
 from lib.ingest.importer import ingest
 
-JA = Path(__file__).resolve().parent.parent / "data" / "sample" / "shisa-ja-mt-bench-harness"
+JA = Path(__file__).resolve().parents[2] / "data" / "sample" / "shisa-ja-mt-bench-harness"
 JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
 
 
@@ -63,7 +63,7 @@ def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path,
     db = store.path
     store.close()
     monkeypatch.setenv("JUDGELENS_DB", str(db))
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120).run()
     at.switch_page("app_pages/agreement.py").run()
     assert not at.exception
     lines = [w.value.replace("\\", "") for w in at.warning if "set up differently" in w.value]

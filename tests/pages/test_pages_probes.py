@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import FakeOpenAI
-from streamlit.testing.v1 import AppTest
-from test_probes import confused_judge
+from scripted_judges import confused_judge
 
 
 KEY = "sk-probes-page-5555555555"

@@ -13,7 +13,7 @@ from lib.ingest.importer import ingest
 from lib.judging import human
 from lib.store import Store
 
-LOGS = Path(__file__).parent / "data" / "inspect_ai"
+LOGS = Path(__file__).resolve().parents[1] / "data" / "inspect_ai"
 BENCH, MODEL = "ja_mt_bench_single", "openai/gpt-4o-mini"
 
 

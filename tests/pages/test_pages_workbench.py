@@ -175,7 +175,7 @@ def test_the_endpoint_form_is_closed_until_opened_and_keeps_what_was_typed(sampl
 
 def _tab(server) -> AppTest:
     """Another browser tab on the same server: a second AppTest in this process shares the app's store."""
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update(ITEM)
     at.switch_page("app_pages/workbench.py").run()

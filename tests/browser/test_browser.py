@@ -22,7 +22,7 @@ from browser_support import fresh, open_app, wait_for_app, wait_for_rerun
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "bench" / "out" / "overview.png"
 FIRST_START_MS = 180_000  # the first start imports ~14 MB of sample data; allow for a loaded machine
 MODELS = ["shisa-ai/shisa-v2-llama3.1-8b", "shisa-ai/shisa-v2-llama3.3-70b", "hosted_vllm/fake-org/Fake-JA-Chat-8B"]

@@ -18,7 +18,7 @@ from lib.ingest.importer import ingest
 from lib.ingest.uploads import StagingArea, UploadRefused, stage_uploads
 from lib.store import Store, default_db_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LINE = json.dumps({"question_id": 1, "model": "m", "judge": ["j", "single-v1"], "score": 5, "turn": 1,
                    "judgment": "Rating: [[5]]"}) + "\n"
 

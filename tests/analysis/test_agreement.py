@@ -22,10 +22,10 @@ from lib.analysis import agreement as ag
 from lib.store import refresh_item_scores
 from lib.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JA = ROOT / "data" / "sample" / "shisa-ja-mt-bench-harness"
 EN = ROOT / "data" / "sample" / "stefanstud-fastchat"
-TEST_DATA = Path(__file__).resolve().parent / "data"
+TEST_DATA = Path(__file__).resolve().parents[1] / "data"
 
 JA_JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
 JA_MODELS = ["shisa-ai/shisa-v2-llama3.1-8b", "shisa-ai/shisa-v2-llama3.3-70b"]

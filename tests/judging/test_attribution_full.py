@@ -36,30 +36,16 @@ from lib.attribution import ladder as L
 from lib.errors import LadderInterrupted
 from lib.generation.setups import SWALLOW_SYSTEM_PROMPT
 from lib.judging.config import JudgeConfig
-from tests.fake_model import END_MARK, FLOURISH, OTHER_SAMPLE, FakeModel
-from tests.fake_openai import FakeOpenAI
+from fake_model import END_MARK, FakeModel
+from fake_openai import FakeOpenAI
+from scripted_judges import planted_judge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-full-ladder"
 FC_PROMPT = "You are a helpful assistant."
 CATS = {"1": "writing", "2": "writing", "3": "other", "4": "other"}
 A_STORED, B_STORED = 7.0, 4.0
 SERVER_DEFAULT_TOKENS = 200
-
-
-def judge(body: dict) -> str:
-    text = "\n".join(m["content"] for m in body["messages"])
-    swallow_prompt = "The expected language is Japanese" in text
-    score = 8
-    score -= 2 if swallow_prompt else 0
-    score -= 1 if body["model"] == "gpt-4o-2024-08-06" else 0
-    score += 1 if body.get("max_tokens") == 4096 else 0
-    if "here is my answer in English" in text:
-        score -= 4 if swallow_prompt else 2
-    score += 1 if FLOURISH in text else 0
-    score -= 1 if OTHER_SAMPLE in text else 0
-    score -= 1 if END_MARK not in text else 0
-    return f"Scripted judgment. Rating: [[{score}]]"
 
 
 # -- the specification of the plants, independent of the ladder: a state's expected mean ---------------------
@@ -137,7 +123,7 @@ def pair_store(store):
 @pytest.fixture
 def servers():
     with FakeOpenAI() as judge_srv, FakeModel(default_max_tokens=SERVER_DEFAULT_TOKENS) as model_srv:
-        judge_srv.responder = judge
+        judge_srv.responder = planted_judge
         yield judge_srv, model_srv
 
 
