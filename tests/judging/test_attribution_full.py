@@ -39,6 +39,7 @@ from lib.judging.config import JudgeConfig
 from fake_model import END_MARK, FakeModel
 from fake_openai import FakeOpenAI
 from scripted_judges import planted_judge
+from waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-full-ladder"
@@ -333,14 +334,13 @@ def test_same_models_pair_every_cause_has_its_own_bar(sample_store, servers):
 
 def test_cli_ctrl_c_then_the_same_command_resumes(pair_store, servers):
     import signal
-    import time
 
     judge_srv, model_srv = servers
     gate, arrivals, answer = threading.Event(), itertools.count(), model_srv.responder
 
     def responder(body):
         if next(arrivals) >= 3:
-            gate.wait(60)          # the 4th request waits until the test has pressed Ctrl-C
+            gate.wait(600)         # the 4th request waits until the test has pressed Ctrl-C
         return answer(body)
 
     model_srv.responder = responder
@@ -352,12 +352,14 @@ def test_cli_ctrl_c_then_the_same_command_resumes(pair_store, servers):
            "--answer-base-url", model_srv.url, "--answer-model", "m", "--a-system-prompt", FC_PROMPT,
            "--order", "system_prompt,prompt", "--answer-concurrency", "1", "--format", "json", "--yes"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    deadline = time.time() + 120
-    while len(model_srv.chat_requests()) < 4 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    gate.set()
-    out, err = proc.communicate(timeout=300)
+    try:   # the 4th request has arrived and waits at the gate: the CLI is mid-ladder, its Ctrl-C handler in place
+        wait_for(lambda: len(model_srv.chat_requests()) >= 4 or proc.poll() is not None, timeout=600,
+                 what="the 4th generation request")
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGINT)
+    finally:
+        gate.set()
+    out, err = proc.communicate(timeout=600)
     assert proc.returncode == 130, err
     assert "Cancelling: waiting for the requests in flight" in err and "run the same ladder again to resume" in err
     first = len(model_srv.chat_requests())
