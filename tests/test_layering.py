@@ -77,8 +77,10 @@ def test_every_package_of_lib_is_kept_free_of_import_cycles():
 
 def test_no_private_name_is_imported_across_modules():
     """A name starting with "_" belongs to its module: another module that needs it gets a public name (lib, the
-    pages, app.py, and the benches, scripts and tests that import them; relative imports too)."""
+    pages, app.py, and the benches, scripts and tests that import them; relative imports too), nor reached as an
+    attribute of its module (``importer._insert_fast``, ``monkeypatch.setattr(importer, "_insert_fast", ...)``)."""
     assert private_imports(ROOT) == []
+    assert private_attributes(ROOT) == []
 
 
 def test_no_import_cycle_even_through_imports_inside_functions():
@@ -118,6 +120,8 @@ def test_the_static_checks_find_what_is_planted(tmp_path):
                            "ok = judge_type != 'human'   # not a harness\n"),
         "bench/x.py": "from lib.c import _private_bench\n",
         "tests/test_x.py": "from .helpers import _private_test\n",
+        "tests/test_y.py": ("import lib.a\nfrom lib import a as alias\nlib.a._hidden\nalias._hidden\n"
+                            "monkeypatch.setattr(alias, '_hidden', 2)\nalias.public._fine\n"),
         "lib/big.py": "x = 1\n" * 901,
         "lib/fits.py": "x = 1\n" * 900,
     }
@@ -127,6 +131,8 @@ def test_the_static_checks_find_what_is_planted(tmp_path):
     assert import_cycles(tmp_path) == [["lib.a", "lib.b"], ["lib.pkg", "lib.pkg.child"]]
     assert private_imports(tmp_path) == ["bench/x.py:1: lib.c._private_bench", "lib/c.py:1: lib.a._hidden",
                                          "tests/test_x.py:1: .helpers._private_test"]
+    assert private_attributes(tmp_path) == ["tests/test_y.py:3: lib.a._hidden", "tests/test_y.py:4: lib.a._hidden",
+                                            "tests/test_y.py:5: lib.a._hidden"]
     assert harness_name_comparisons(tmp_path, {"swallow", "human"}) == [
         "app_pages/p.py:1: run.harness == 'swallow'", "app_pages/p.py:3: harness <> 'human'"]
     assert long_modules(tmp_path) == ["lib/big.py: 901 lines"]
@@ -167,6 +173,49 @@ def private_imports(root: Path) -> list[str]:
                 source = "." * node.level + (node.module or "")
                 offenders += [f"{path.relative_to(root).as_posix()}:{node.lineno}: {source}.{a.name}"
                               for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return sorted(offenders)
+
+
+def private_attributes(root: Path) -> list[str]:
+    """``module._x`` or ``setattr(module, "_x", ...)`` where module is one of lib's or app_pages' (imported as
+    ``import lib.m``, ``import lib.m as m`` or ``from lib import m``) and the code is not that module's own."""
+    modules = {module_name(root, p) for p in python_files(root, ("lib", "app_pages"))}
+
+    def private(name) -> bool:
+        return isinstance(name, str) and name.startswith("_") and not name.startswith("__")
+
+    offenders = []
+    for path in python_files(root):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
+                                if f"{node.module}.{a.name}" in modules})
+
+        def module_of(node) -> str | None:
+            parts = []
+            while isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            if not isinstance(node, ast.Name):
+                return None
+            root_name = aliases.get(node.id, node.id if node.id in ("lib", "app_pages") else None)
+            dotted = ".".join([root_name, *reversed(parts)]) if root_name else None
+            return dotted if dotted in modules else None
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and private(node.attr):
+                owner, name = module_of(node.value), node.attr
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setattr"
+                  and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and private(node.args[1].value)):
+                owner, name = module_of(node.args[0]), node.args[1].value
+            else:
+                continue
+            if owner and owner != module_name(root, path):
+                offenders.append(f"{path.relative_to(root).as_posix()}:{node.lineno}: {owner}.{name}")
     return sorted(offenders)
 
 

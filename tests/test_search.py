@@ -487,15 +487,15 @@ def test_the_generated_classes_are_the_rules_output():
 def test_other_unicode_data_builds_the_classes(monkeypatch):
     from lib import search_classes, search_index
 
-    search_index._classes.cache_clear()
+    search_index.classes_in_use.cache_clear()
     monkeypatch.setattr(search_classes, "MARKED", "[x]")  # what a file generated elsewhere may hold
     try:
         assert search_index.marked_class() == "[x]"  # same versions: the file is read
-        search_index._classes.cache_clear()
+        search_index.classes_in_use.cache_clear()
         monkeypatch.setattr(search_classes, "UNIDATA_VERSION", "0.0.0")
         assert search_index.marked_class() == search_index.built_classes()["MARKED"] != "[x]"
     finally:
-        search_index._classes.cache_clear()
+        search_index.classes_in_use.cache_clear()
 
 
 def test_the_fast_path_marks_texts_as_the_update_does(tmp_path):

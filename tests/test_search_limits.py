@@ -38,13 +38,13 @@ def test_a_pattern_over_the_size_limit_is_refused(sample_store):
 
 def test_the_time_limit_interrupts_the_running_query(sample_store, monkeypatch):
     interrupts = []
-    real = S._Watchdog.close
+    real = S.Watchdog.close
 
     def spy_close(self):
         interrupts.append(self.reason)
         real(self)
 
-    monkeypatch.setattr(S._Watchdog, "close", spy_close)
+    monkeypatch.setattr(S.Watchdog, "close", spy_close)
     with pytest.raises(SearchTooSlow) as caught:
         S.count(sample_store, S.SearchQuery(MANY_WORDS, regex=True), time_limit=0.01)
     assert caught.value.title == "Search stopped"
