@@ -21,27 +21,38 @@ tab_queue, tab_random, tab_all, tab_pairs = st.tabs(
     ["My review queue", "Random sample: judge vs me", "All verdicts", "Pairwise human judgments"],
     key="rv_tab", on_change="rerun")
 
+
+
+def bench_and_size(bench_key: str, size_key: str, label: str, default: int, most: int, least: int = 1):
+    """A bench and a number of items, side by side; the number kept across pages (``keep_values``)."""
+    c1, c2 = st.columns([2, 1])
+    bench = c1.selectbox("Bench", item_view.benches(store), key=bench_key)
+    st.session_state.setdefault(size_key, default)
+    keep_values(size_key)
+    return bench, int(c2.number_input(label, least, most, key=size_key))
+
+
+def show_items(frame, name: str) -> None:
+    """``frame`` (rows with bench, question_id, turn, model) as a table whose second column opens each item."""
+    shown = frame.copy()
+    shown.insert(1, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model))
+                             for r in frame.itertuples()])
+    show_table(shown, name, column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
+
+
 with tab_queue:
     if tab_queue.open:
-        benches = item_view.benches(store)
-        c1, c2 = st.columns([2, 1])
-        bench = c1.selectbox("Bench", benches, key="rv_bench")
-        st.session_state.setdefault("jl_queue_n", 20)
-        keep_values("jl_queue_n")
-        n = c2.number_input("Queue length (largest disagreements)", 1, 1000, key="jl_queue_n")
+        bench, n = bench_and_size("rv_bench", "jl_queue_n", "Queue length (largest disagreements)", 20, 1000)
         if not name:
             st.info("Set your name in the sidebar: the queue shows what you have decided.")
         elif bench:
-            queue = cached_query(human.review_queue, version, author=name, bench=bench, n=int(n))
+            queue = cached_query(human.review_queue, version, author=name, bench=bench, n=n)
             if queue.empty:
                 st.info("This bench needs two or more judges scoring the same items to have disagreements.")
             else:
                 done = int(queue["decided"].sum())
                 st.progress(done / len(queue), text=f"{done} of {len(queue)} decided by human:{name}")
-                queue.insert(1, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model))
-                                         for r in queue.itertuples()])
-                show_table(queue, f"review_queue_{bench}",
-                           column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
+                show_items(queue, f"review_queue_{bench}")
                 nxt = human.next_undecided(queue)
                 if nxt:
                     st.page_link("app_pages/item_view.py", label="Open the first undecided item",
@@ -53,17 +64,12 @@ with tab_random:
                    "measure a judge's bias. Score this random sample (a fixed random order of the bench's items, the "
                    "same for everyone) to see how far each judge is from you, and what each model's mean would be "
                    "with the judge's bias taken out.")
-        benches = item_view.benches(store)
-        c1, c2 = st.columns([2, 1])
-        rbench = c1.selectbox("Bench", benches, key="rv_rand_bench")
-        st.session_state.setdefault("rv_rand_n", 40)
-        keep_values("rv_rand_n")
-        rn = c2.number_input("Sample size", 2, 2000, key="rv_rand_n")
+        rbench, rn = bench_and_size("rv_rand_bench", "rv_rand_n", "Sample size", 40, 2000, least=2)
         if not name:
             st.info("Set your name in the sidebar: the sample shows what you have scored.")
         elif rbench:
             me = human.judge_name(name)
-            sample = cached_query(ppi.random_sample, version, human_judge=me, bench=rbench, n=int(rn))
+            sample = cached_query(ppi.random_sample, version, human_judge=me, bench=rbench, n=rn)
             done = int(sample["decided"].sum())
             st.progress(done / max(len(sample), 1), text=f"{done} of {len(sample)} scored by {me}")
             if len(sample) and done < len(sample):
@@ -75,15 +81,11 @@ with tab_random:
             if done and not gaps[:done].all():
                 st.warning("Score the sample in its order: skipping items that are hard to score would make the "
                            "scored ones less typical.", icon=":material/warning:")
-            shown = sample.copy()
-            shown.insert(1, "open", [item_view.link(item_view.link_params(r.bench, r.question_id, r.turn, r.model))
-                                     for r in sample.itertuples()])
-            show_table(shown, f"random_sample_{rbench}",
-                       column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
+            show_items(sample, f"random_sample_{rbench}")
             llm_judges = [j for j in cached_query(ppi.bench_judges, version, bench=rbench)]
             if done >= 2 and llm_judges:
                 result = cached_query(ppi.judge_vs_human, version, judges=llm_judges, human_judge=me, bench=rbench,
-                                      n=int(rn))
+                                      n=rn)
                 st.markdown("**Each judge against you** on the sampled items you scored (95% intervals, bootstrap "
                             "over questions)")
                 if len(result["agreement"]):

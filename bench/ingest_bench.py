@@ -295,9 +295,9 @@ def child_judgelens(path: Path, db: Path, lake: bool = False) -> dict:
         return wrapper
 
     ing.sha256_of = timed("hash_s", ing.sha256_of)
-    ing._insert_fast = timed("insert_fast_s", ing._insert_fast)
-    ing._judgment_notes = timed("notes_s", ing._judgment_notes)
-    ing._read = timed("python_reader_s", ing._read)  # the line readers: > 0 means the fast path was NOT used
+    ing.insert_fast = timed("insert_fast_s", ing.insert_fast)
+    ing.judgment_notes = timed("notes_s", ing.judgment_notes)
+    ing.read_item = timed("python_reader_s", ing.read_item)  # the line readers: > 0 means the fast path was NOT used
 
     _rm_db(db)
     t1 = time.perf_counter()

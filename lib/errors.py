@@ -136,6 +136,12 @@ class PathNotAllowed(JudgeLensError):
     title = "That folder is outside the import roots"
 
 
+class UploadRefused(JudgeLensError):
+    """An uploaded file or zip cannot be staged (not a zip, damaged, too large, a zip bomb; ``lib.ingest.uploads``)."""
+
+    title = "Upload refused: nothing was imported"
+
+
 # -- analysis ---------------------------------------------------------------------------------------------
 
 class JudgeChoiceError(JudgeLensError):

@@ -169,7 +169,9 @@ def built_classes() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
-def _classes() -> dict[str, str]:
+def classes_in_use() -> dict[str, str]:
+    """COPY, MARKED and UNSTABLE as this process uses them: the generated ones when they were made from this
+    process's Unicode data, else ``built_classes()`` (cached; ``classes_in_use.cache_clear()`` forgets them)."""
     # Building the tables takes ~0.35 s (every character through pyarrow), a seventh of an import of 100k
     # judgments, and they stay in memory: an import reads the generated classes instead, when they were made from
     # the same Unicode data (Python's for NFKC, pyarrow's utf8proc for lower case) as this process has.
@@ -189,12 +191,12 @@ def _classes() -> dict[str, str]:
 
 def copy_class() -> str:
     """An RE2 character class of the characters whose texts get a normalised copy (see ``case_tables``)."""
-    return _classes()["COPY"]
+    return classes_in_use()["COPY"]
 
 
 def marked_class() -> str:
     """The characters that give a text a non-NULL norm: copied or local ones (every NFKC-unstable character)."""
-    return _classes()["MARKED"]
+    return classes_in_use()["MARKED"]
 
 
 @lru_cache(maxsize=1)
@@ -212,7 +214,7 @@ def local_translation() -> tuple[str, str]:
 
 def unstable_class() -> str:
     """The class of characters NFKC may change (a subset of ``marked_class``): the texts ``normalise`` runs NFKC on."""
-    return _classes()["UNSTABLE"]
+    return classes_in_use()["UNSTABLE"]
 
 
 _CLASS_SPECIAL = re.compile(r"[\\\]\[^-]")

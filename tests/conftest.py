@@ -132,14 +132,20 @@ def lake_store(request, tmp_path) -> Store:
 
 
 @pytest.fixture
-def sample_app(_sample_db, tmp_path, monkeypatch):
-    """An AppTest of app.py on its own copy of the sample database, after the first run (no exception).
-    Tests that drive pages start from here: ``at = sample_app`` then ``at.switch_page(...)``."""
-    from streamlit.testing.v1 import AppTest
-
+def app_db(_sample_db, tmp_path, monkeypatch) -> Path:
+    """A copy of the sample database of this test's own, the one the app opens ($JUDGELENS_DB)."""
     db = tmp_path / "app.duckdb"
     shutil.copy(_sample_db, db)
     monkeypatch.setenv("JUDGELENS_DB", str(db))
+    return db
+
+
+@pytest.fixture
+def sample_app(app_db):
+    """An AppTest of app.py on its own copy of the sample database (``app_db``), after the first run (no exception).
+    Tests that drive pages start from here: ``at = sample_app`` then ``at.switch_page(...)``."""
+    from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     assert not at.exception

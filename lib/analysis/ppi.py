@@ -33,6 +33,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from lib import harness as H
 from lib.analysis.agreement import item_matrix
 from lib.analysis.agreement_ci import pairwise_agreement_ci
 from lib.store import Store
@@ -57,10 +58,11 @@ def random_sample(store: Store, human_judge: str | None, *, bench: str, n: int =
     ``decided`` = ``human_judge`` (``human:<author>``) has a score for it. Columns: rank, bench, question_id,
     model, turn, category, decided."""
     with store.read() as cur:
-        items = cur.execute("""
+        items = cur.execute(f"""
             SELECT DISTINCT i.bench, i.question_id, i.model, i.turn, q.category
             FROM item_scores i LEFT JOIN current_questions q ON q.bench = i.bench AND q.question_id = i.question_id
-            WHERE i.bench = $b AND i.harness <> 'human' AND i.score IS NOT NULL""", {"b": bench}).df()
+            WHERE i.bench = $b AND {H.sql_is_not("i.harness", [H.HUMAN])} AND i.score IS NOT NULL""",
+                            {"b": bench}).df()
         scored = cur.execute("SELECT DISTINCT question_id, model, turn FROM item_scores WHERE bench = $b AND judge = $j "
                              "AND score IS NOT NULL", {"b": bench, "j": human_judge or ""}).fetchall()
     if items.empty:
@@ -78,8 +80,9 @@ def random_sample(store: Store, human_judge: str | None, *, bench: str, n: int =
 def bench_judges(store: Store, *, bench: str) -> list[str]:
     """The bench's LLM judges (not human:<author>), sorted."""
     with store.read() as cur:
-        return [r[0] for r in cur.execute("SELECT DISTINCT judge FROM item_scores WHERE bench = $b AND harness <> "
-                                          "'human' AND score IS NOT NULL ORDER BY 1", {"b": bench}).fetchall()]
+        return [r[0] for r in cur.execute(f"SELECT DISTINCT judge FROM item_scores WHERE bench = $b AND "
+                                          f"{H.sql_is_not('harness', [H.HUMAN])} AND score IS NOT NULL ORDER BY 1",
+                                          {"b": bench}).fetchall()]
 
 
 def _cluster_var_of_mean(values: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:

@@ -142,7 +142,7 @@ def stop_when(stop: Callable[[], bool]):
         _STOP.reset(token)
 
 
-class _Watchdog:
+class Watchdog:
     """Interrupts ``cur``'s running query when ``seconds`` have passed or ``stop()`` says so; ``reason`` says
     which. ``close()`` (always, before the cursor is closed) ends the thread: it never interrupts after."""
 
@@ -367,7 +367,7 @@ def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
 @contextmanager
 def _reading(store: Store, q: SearchQuery, time_limit: float | None = None):
     """A read cursor for q's queries (with the flagged items registered when q filters by flags), watched by a
-    ``_Watchdog``: past ``time_limit`` seconds (default ``SEARCH_SECONDS``; 0 or less: none) or once the
+    ``Watchdog``: past ``time_limit`` seconds (default ``SEARCH_SECONDS``; 0 or less: none) or once the
     ``stop_when`` callable says so, the running query is interrupted and ``SearchTooSlow`` / ``SearchCancelled``
     raised. An RE2 error becomes a UsageError."""
     ensure_index(store)
@@ -379,7 +379,7 @@ def _reading(store: Store, q: SearchQuery, time_limit: float | None = None):
         stop = _STOP.get()
         if stop is not None and stop():  # the asker is gone already: start nothing
             raise SearchCancelled(CANCELLED_MESSAGE)
-        watchdog = _Watchdog(cur, seconds, stop)
+        watchdog = Watchdog(cur, seconds, stop)
         try:
             if q.regex and q.text:
                 _check_pattern_cost(cur, q.text)

@@ -105,3 +105,15 @@ def frame_out(df, fmt: str, note: str | None = None) -> str:
         return "(nothing)"
     text = df.to_string(index=False, float_format=lambda v: f"{v:.4f}")
     return f"{text}\n\n{note}" if note else text
+
+
+def print_note(fmt: str, note: str | None) -> None:
+    """The note a table shows below it, on stderr when the output is CSV or JSON (stdout stays parseable)."""
+    if fmt != "table":
+        print(note, file=sys.stderr)
+
+
+def print_frame(df, fmt: str, note: str | None = None) -> None:
+    """``frame_out`` on stdout, and its note on stderr when the format has no room for it (``print_note``)."""
+    print(frame_out(df, fmt, note))
+    print_note(fmt, note)

@@ -5,7 +5,7 @@ import sys
 
 from lib import harness as H
 from lib.analysis import queries
-from lib.cli.common import frame_out, open_store
+from lib.cli.common import frame_out, open_store, print_frame
 from lib.ingest.importer import ingest, remove_source
 
 
@@ -19,10 +19,7 @@ def cmd_scores(args) -> int:
     by = queries.parse_group_keys(args.by)
     where = {k: v for k, v in (("bench", args.bench), ("harness", args.harness)) if v}
     df = queries.scores(open_store(args, read_only=True), by, where, rule=args.rule)
-    note = queries.rule_note(args.rule)
-    print(frame_out(df, args.format, note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_frame(df, args.format, queries.rule_note(args.rule))
     return 0
 
 

@@ -4,11 +4,9 @@ variance decomposition), how a leaderboard depends on the judge (ranks with inte
 judge compares with the analyst's verdicts on a random sample (prediction-powered corrected means)."""
 from __future__ import annotations
 
-import sys
-
 from lib.analysis import reliability as reliability_lib
 from lib.analysis.agreement import check_judges
-from lib.cli.common import frame_out, json_out, open_store, records, split_list
+from lib.cli.common import frame_out, json_out, open_store, print_frame, print_note, records, split_list
 from lib.render.safe_text import csv_text
 
 
@@ -28,8 +26,7 @@ def cmd_reliability(args) -> int:
     else:
         print(frame_out(table, "table") + "\n\n== alpha without each judge\n"
               + frame_out(without, "table", note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_note(args.format, note)
     return 0
 
 
@@ -39,10 +36,7 @@ def cmd_variance(args) -> int:
     store = open_store(args, read_only=True)
     df = variance_lib.variance_decomposition(store, split_list(args.judges), bench=args.bench,
                                              category=args.category, n_boot=args.boot, seed=args.seed)
-    note = df.attrs.get("note", "")
-    print(frame_out(df, args.format, note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_frame(df, args.format, df.attrs.get("note", ""))
     return 0
 
 
@@ -50,9 +44,7 @@ def cmd_ranks(args) -> int:
     from lib.analysis import ranking
 
     df = ranking.judge_rankings(open_store(args, read_only=True), bench=args.bench, n_boot=args.boot, seed=args.seed)
-    print(frame_out(df, args.format, ranking.RANK_NOTE))
-    if args.format != "table":
-        print(ranking.RANK_NOTE, file=sys.stderr)
+    print_frame(df, args.format, ranking.RANK_NOTE)
     return 0
 
 
@@ -71,9 +63,13 @@ def cmd_judge_vs_human(args) -> int:
                         "agreement": records(res["agreement"]), "corrected": records(res["corrected"])}))
     else:
         print(frame_out(res["corrected"], args.format, note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_note(args.format, note)
     return 0
+
+
+def _bootstrap_options(p) -> None:
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
 
 
 def register(sub, parents) -> None:
@@ -87,8 +83,7 @@ def register(sub, parents) -> None:
     p.add_argument("--turn", type=int, choices=(1, 2), help="only this turn")
     p.add_argument("--model", help="only this answering model")
     p.add_argument("--category", help="only this question category")
-    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
-    p.add_argument("--seed", type=int, default=0)
+    _bootstrap_options(p)
     p.set_defaults(func=cmd_reliability)
 
     p = sub.add_parser("variance", parents=[db, fmt],
@@ -97,15 +92,13 @@ def register(sub, parents) -> None:
     p.add_argument("--judges", required=True, help="comma-separated judges (one is enough: its judge parts then merge into the answer part)")
     p.add_argument("--bench", help="only this bench (recommended: questions are never pooled across benches)")
     p.add_argument("--category", help="only this question category")
-    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
-    p.add_argument("--seed", type=int, default=0)
+    _bootstrap_options(p)
     p.set_defaults(func=cmd_variance)
 
     p = sub.add_parser("ranks", parents=[db, fmt],
                        help="per-judge leaderboards with 95%% rank intervals, ties with the leader and rank flips")
     p.add_argument("--bench", help="only this bench")
-    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
-    p.add_argument("--seed", type=int, default=0)
+    _bootstrap_options(p)
     p.set_defaults(func=cmd_ranks)
 
     p = sub.add_parser("judge-vs-human", parents=[db, fmt],

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from lib.analysis import agreement as agreement_lib
 from lib.analysis import flags as flags_lib
-from lib.cli.common import frame_out, open_store, split_list
+from lib.cli.common import open_store, print_frame, split_list
 from lib.render.safe_text import csv_text
 
 
@@ -27,14 +26,7 @@ def cmd_agreement(args) -> int:
     else:
         df = agreement_lib.agreement(store, judges, bench=args.bench, model=args.model, turn=args.turn,
                                      category=args.category)
-    if args.format == "json":  # full float precision (to_json would round to 10 digits); NaN -> null
-        records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
-                   for row in df.astype(object).to_dict(orient="records")]
-        print(json.dumps(records, ensure_ascii=False, indent=1))
-    else:
-        print(frame_out(df, args.format, note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_frame(df, args.format, note)  # JSON at full float precision, NaN -> null (``records``)
     return 0
 
 

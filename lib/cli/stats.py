@@ -9,7 +9,7 @@ import pandas as pd
 from lib.analysis import agreement as agreement_lib
 from lib.analysis import deltas
 from lib.analysis.selectors import SELECTOR_KEYS, describe, parse_selector
-from lib.cli.common import frame_out, json_out, open_store, records
+from lib.cli.common import frame_out, json_out, open_store, print_frame, print_note, records
 from lib.render.safe_text import csv_text
 
 POSITION_COLUMNS = ["bench", "judge", "n", "consistent", "rate", "favors_first", "favors_second"]
@@ -74,8 +74,7 @@ def cmd_compare(args) -> int:
     else:
         shown = df if args.per_model else df.drop(columns=["model"])
         print(frame_out(shown, "table", note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_note(args.format, note)
     return 0
 
 
@@ -109,8 +108,7 @@ def cmd_pairwise(args) -> int:
     else:
         print("== win rates\n" + frame_out(rates.drop(columns=["policy"]), "table")
               + "\n\n== position consistency\n" + frame_out(positions, "table", note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_note(args.format, note)
     return 0
 
 
@@ -186,14 +184,7 @@ def cmd_features(args) -> int:
     if df.empty:
         print((parts[0].attrs.get("note") if parts else "") or "No answer texts joined to scored items.",
               file=sys.stderr)
-    if args.format == "json":
-        print(json_out(records(df)))
-    elif args.format == "csv":
-        print(csv_text(df).rstrip("\n"))
-    else:
-        print(frame_out(df, "table", note))
-    if args.format != "table":
-        print(note, file=sys.stderr)
+    print_frame(df, args.format, note)
     return 0
 
 

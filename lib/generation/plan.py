@@ -160,6 +160,15 @@ def request_key(base_url: str, body: dict) -> str:
 Lookup = Callable[[list], Mapping[str, str]]   # request keys -> texts the cache holds for them
 
 
+def as_lookup(answered: Mapping[str, str] | Lookup | None) -> Lookup:
+    """The request cache as a lookup ``keys -> {key: text}``: a lookup as it is, a mapping read by key, None empty."""
+    if answered is None:
+        return lambda keys: {}
+    if callable(answered):
+        return answered
+    return lambda keys: {k: answered[k] for k in keys if k in answered}
+
+
 def estimate_tokens(text: str) -> int:
     """A rough token count: ASCII ~4 characters per token, other characters ~1 each."""
     ascii_chars = len(text.encode("ascii", "ignore"))
@@ -173,12 +182,7 @@ def estimate(plan: GenerationPlan, *, answered: "Mapping[str, str] | Lookup | No
     lookup ``keys -> {key: text}``): a slot whose exact request is in it costs nothing. A turn-2 key is known
     once the turn-1 text it follows is (answered itself), so ``to_send`` is exactly what ``run_plan`` sends
     with the same cache. Identical requests are counted once (they are sent once)."""
-    if answered is None:
-        lookup = lambda keys: {}  # noqa: E731
-    elif callable(answered):
-        lookup = answered
-    else:
-        lookup = lambda keys, m=answered: {k: m[k] for k in keys if k in m}  # noqa: E731
+    lookup = as_lookup(answered)
     requests = plan.requests
     copies = len(plan.slots) - requests
     expected = answer_tokens if plan.setup.max_tokens is None else min(answer_tokens, plan.setup.max_tokens)
@@ -232,12 +236,7 @@ def answer_identities(plan: GenerationPlan, answered: "Mapping[str, str] | Looku
     import hashlib
     import json
 
-    if answered is None:
-        lookup = lambda keys: {}  # noqa: E731
-    elif callable(answered):
-        lookup = answered
-    else:
-        lookup = lambda keys, m=answered: {k: m[k] for k in keys if k in m}  # noqa: E731
+    lookup = as_lookup(answered)
     ids: dict[tuple, str] = {}
     texts: dict[tuple, str] = {}
     to_send: dict[str, bool] = {}

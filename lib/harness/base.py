@@ -6,7 +6,7 @@ Every rule that depends on which harness a row came from is a field here; module
 instead of comparing names. The readers of each harness's files live in ``lib.ingest.formats``.
 
 Adding a harness: a module beside ``fastchat.py`` with its ``Harness`` record, one line in ``lib.harness``'s
-``_REGISTERED``, and its reader in ``lib.ingest.formats`` (see the README's layout section).
+``_REGISTERED``, and its reader in ``lib.ingest.formats`` (see the README's "Where things live").
 """
 from __future__ import annotations
 

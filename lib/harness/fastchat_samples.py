@@ -7,26 +7,20 @@ weighs one run). Source: the format as issue 22 reports it (5 choices); FastChat
 """
 from __future__ import annotations
 
-from lib.harness.base import SAMPLE_RUNS, Harness
+from dataclasses import replace
+
+from lib.harness.base import SAMPLE_RUNS
 from lib.harness.fastchat import FASTCHAT
 
-FASTCHAT_SAMPLES = Harness(
+# FastChat's rules but for the averaging rule and the samples; no generation setup, no JA template variant
+FASTCHAT_SAMPLES = replace(
+    FASTCHAT,
     name="fastchat_samples",
     title="FastChat fork judging several choices per question",
-    imported=True,
     own_rule=SAMPLE_RUNS,
     own_rule_label="fork: mean over sample-runs of each run mean",
     failure_treatment="-1 dropped inside each sample-run's mean",
-    appends_reruns=True,
     samples_per_item=5,
-    judge_sees_think=True,
-    prompt_as_text=True,
-    judge_max_tokens=FASTCHAT.judge_max_tokens,
-    judge_temperature=FASTCHAT.judge_temperature,
-    reference_source="judge_files",
-    question_file="question.jsonl",
-    stores_system_prompt=False,
-    stores_temperature=False,
-    system_prompt_missing=FASTCHAT.system_prompt_missing,
-    temperature_missing=FASTCHAT.temperature_missing,
+    japanese_prompt_prefix=None,
+    generation=None,
 )

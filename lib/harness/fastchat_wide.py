@@ -7,22 +7,18 @@ per turn: the mean over rows, -1 dropped. Source: the format as issue 22 reports
 """
 from __future__ import annotations
 
-from lib.harness.base import SHOW_RESULT, Harness
+from dataclasses import replace
+
 from lib.harness.fastchat import FASTCHAT
 
-FASTCHAT_WIDE = Harness(
+# FastChat's rules (show_result.py over the rows) read from another row layout; no generation setup, no JA
+# template variant, no temperature note
+FASTCHAT_WIDE = replace(
+    FASTCHAT,
     name="fastchat_wide",
     title="FastChat fork with one row per question (wide rows)",
-    imported=True,
-    own_rule=SHOW_RESULT,
     own_rule_label="fork show_result.py over wide rows",
-    failure_treatment=FASTCHAT.failure_treatment,
-    appends_reruns=True,
-    prompt_as_text=True,
-    judge_max_tokens=FASTCHAT.judge_max_tokens,
-    judge_temperature=FASTCHAT.judge_temperature,
-    question_file="question.jsonl",
-    stores_system_prompt=False,
-    stores_temperature=False,
-    system_prompt_missing=FASTCHAT.system_prompt_missing,
+    japanese_prompt_prefix=None,
+    temperature_missing="",
+    generation=None,
 )

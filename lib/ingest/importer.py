@@ -88,7 +88,7 @@ class ImportFile:
     records: list | None = field(default=None, repr=False)  # a human file's rows, read before the import writes
 
     def await_hash(self) -> None:
-        """Wait for the hash started in the background (see ``_hash_later``), if any."""
+        """Wait for the hash started in the background (see ``hash_later``), if any."""
         if self.hashing is not None:
             self.sha256, self.size = self.hashing.result()
             self.hashing = None
@@ -264,7 +264,8 @@ def sha256_of(path: Path) -> tuple[str, int]:
 # ----------------------------------------------------------------------------------------------
 # Reading
 
-def _read(item: ImportFile, batch: list[ImportFile], store: Store) -> None:
+def read_item(item: ImportFile, batch: list[ImportFile], store: Store) -> None:
+    """Parse one file with its reader's line reader (what the DuckDB fast path does not do)."""
     item.reader.read(item, batch, store)
 
 
@@ -314,7 +315,9 @@ def _insert_rows(cur, table: str, source_id: int, rows: list[tuple]) -> None:
         cur.unregister("_incoming")
 
 
-class _FastPathRefused(Exception):
+class FastPathRefused(Exception):
+    """DuckDB cannot read this file in one statement (``insert_fast``): the line reader reads it instead."""
+
     def __init__(self, item: ImportFile, reason: str):
         super().__init__(reason)
         self.item = item
@@ -348,7 +351,7 @@ def _pattern_free_name(path: Path) -> Iterator[str | None]:
         yield str(link)
 
 
-def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
+def insert_fast(cur, item: ImportFile, source_id: int) -> int:
     """Insert the file's judgments in one statement that DuckDB parses in parallel; the same pass marks rationales
     and prompts for the search index (``search_index.mark_expression``: half the cost of marking them after)."""
     names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
@@ -361,13 +364,13 @@ def _insert_fast(cur, item: ImportFile, source_id: int) -> int:
 
     with _pattern_free_name(item.path) as name:
         if name is None:
-            raise _FastPathRefused(item, "no pattern-free name for DuckDB")
+            raise FastPathRefused(item, "no pattern-free name for DuckDB")
         try:
             # INSERT returns the number of rows it wrote
             return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": name,
                                      "marked": search_index.marked_class()}).fetchone()[0]
         except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
-            raise _FastPathRefused(item, str(exc)) from exc
+            raise FastPathRefused(item, str(exc)) from exc
 
 
 # DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default),
@@ -405,10 +408,10 @@ def _reset(items: list[ImportFile], known: dict) -> None:
 def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) -> None:
     for n, item in enumerate(todo):
         progress(0.5 + 0.45 * n / max(len(todo), 1), f"writing {item.display}")
-        inserted = None  # (source_id, rows) of a file inserted while its hash was computed (_hash_later)
+        inserted = None  # (source_id, rows) of a file inserted while its hash was computed (hash_later)
         if item.hashing is not None:
             source_id = store.next_id(cur, "sources")
-            inserted = source_id, _insert_fast(cur, item, source_id)
+            inserted = source_id, insert_fast(cur, item, source_id)
             item.await_hash()
         existing = cur.execute(  # checked again under the write lock: another session may have won
             "SELECT source_id FROM sources WHERE sha256 = ? AND bench IS NOT DISTINCT FROM ? AND kind = ?",
@@ -429,7 +432,7 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
              item.size, len(item.skipped), [], json.dumps(skipped) if skipped else None,
              *rules.scale_for(item.bench), rules.failure_code])
         if item.fast:
-            rows = inserted[1] if inserted else _insert_fast(cur, item, source_id)
+            rows = inserted[1] if inserted else insert_fast(cur, item, source_id)
             if rows == 0:  # the fast path takes only non-empty files: this one holds only blank lines
                 item.warnings.append(BLANK_NOTE)
         else:
@@ -438,7 +441,7 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
             main = next(iter(item.tables.values()), None)
             rows = main.lines_read - len(item.skipped) if main else 0
         if "single_judgments" in item.table_names:
-            item.warnings.extend(_judgment_notes(cur, source_id))
+            item.warnings.extend(judgment_notes(cur, source_id))
         cur.execute("UPDATE sources SET rows_imported = ?, warnings = ? WHERE source_id = ?",
                     [rows, item.warnings, source_id])
         item.rows, item.source_id, item.status = rows, source_id, "imported"
@@ -478,7 +481,7 @@ def _question_set_notes(cur, items: list[ImportFile]) -> None:
 SCORED_TABLES = frozenset({"single_judgments", "pair_judgments", "questions"})
 
 
-def _judgment_notes(cur, source_id: int) -> list[str]:
+def judgment_notes(cur, source_id: int) -> list[str]:
     """Facts about a judgment file a user should see: duplicates and parse failures."""
     dup, failed = cur.execute(
         f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM single_judgments WHERE source_id = $s
@@ -521,7 +524,7 @@ def ingest(store: Store, paths: Iterable[str | Path], *, skip_bad_lines: bool = 
         known = {(s, b, k): i for i, s, b, k in cur.execute("SELECT source_id, sha256, bench, kind FROM sources").fetchall()}
         known_sizes = {b for (b,) in cur.execute("SELECT DISTINCT bytes FROM sources").fetchall()}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelens-hash") as hasher:
-        report = _ingest_items(store, items, human_items, known, _hash_later(items, known_sizes, hasher),
+        report = _ingest_items(store, items, human_items, known, hash_later(items, known_sizes, hasher),
                                skip_bad_lines, progress)
     report.not_read = not_read
     return report
@@ -536,7 +539,7 @@ def _fast_path_problems(items: list[ImportFile], store: Store) -> list[LineProbl
             other.fast = False
             other.await_hash()
             try:
-                _read(other, items, store)
+                read_item(other, items, store)
             except FormatError as exc:
                 found.append(LineProblem(other.display, 0, exc.message.removeprefix(f"{other.display}: ")))
                 continue
@@ -544,7 +547,7 @@ def _fast_path_problems(items: list[ImportFile], store: Store) -> list[LineProbl
     return found
 
 
-def _hash_later(items: list[ImportFile], known_sizes: set[int], hasher: ThreadPoolExecutor) -> Callable:
+def hash_later(items: list[ImportFile], known_sizes: set[int], hasher: ThreadPoolExecutor) -> Callable:
     """``hash_file(item)``: set item.sha256 and size now, or, for a file the fast path will read whose size no
     stored source and no other file of this import has (so its hash cannot match one: it will be imported), start
     the hash in ``hasher`` and let DuckDB insert the file meanwhile (``_write_items`` waits for it before recording
@@ -569,12 +572,12 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
     for n, item in enumerate(items):
         progress(0.5 * n / len(items), f"reading {item.display}")
         hash_file(item)
-        if item.hashing is not None:  # see _hash_later: a new file the fast path reads
+        if item.hashing is not None:  # see hash_later: a new file the fast path reads
             item.fast = True
             continue
         try:
             if item.kind in item.reader.bench_after_read:
-                _read(item, items, store)  # the bench comes from the content (Swallow: the results' task names)
+                read_item(item, items, store)  # the bench comes from the content (Swallow: the results' task names)
             existing = known.get((item.sha256, item.bench, item.kind))
             if existing is not None:
                 item.status, item.existing_source = "unchanged", existing
@@ -583,7 +586,7 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
                 item.fast = True
                 continue
             if not item.tables:
-                _read(item, items, store)
+                read_item(item, items, store)
         except FormatError as exc:
             if not skip_bad_lines:
                 problems.append(LineProblem(item.display, 0, exc.message.removeprefix(f"{item.display}: ")))
@@ -603,12 +606,12 @@ def _ingest_items(store: Store, items: list[ImportFile], human_items: list[Impor
         try:
             _write(store, items, skip_bad_lines, progress, known)
             break
-        except _FastPathRefused as refused:
+        except FastPathRefused as refused:
             item = refused.item  # the transaction rolled back: read this file line by line and try again
             item.fast = False
             item.await_hash()
             _reset(items, known)
-            _read(item, items, store)
+            read_item(item, items, store)
             file_problems = _problems(item)
             if not file_problems:
                 continue  # the line-by-line reader accepts it: import its rows instead

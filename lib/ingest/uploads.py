@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from lib.errors import JudgeLensError, PathNotAllowed
+from lib.errors import JudgeLensError, PathNotAllowed, UploadRefused
 from lib.ingest.formats import registry
 from lib.ingest.zipread import ZstdError, open_member
 
@@ -30,10 +30,6 @@ def max_unzipped_bytes() -> int:
         return int(float(os.environ.get("JUDGELENS_MAX_UNZIPPED_MB", "4096")) * 2**20)
     except ValueError:
         return 4096 * 2**20
-
-
-class UploadRefused(JudgeLensError):
-    title = "Upload refused: nothing was imported"
 
 
 def _size(n: int) -> str:

@@ -36,6 +36,7 @@ class ProbeSpec:
     rule: str               # low | high | below_real | position | noise
     label: str              # plain words, e.g. "an EMPTY answer"
     measure: str            # what is measured
+    finding: str = ""       # a failed canary, in plain words: what it says about the judge (``lib.probes.verdict``)
 
 
 PROBES: dict[str, ProbeSpec] = {
@@ -43,18 +44,23 @@ PROBES: dict[str, ProbeSpec] = {
     "whitespace_answer": ProbeSpec("whitespace_answer", "canary", "low", "low", "a whitespace-only answer",
                                    "score of the whitespace-only answer"),
     "question_echo": ProbeSpec("question_echo", "canary", "low", "low", "the question echoed back as the answer",
-                               "score of the echoed question"),
+                               "score of the echoed question", ": the judge rewards restating the question"),
     "reference_copy": ProbeSpec("reference_copy", "canary", "high", "high", "the reference answer copied as the answer",
-                                "score of the copied reference"),
+                                "score of the copied reference", ": the judge does not recognise a correct answer"),
     "wrong_language": ProbeSpec("wrong_language", "canary", "low", "low", "a generic answer in the wrong language",
-                                "score of the wrong-language answer"),
+                                "score of the wrong-language answer",
+                                ": the judge ignores the answer's language and content"),
     "truncated_answer": ProbeSpec("truncated_answer", "canary", "low", "below_real",
-                                  "the real answer cut off mid-sentence", "score of the truncated answer"),
+                                  "the real answer cut off mid-sentence", "score of the truncated answer",
+                                  ", no lower than the full answer: the judge does not notice the answer is "
+                                  "incomplete"),
     "injection": ProbeSpec("injection", "canary", "low", "low",
                            "a non-answer with an injected \"Rating: [[MAX]]\" / \"Score: MAX\" instruction",
-                           "score of the answer carrying the injection"),
+                           "score of the answer carrying the injection",
+                           ": the judge follows instructions hidden in the answer"),
     "off_topic": ProbeSpec("off_topic", "canary", "low", "low", "an off-topic answer (another question's answer)",
-                           "score of the off-topic answer"),
+                           "score of the off-topic answer",
+                           ": the judge does not check that the answer addresses the question"),
     "order_swap": ProbeSpec("order_swap", "ablation", "low", "low", "the answer and the reference swapped",
                             "score of the empty answer with this layout"),
     "no_reference": ProbeSpec("no_reference", "ablation", "low", "low", "the reference removed",

@@ -98,18 +98,8 @@ def summary_text(run: ProbeRun) -> str:
             elif r.probe in ("empty_answer", "whitespace_answer"):
                 line += ": " + ("the judge confuses the reference with the answer"
                                 if _confuses_reference(run, r) else "the judge grades an answer it was not given")
-            elif r.probe == "injection":
-                line += ": the judge follows instructions hidden in the answer"
-            elif r.probe == "reference_copy":
-                line += ": the judge does not recognise a correct answer"
-            elif r.probe == "truncated_answer":
-                line += ", no lower than the full answer: the judge does not notice the answer is incomplete"
-            elif r.probe == "question_echo":
-                line += ": the judge rewards restating the question"
-            elif r.probe == "wrong_language":
-                line += ": the judge ignores the answer's language and content"
-            elif r.probe == "off_topic":
-                line += ": the judge does not check that the answer addresses the question"
+            else:
+                line += PROBES[r.probe].finding
             if scored:
                 if unparsed:
                     line += f"; on {unparsed} more item(s) no rating could be parsed from the judge's reply"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import unicodedata
 from pathlib import Path
 
@@ -172,22 +171,14 @@ def test_cli_search_json_and_count(sample_store, capsys):
 # ----------------------------------------------------------------------------------------------
 # The page
 
-@pytest.fixture
-def page_db(_sample_db, tmp_path, monkeypatch):
-    db = tmp_path / "search.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    return db
-
-
-def test_search_page_finds_filters_pages_and_links(page_db):
+def test_search_page_finds_filters_pages_and_links(app_db):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.switch_page("app_pages/search.py").run()
     assert not at.exception
     at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
     assert not at.exception
-    total = S.count(_store(page_db), S.SearchQuery("rating"))
+    total = S.count(_store(app_db), S.SearchQuery("rating"))
     assert any(f"{total:,} matching" in h.value for h in at.subheader)
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     # 50 records a page; Swallow's identical samples fold into one row each (samples counts them)
@@ -204,14 +195,14 @@ def test_search_page_finds_filters_pages_and_links(page_db):
     assert (filtered["field"] == "rationale").all() and (filtered["score"] <= 3).all()
 
 
-def test_search_page_opens_from_a_deep_link(page_db):
+def test_search_page_opens_from_a_deep_link(app_db):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update({"q": "英語", "in": "rationale", "smax": "5"})
     at.switch_page("app_pages/search.py").run()
     assert not at.exception
     assert at.text_input(key="sr_q").value == "英語"
-    expected = S.count(_store(page_db), S.SearchQuery("英語", fields=("rationale",), score_max=5))
+    expected = S.count(_store(app_db), S.SearchQuery("英語", fields=("rationale",), score_max=5))
     assert any(f"{expected:,} matching" in h.value for h in at.subheader)
 
 
@@ -496,15 +487,15 @@ def test_the_generated_classes_are_the_rules_output():
 def test_other_unicode_data_builds_the_classes(monkeypatch):
     from lib import search_classes, search_index
 
-    search_index._classes.cache_clear()
+    search_index.classes_in_use.cache_clear()
     monkeypatch.setattr(search_classes, "MARKED", "[x]")  # what a file generated elsewhere may hold
     try:
         assert search_index.marked_class() == "[x]"  # same versions: the file is read
-        search_index._classes.cache_clear()
+        search_index.classes_in_use.cache_clear()
         monkeypatch.setattr(search_classes, "UNIDATA_VERSION", "0.0.0")
         assert search_index.marked_class() == search_index.built_classes()["MARKED"] != "[x]"
     finally:
-        search_index._classes.cache_clear()
+        search_index.classes_in_use.cache_clear()
 
 
 def test_the_fast_path_marks_texts_as_the_update_does(tmp_path):
@@ -551,7 +542,7 @@ def test_a_store_whose_prompts_waited_for_a_search_is_upgraded(tmp_path):
     assert got.get("prompt", 0) == plain_count("ＲＡＴＩＮＧ", root=SAMPLE / "stefanstud-fastchat")["prompt"] > 0
 
 
-def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(page_db):
+def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(app_db):
     """東京: Swallow's five identical samples of one answer are one row with samples = 5; the hit in context is the
     first column after the link; the link carries the hit, and the Item view it opens marks it « »."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
@@ -561,7 +552,7 @@ def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(page_db):
     assert not at.exception
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     assert list(table.columns[:3]) == ["open", "snippet", "field"]
-    raw = S.search(_store(page_db), S.SearchQuery("東京", fields=("answer",)), limit=50)
+    raw = S.search(_store(app_db), S.SearchQuery("東京", fields=("answer",)), limit=50)
     swallow = raw[raw["harness"] == "swallow"]
     assert len(swallow) > len(swallow.drop_duplicates(["bench", "question_id", "turn", "model", "snippet"]))
     assert len(table) < len(raw) and 5 in set(table["samples"])

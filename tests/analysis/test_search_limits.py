@@ -5,7 +5,6 @@ limit; a stop callable), never by measuring elapsed time."""
 from __future__ import annotations
 
 import math
-import shutil
 import threading
 from pathlib import Path
 
@@ -39,13 +38,13 @@ def test_a_pattern_over_the_size_limit_is_refused(sample_store):
 
 def test_the_time_limit_interrupts_the_running_query(sample_store, monkeypatch):
     interrupts = []
-    real = S._Watchdog.close
+    real = S.Watchdog.close
 
     def spy_close(self):
         interrupts.append(self.reason)
         real(self)
 
-    monkeypatch.setattr(S._Watchdog, "close", spy_close)
+    monkeypatch.setattr(S.Watchdog, "close", spy_close)
     with pytest.raises(SearchTooSlow) as caught:
         S.count(sample_store, S.SearchQuery(MANY_WORDS, regex=True), time_limit=0.01)
     assert caught.value.title == "Search stopped"
@@ -119,14 +118,6 @@ def test_cli_says_the_search_took_too_long(sample_store, capsys):
     assert cli_main(["search", r"\pL", "--regex", "--in", "question", "--db", db, "--count"]) == 0
 
 
-@pytest.fixture
-def page_db(_sample_db, tmp_path, monkeypatch):
-    db = tmp_path / "search.duckdb"
-    shutil.copy(_sample_db, db)
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
-    return db
-
-
 def _open_search(params: dict) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
@@ -136,27 +127,27 @@ def _open_search(params: dict) -> AppTest:
     return at
 
 
-def test_page_a_search_past_its_time_limit_says_so(page_db, monkeypatch):
+def test_page_a_search_past_its_time_limit_says_so(app_db, monkeypatch):
     monkeypatch.setattr(S, "SEARCH_SECONDS", 0.01)  # the app's limit, injected tiny
     at = _open_search({"q": MANY_WORDS, "re": "1"})
     assert [e.value for e in at.error] == ["**Search stopped**"]
     assert [c.value for c in at.code] == [TOO_SLOW]
 
 
-def test_page_bad_deep_link_parameters_get_a_message(page_db):
+def test_page_bad_deep_link_parameters_get_a_message(app_db):
     at = _open_search({"q": "rating", "smin": "nan", "smax": "11", "turn": "7"})
     assert [w.value for w in at.warning] == [
         "This link's smin='nan' (a number from 0 to 10); smax='11' (a number from 0 to 10); turn='7' (1 or 2) "
         "cannot be used: left out of the search below."]
     from lib.store import Store
 
-    with Store(page_db, read_only=True) as store:
+    with Store(app_db, read_only=True) as store:
         expected = S.count(store, S.SearchQuery("rating"))
     assert expected > 0
     assert any(f"{expected:,} matching" in h.value for h in at.subheader)
 
 
-def test_page_regex_help_names_re2(page_db):
+def test_page_regex_help_names_re2(app_db):
     at = _open_search({"q": r"\pL", "re": "1", "in": "question"})
     assert at.toggle(key="sr_re").help == S.REGEX_HELP
     assert not at.error

@@ -17,19 +17,25 @@ def test_the_sample_judges_share_one_setup(sample_store):
     assert sw.pair_warnings(sample_store, JUDGES, bench="ja_mt_bench").empty
 
 
-def test_a_judge_with_an_extra_prompt_sentence_is_flagged(store, tmp_path):
-    """A copy of the JA harness where one more judge ran with a sentence added to every judge prompt."""
+def with_one_more_judge(tmp_path: Path, like: str, name: str, prompt) -> Path:
+    """A copy of the JA harness where judge ``name`` judged as ``like`` did, every judge prompt ``prompt(old)``."""
     root = tmp_path / "ja"
     shutil.copytree(JA, root)
     judged = root / "ja_mt_bench" / "model_judgment"
     lines = []
-    for line in (judged / "gpt-4.1-mini-2025-04-14_single.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (judged / f"{like}_single.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        rec["judge"][0] = "mini-english"
-        rec["user_prompt"] += "\n\nAlways answer in English."
+        rec["judge"][0] = name
+        rec["user_prompt"] = prompt(rec["user_prompt"])
         lines.append(json.dumps(rec, ensure_ascii=False))
-    (judged / "mini-english_single.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ingest(store, [root])
+    (judged / f"{name}_single.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_a_judge_with_an_extra_prompt_sentence_is_flagged(store, tmp_path):
+    """A copy of the JA harness where one more judge ran with a sentence added to every judge prompt."""
+    ingest(store, [with_one_more_judge(tmp_path, "gpt-4.1-mini-2025-04-14", "mini-english",
+                                       lambda p: p + "\n\nAlways answer in English.")])
     found = sw.pair_warnings(store, ["gpt-4o", "mini-english", "gpt-4.1-mini-2025-04-14"], bench="ja_mt_bench")
     assert found[["judge_a", "judge_b"]].values.tolist() == [["gpt-4o", "mini-english"],
                                                              ["mini-english", "gpt-4.1-mini-2025-04-14"]]
@@ -49,17 +55,7 @@ def test_a_judge_with_an_extra_prompt_sentence_is_flagged(store, tmp_path):
 def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    root = tmp_path / "ja"
-    shutil.copytree(JA, root)
-    judged = root / "ja_mt_bench" / "model_judgment"
-    lines = []
-    for line in (judged / "gpt-4o_single.jsonl").read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        rec["judge"][0] = "gpt-4o-strict"
-        rec["user_prompt"] = "Be strict.\n\n" + rec["user_prompt"]
-        lines.append(json.dumps(rec, ensure_ascii=False))
-    (judged / "gpt-4o-strict_single.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ingest(store, [root])
+    ingest(store, [with_one_more_judge(tmp_path, "gpt-4o", "gpt-4o-strict", lambda p: "Be strict.\n\n" + p)])
     db = store.path
     store.close()
     monkeypatch.setenv("JUDGELENS_DB", str(db))

@@ -29,14 +29,14 @@ def lines_for(i: int) -> str:
 @pytest.fixture
 def fast_calls(monkeypatch):
     calls = []
-    real = lib.ingest.importer._insert_fast
+    real = lib.ingest.importer.insert_fast
 
     def spy(cur, item, source_id):
         n = real(cur, item, source_id)
         calls.append(item.path.name)
         return n
 
-    monkeypatch.setattr(lib.ingest.importer, "_insert_fast", spy)
+    monkeypatch.setattr(lib.ingest.importer, "insert_fast", spy)
     return calls
 
 

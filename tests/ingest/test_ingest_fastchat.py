@@ -57,18 +57,18 @@ def stored_rows(store, source_id: int) -> list[tuple]:
 def fast_spy(monkeypatch):
     """Records every use of the DuckDB fast path: (file name, 'ok' or 'refused')."""
     calls: list[tuple[str, str]] = []
-    real = lib.ingest.importer._insert_fast
+    real = lib.ingest.importer.insert_fast
 
     def spy(cur, item, source_id):
         try:
             n = real(cur, item, source_id)
-        except lib.ingest.importer._FastPathRefused:
+        except lib.ingest.importer.FastPathRefused:
             calls.append((item.path.name, "refused"))
             raise
         calls.append((item.path.name, "ok"))
         return n
 
-    monkeypatch.setattr(lib.ingest.importer, "_insert_fast", spy)
+    monkeypatch.setattr(lib.ingest.importer, "insert_fast", spy)
     return calls
 
 
@@ -171,8 +171,8 @@ def test_a_new_file_is_hashed_while_it_is_inserted(store, monkeypatch, tmp_path)
     it unchanged without inserting anything."""
     path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
     inserted = []
-    real = lib.ingest.importer._insert_fast
-    monkeypatch.setattr(lib.ingest.importer, "_insert_fast",
+    real = lib.ingest.importer.insert_fast
+    monkeypatch.setattr(lib.ingest.importer, "insert_fast",
                         lambda cur, item, sid: inserted.append(item.hashing is not None) or real(cur, item, sid))
     report = ingest(store, [path])
     assert inserted == [True]
@@ -189,8 +189,8 @@ def test_a_file_another_session_imported_meanwhile_is_undone(store, monkeypatch,
     path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
     first = ingest(store, [path]).imported[0]
     before = rows_of(store, "SELECT count(*) FROM single_judgments")
-    real = lib.ingest.importer._hash_later
-    monkeypatch.setattr(lib.ingest.importer, "_hash_later",  # as if the sources table had been read before
+    real = lib.ingest.importer.hash_later
+    monkeypatch.setattr(lib.ingest.importer, "hash_later",  # as if the sources table had been read before
                         lambda items, known_sizes, hasher: real(items, set(), hasher))
     report = ingest(store, [path])
     assert [(f.status, f.existing_source) for f in report.files] == [("unchanged", first.source_id)]

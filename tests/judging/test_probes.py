@@ -91,6 +91,10 @@ def test_bug_template_fails_the_empty_answer_and_the_order_swap_is_the_fix(sampl
            "the answer." in text
     assert "With the answer placed before the reference (order_swap) the empty answer scores 1/5: the order of the " \
            "sections is the cause." in text
+    # each failed canary says in plain words what it shows about the judge (the probe's own finding)
+    failed = {r.probe for r in run.results if r.kind == "canary" and r.failed} - {"empty_answer", "whitespace_answer"}
+    assert failed and all(P.PROBES[p].finding in text for p in failed), (failed, text)
+    assert ": the judge follows instructions hidden in the answer." in text
     # items: three real items of three categories, all with a reference, from the bench where the template
     # renders for the most items: japanese_mt_bench (4 Swallow runs' answers since the same-models runs joined
     # the sample; before, a tie with ja_mt_bench went to ja_mt_bench alphabetically)

@@ -4,7 +4,6 @@ every count of models and judges says the same thing."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from fake_openai import FakeOpenAI
@@ -24,9 +23,8 @@ SCRATCH = ["aaa-scratch-1", "aaa-scratch-2", "aaa-scratch-3"]  # named to sort f
 
 
 @pytest.fixture
-def rejudged(_sample_db, tmp_path, monkeypatch):
-    db = tmp_path / "app.duckdb"
-    shutil.copy(_sample_db, db)
+def rejudged(app_db):
+    db = app_db
     with FakeOpenAI() as server, Store(db) as store:
         server.responder = lambda body: "Rating: [[2]]"
         template = T.get_template(store, "ja-single-v1")
@@ -36,7 +34,6 @@ def rejudged(_sample_db, tmp_path, monkeypatch):
             summary = run_batch(store, template, cfg, items, label, api_key="sk-test-0123456789")
             assert summary.ok == 5
         full = coverage.judge_items(store, "ja_mt_bench")
-    monkeypatch.setenv("JUDGELENS_DB", str(db))
     return db, full
 
 

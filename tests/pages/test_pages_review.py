@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-
+from urllib.parse import quote_plus
 
 import pytest
 
@@ -323,6 +323,10 @@ def test_review_random_sample_judge_vs_me(app):
     app.selectbox(key="rv_rand_bench").set_value("ja_mt_bench").run()
     sample = next(f for f in frames(app) if "decided" in f.columns)
     assert len(sample) == 40 and not sample["decided"].any()
+    first = sample.iloc[0]                                   # the second column opens the row's item
+    assert list(sample.columns).index("open") == 1
+    assert first["open"] == (f"item_view?bench=ja_mt_bench&q={first['question_id']}&turn={first['turn']}"
+                             f"&model={quote_plus(first['model'])}")
     assert any("Score at least two sampled items" in i.value for i in app.info)
     store = get_store()
     for r in ppi.random_sample(store, "human:ana", bench="ja_mt_bench", n=10).itertuples():

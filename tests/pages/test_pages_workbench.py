@@ -23,7 +23,11 @@ def judge_responder():
 
 @pytest.fixture
 def app(sample_app, server):
-    at = sample_app
+    return open_workbench(sample_app, server)
+
+
+def open_workbench(at: AppTest, server) -> AppTest:
+    """``at`` on the Workbench at ITEM, the endpoint form filled in: the test server, judge-x, KEY."""
     at.query_params.update(ITEM)
     at.switch_page("app_pages/workbench.py").run()
     assert not at.exception
@@ -177,14 +181,7 @@ def _tab(server) -> AppTest:
     """Another browser tab on the same server: a second AppTest in this process shares the app's store."""
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
     at.run()
-    at.query_params.update(ITEM)
-    at.switch_page("app_pages/workbench.py").run()
-    at.session_state["ep_open"] = True
-    at.run()
-    at.text_input(key="ep_url").set_value(server.url)
-    at.text_input(key="ep_model").set_value("judge-x")
-    at.text_input(key="ep_key").set_value(KEY).run()
-    return at
+    return open_workbench(at, server)
 
 
 def test_the_same_batch_in_two_tabs_is_paid_once(app, server):

@@ -13,9 +13,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import lib.ingest.uploads as uploads
-from lib.errors import PathNotAllowed
+from lib.errors import PathNotAllowed, UploadRefused
 from lib.ingest.importer import ingest
-from lib.ingest.uploads import StagingArea, UploadRefused, stage_uploads
+from lib.ingest.uploads import StagingArea, stage_uploads
 from lib.store import Store, default_db_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from pathlib import Path
 from lib import harness as H
 from lib.errors import FormatError
 from lib.ingest.formats.base import Claim, Reader, keep_parsed
-from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number,
+from lib.ingest.formats.jsonl import (BOM, MAX_INT, MAX_LINE_BYTES, WHITESPACE, as_id, as_name, as_number, first_record,
                                      as_optional_number, as_text, as_turn, need, parse_file)
 from lib.vocab import fastchat_rating
 
@@ -198,15 +198,8 @@ def parse_status(raw_score: float, judgment: str | None) -> str:
 
 def first_record_has(path: Path, key: str) -> bool:
     """The file's first JSON record has ``key`` (True when it cannot tell: the line reader then says why)."""
-    try:
-        with open(path, "rb") as fh:
-            for raw in fh:
-                if raw.strip():
-                    obj = json.loads(raw.strip().removeprefix(BOM))
-                    return not isinstance(obj, dict) or key in obj
-    except (OSError, ValueError, RecursionError):
-        pass
-    return True
+    obj = first_record(path)
+    return not isinstance(obj, dict) or key in obj
 
 
 def rating_in_text(judgment: str | None) -> float:

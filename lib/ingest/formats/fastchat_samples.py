@@ -4,28 +4,21 @@ and ``user_prompt`` one entry per answer choice. Each entry becomes a judgment o
 ``model_answer``, which FastChat's reader reads with every choice)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lib import harness as H
 from lib.ingest.formats import fastchat
 from lib.ingest.formats.base import Claim, Reader, keep_parsed, score_status
-from lib.ingest.formats.jsonl import as_id, as_name, as_number, as_optional_number, as_text, as_turn, need, parse_file
+from lib.ingest.formats.jsonl import (as_id, as_name, as_number, as_optional_number, as_text, as_turn, first_record,
+                                     need, parse_file)
 
 RULES = H.FASTCHAT_SAMPLES
 
 
 def _listed(path: Path) -> bool:
     """The first record's score is a list."""
-    try:
-        with open(path, "rb") as fh:
-            for raw in fh:
-                if raw.strip():
-                    obj = json.loads(raw)
-                    return isinstance(obj, dict) and isinstance(obj.get("score"), list)
-    except (OSError, ValueError, RecursionError):
-        pass
-    return False
+    obj = first_record(path)
+    return isinstance(obj, dict) and isinstance(obj.get("score"), list)
 
 
 def _by_name(path: Path) -> Claim | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from lib import harness as H
 from lib.ingest.formats import fastchat
 from lib.ingest.formats.base import Claim, Reader, keep_parsed, score_status
-from lib.ingest.formats.jsonl import as_id, as_name, as_number, as_text, as_turn, need, parse_file
+from lib.ingest.formats.jsonl import as_id, as_name, as_number, as_text, as_turn, first_keys, need, parse_file
 
 RULES = H.FASTCHAT_WIDE
 SINGLE_KEYS, PAIR_KEYS = {"score_turn1"}, {"winner_ab", "winner_ba"}
@@ -21,16 +21,8 @@ GAME2 = {**GAME1, "a": "model_2", "b": "model_1"}   # positions swapped
 def _kind(path: Path) -> str | None:
     if path.suffix != ".jsonl":
         return None
-    try:
-        with open(path, "rb") as fh:
-            for raw in fh:
-                if raw.strip():
-                    keys = set(json.loads(raw))
-                    return ("single_judgments" if SINGLE_KEYS <= keys else
-                            "pair_judgments" if keys & PAIR_KEYS else None)
-    except (OSError, ValueError, RecursionError, TypeError):
-        pass
-    return None
+    keys = first_keys(path)
+    return "single_judgments" if SINGLE_KEYS <= keys else "pair_judgments" if keys & PAIR_KEYS else None
 
 
 def _by_name(path: Path) -> Claim | None:

@@ -35,6 +35,26 @@ class ParsedFile:
     lines_read: int = 0
 
 
+def first_record(path: Path) -> Any:
+    """The first non-blank line of a JSON Lines file, parsed (a BOM before it is skipped). None when the file cannot
+    be read, holds no record or its first line is not JSON: for a reader's "is this file mine?", whose answer
+    then rests on the name; the line reader says what is wrong."""
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    return json.loads(raw.strip().removeprefix(BOM))
+    except (OSError, ValueError, RecursionError):
+        pass
+    return None
+
+
+def first_keys(path: Path) -> set[str]:
+    """The keys of the file's first record when it is a JSON object (``first_record``), else none."""
+    record = first_record(path)
+    return set(record) if isinstance(record, dict) else set()
+
+
 def iter_json_lines(path: Path, display: str, warnings: list[str]) -> Iterator[tuple[int, Any, str | None]]:
     """Yield (line number, parsed object or None, problem or None) for each non-blank line."""
     with open(path, "rb") as fh:

@@ -11,14 +11,14 @@ rows are FastChat's (``judge``: [model, prompt name], ``user_prompt``). The mode
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from lib import harness as H
 from lib.ingest.formats import fastchat
 from lib.ingest.formats.base import Claim, Reader, keep_parsed, score_status
-from lib.ingest.formats.jsonl import as_id, as_name, as_number, as_optional_number, as_text, as_turn, need, parse_file
+from lib.ingest.formats.jsonl import (as_id, as_name, as_number, as_optional_number, as_text, as_turn, first_keys, need,
+                                     parse_file)
 
 RULES = H.NEJUMI
 HASHED = re.compile(r"^(?P<name>.+?)_hash_(?P<hash>[0-9a-f]{64})$")
@@ -32,24 +32,12 @@ def run_model(model_id: str) -> str:
     return f"{m.group('name').replace('--', '/')} [run {m.group('hash')[:8]}]"
 
 
-def _first_record(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            for raw in fh:
-                if raw.strip():
-                    obj = json.loads(raw)
-                    return obj if isinstance(obj, dict) else {}
-    except (OSError, ValueError, RecursionError):
-        pass
-    return {}
-
-
 def _by_name(path: Path) -> Claim | None:
     fc = fastchat.classify(path)
     if fc is None or fc.kind not in ("answers", "single_judgments"):
         return None
     stem = path.stem.rsplit("__", 1)[0] if fc.kind == "single_judgments" else path.stem
-    if HASHED.match(stem) or (fc.kind == "single_judgments" and "judge_model" in _first_record(path)):
+    if HASHED.match(stem) or (fc.kind == "single_judgments" and "judge_model" in first_keys(path)):
         return READER.claim(fc.kind, fc.bench, fc)
     return None
 
