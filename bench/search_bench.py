@@ -133,8 +133,8 @@ def main() -> None:
         out["index_rebuild_s"] = time.perf_counter() - t0
         print(f"search index rebuilt in one transaction: {out['index_rebuild_s']:.1f} s")
     out["queries"] = {}
-    print(f"\n| query | search: first page of 50 | search: total count | plain contains() LIMIT 50 "
-          f"| plain contains() count | plain contains(lower()) count | hits |\n|---|---|---|---|---|---|---|")
+    print("\n| query | search: first page of 50 | search: total count | plain contains() LIMIT 50 "
+          "| plain contains() count | plain contains(lower()) count | hits |\n|---|---|---|---|---|---|---|")
     for name, text in QUERIES.items():
         q = S.SearchQuery(text, fields=("rationale",))
         page_s, page = timed(lambda: S.search(store, q, limit=50), args.repeat)
