@@ -58,6 +58,7 @@ import argparse
 import datetime as dt
 import json
 import re
+import signal
 import statistics
 import sys
 import time
@@ -594,6 +595,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeat = [100_000], 3
+    # Terminated (a test's timeout, Ctrl-C's cousin): unwind, so the app servers and PostgreSQL are stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     if args.build_only:
@@ -602,8 +605,6 @@ def main() -> None:
                 with stores_for(shape, rows, args.stores, out_dir):
                     pass
         return
-    from playwright.sync_api import sync_playwright
-
     hello = out_dir / "hello_floor.py"
     hello.write_text(HELLO)
     results: dict = {}
@@ -611,6 +612,36 @@ def main() -> None:
     goals = {}
     timeout_ms = args.timeout * 1000
     started = dt.datetime.now(dt.timezone.utc)
+    interrupted = None
+    try:
+        measure(args, out_dir, hello, goals, infos, timeout_ms, results)
+    except (KeyboardInterrupt, SystemExit) as exc:  # servers stopped; keep and show what was measured
+        interrupted = f"interrupted ({type(exc).__name__}) after {sum(map(len, results.values()))} timings"
+        print(f"\n{interrupted}: the table below is partial", flush=True)
+    rows = summarise(results, goals)
+    print_table(rows)
+    errors = {k: v for k, v in results.items() if k.endswith("|errors")}
+    for k, v in errors.items():
+        print(f"\nERRORS ({k}):", *v, sep="\n  ")
+    for label, info in infos.items():
+        for kind, about in info.get("stores", {}).items():
+            if not about.get("unchanged", True):
+                print(f"\nWARNING: the run changed the {kind} store of {label} (rows per table, write clock: "
+                      f"{about['changed']}): run it on a copy, or rebuild it", flush=True)
+    out = args.json or out_dir / f"browser_bench_{started:%Y%m%dT%H%M%SZ}.json"
+    out.write_text(json.dumps({"started": started.isoformat(), "repeat": args.repeat,
+                               "interrupted": interrupted, "stores": infos,
+                               "goals_over_floor_s": goals, "lake_ratio_goal": LAKE_RATIO, "summary": rows,
+                               "runs_s": results}, indent=1, default=str))
+    print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    if interrupted:
+        sys.exit(1)
+
+
+def measure(args, out_dir: Path, hello: Path, goals: dict, infos: dict, timeout_ms: float, results: dict) -> None:
+    """Every size and shape asked for: the hello app, the stores (PostgreSQL started here), an app on each."""
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
@@ -626,21 +657,6 @@ def main() -> None:
                             run_stores(browser, label, refs, hello_url, info, args, out_dir, timeout_ms, results)
         finally:
             browser.close()
-    rows = summarise(results, goals)
-    print_table(rows)
-    errors = {k: v for k, v in results.items() if k.endswith("|errors")}
-    for k, v in errors.items():
-        print(f"\nERRORS ({k}):", *v, sep="\n  ")
-    for label, info in infos.items():
-        for kind, about in info.get("stores", {}).items():
-            if not about.get("unchanged", True):
-                print(f"\nWARNING: the run changed the {kind} store of {label} (rows per table, write clock: "
-                      f"{about['changed']}): run it on a copy, or rebuild it", flush=True)
-    out = args.json or out_dir / f"browser_bench_{started:%Y%m%dT%H%M%SZ}.json"
-    out.write_text(json.dumps({"started": started.isoformat(), "repeat": args.repeat, "stores": infos,
-                               "goals_over_floor_s": goals, "lake_ratio_goal": LAKE_RATIO, "summary": rows,
-                               "runs_s": results}, indent=1, default=str))
-    print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
 
 
 def run_stores(browser, label: str, refs: dict, hello_url: str, info: dict, args, out_dir: Path, timeout_ms: float,

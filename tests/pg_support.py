@@ -71,6 +71,9 @@ def running_postgres(timeout: float = 30.0, password: str | None = None,
         owner = prefix[2]
         shutil.chown(root, owner)
         shutil.chown(sock, owner)
+        if subprocess.run([*prefix, "test", "-w", str(root)], capture_output=True).returncode:
+            raise RuntimeError(f"PostgreSQL runs as the user {owner!r} here and cannot reach {root}: a folder above it "
+                               "is not searchable by that user (e.g. pytest's tmp_path); keep it elsewhere")
     port = free_port()
     log = root / "server.log"
 
