@@ -8,7 +8,8 @@ else as ``nobody``. The server is stopped and the directory removed on exit.
 
 ``running_postgres(root=FOLDER)`` keeps the server's files in ``FOLDER`` instead (``pgdata/``, ``sock/``,
 ``server.log``): made on first use, started again on later ones, stopped but kept on exit (the benchmarks'
-pooled PostgreSQL-catalog stores, bench/stores.py). Only one server at a time can run on a folder.
+pooled PostgreSQL-catalog stores, bench/stores.py). Only one server can run on a folder: if one already does
+(another benchmark started it), it is used as it is and left running for its owner to stop.
 """
 from __future__ import annotations
 
@@ -48,6 +49,17 @@ def _run_as() -> list[str]:
     raise RuntimeError("running as root and neither a 'postgres' nor a 'nobody' user exists to run PostgreSQL")
 
 
+def _running_port(binaries: Path, data: Path) -> int | None:
+    """The port of a server running on ``data`` right now (its postmaster.pid, and it answers), else None."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+        port = int(lines[3])
+    except (OSError, IndexError, ValueError):
+        return None
+    ready = subprocess.run([str(binaries / "pg_isready"), "-h", "127.0.0.1", "-p", str(port)], capture_output=True)
+    return port if ready.returncode == 0 else None
+
+
 @contextmanager
 def running_postgres(timeout: float = 30.0, password: str | None = None,
                      root: Path | None = None) -> Iterator[str]:
@@ -67,6 +79,10 @@ def running_postgres(timeout: float = 30.0, password: str | None = None,
     data, sock = root / ("pgdata" if keep else "data"), root / "sock"
     sock.mkdir(exist_ok=True)
     fresh = not (data / "PG_VERSION").exists()
+    if keep and not fresh and (running := _running_port(binaries, data)):
+        # Another process (another benchmark) runs the server on this folder now: use it, leave it to its owner
+        yield f"host=127.0.0.1 port={running} dbname={DBNAME} user={USER}"
+        return
     if prefix:
         owner = prefix[2]
         shutil.chown(root, owner)
