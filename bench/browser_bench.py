@@ -76,6 +76,7 @@ from browser_support import (launch_chromium, new_context, open_app, running_app
                              wait_for_rerun)
 from stores import OUT, STORES, fingerprint, parse_stores, stores_for  # noqa: E402
 
+from lib.analysis.deltas import LEVEL_LABELS  # noqa: E402  (the Rows choices' labels)
 from lib.errors import redact  # noqa: E402
 
 LAKE_RATIO = 1.3  # issue 26: no page on a lake more than 1.3x its time on the file store
@@ -285,20 +286,20 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("colour by turn", lambda p: selectbox(p, "Colour by", "turn")),
             Step("panels by category", lambda p: selectbox(p, "Split into panels by", "category")),
             Step("radar: one line per judge", lambda p: radio(p, "Radar: one line per", "judge")),
-            Step("chart: top 20 models", lambda p: selectbox(p, "Which models", "top")),
+            Step("chart: top 20 models", lambda p: selectbox(p, "Which models on bench_x", "top")),
             Step("open length bias", lambda p: p.get_by_text("Does a judge score longer answers higher?").click()),
             Step("length bias of another judge", lambda p: selectbox(p, "Length bias of judge", judge(1))),
             Step("open the JA overall table", lambda p: p.get_by_text("Table: T1, T2, overall", exact=False).click()),
         ]),
         Scenario("compare", "Compare", charts=True, steps=[
             Step("pick another model", lambda p: selectbox(p, "Answers of", other_model)),
-            Step("rows: overall", lambda p: segmented(p, "Rows", "overall")),
+            Step("rows: all", lambda p: segmented(p, "Rows", LEVEL_LABELS["all"])),
             Step("two models under one judge", lambda p: radio(p, "Compare", "two models under one judge")),
             Step("pick another model B", lambda p: selectbox(p, "Model B", third_model)),
             # the stores' second bench: model-7 under a Swallow-shaped harness (linked questions, 5 samples)
             Step("view: one model under two harnesses",
                  lambda p: segmented(p, "View", "one model under two harnesses (linked questions)")),
-            Step("harness view, rows: overall", lambda p: segmented(p, "Rows", "overall")),
+            Step("harness view, rows: all", lambda p: segmented(p, "Rows", LEVEL_LABELS["all"])),
             Step("harness view, run A: another judge",
                  lambda p: selectbox(p, "Run A", f"fastchat · bench_x · {judge(1)} · model-7")),
         ]),
