@@ -64,6 +64,8 @@ def harness_compare(store, version: tuple) -> None:
     if la == lb:
         st.info("A and B are the same run: pick two different ones.")
         return
+    # Runs, not selectors, go to lib: they are the runs the store holds (picked from runs.runs), so no query
+    # resolves them again (each resolution read every run of item_scores: 6 reads per rerun)
     ra = runs.Run(*cands.loc[labels.index(la), ["harness", "bench", "judge", "model"]])
     rb = runs.Run(*cands.loc[labels.index(lb), ["harness", "bench", "judge", "model"]])
     o1, o2 = st.columns([3, 2])
@@ -83,9 +85,9 @@ def harness_compare(store, version: tuple) -> None:
         _links_editor(store, version, ra.bench, rb.bench)
 
     try:
-        head = cached_query(runs.compare_runs, version, a=ra.selector, b=rb.selector, levels=("all", "category"),
+        head = cached_query(runs.compare_runs, version, a=ra, b=rb, levels=("all", "category"),
                             swallow_samples=samples, exclude_links=excl)
-        setup = cached_query(harness_diff.harness_diff, version, a=ra.selector, b=rb.selector)
+        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb)
     except JudgeLensError as exc:
         show_error(exc)
         return
@@ -97,7 +99,7 @@ def harness_compare(store, version: tuple) -> None:
     level = st.segmented_control("Rows", list(LEVELS), default="category", key="hx_level",
                                  format_func=LEVEL_LABELS.get) or "category"
     gap = head[head["level"] == level].reset_index(drop=True) if level in ("all", "category") else cached_query(
-        runs.compare_runs, version, a=ra.selector, b=rb.selector, levels=(level,), swallow_samples=samples,
+        runs.compare_runs, version, a=ra, b=rb, levels=(level,), swallow_samples=samples,
         exclude_links=excl)
     gap.attrs.update(head.attrs)
     if gap.empty:
@@ -110,7 +112,7 @@ def harness_compare(store, version: tuple) -> None:
                    "Red: significant after Holm; grey: inside the noise.")
         show_chart(cached_chart(charts.delta_forest, gap, "A", "B"), "harness_gap")
         with st.expander("Paired items (edited and fuzzy links marked in the link column)"):
-            pairs = cached_query(runs.paired_runs, version, a=ra.selector, b=rb.selector, swallow_samples=samples,
+            pairs = cached_query(runs.paired_runs, version, a=ra, b=rb, swallow_samples=samples,
                                  exclude_links=excl)
             show_table(pairs.drop(columns=["question"]), "harness_pairs",
                        column_config={"link": st.column_config.TextColumn("link", help="exact, edited, fuzzy, manual")})
@@ -142,8 +144,10 @@ def harness_compare(store, version: tuple) -> None:
                                         "evidence": st.column_config.TextColumn("evidence", width="large")})
     st.download_button("Setup table as CSV", csv_text(shown).encode(), "harness_setup.csv", "text/csv",
                        on_click="ignore", icon=":material/download:", key="hx_setup_csv")
-    with st.expander("Judge prompt templates, A vs B (rebuilt from the stored prompts)"):
-        for p in cached_query(harness_diff.judge_prompt_diff, version, a=ra.selector, b=rb.selector):
+    with st.expander("Judge prompt templates, A vs B (rebuilt from the stored prompts)", key="hx_prompts_open",
+                     on_change="rerun") as prompts_box:
+        # computed when opened: rebuilding both templates reads every stored prompt of both runs (a second at 1M)
+        for p in cached_query(harness_diff.judge_prompt_diff, version, a=ra, b=rb) if prompts_box.open else ():
             st.markdown(f"**{md_escape(p['kind'])}** · red struck through: only in A; green: only in B")
             st.html(diff_html(p["ops"]))
             if p["only_b"]:

@@ -64,11 +64,12 @@ def choice(label: str, options: list, key: str, col) -> str | None:
     options = [ANY, *options]
     if st.session_state.get(key) not in options:
         st.session_state[key] = ANY
-    value = col.selectbox(label, options, key=key)
+    value = col.selectbox(label, options, key=key, on_change=reset_page)
     return None if value == ANY else value
 
 
 def reset_page() -> None:
+    """Another search (text, fields or a filter) starts on its first page."""
     st.session_state["sr_page"] = 1
 
 
@@ -89,29 +90,29 @@ with st.expander("Filters", expanded=True):
     category = choice("Category", facets["category"], "sr_cat", f4)
     g1, g2, g3, g4 = st.columns(4)
     st.session_state["sr_judge"] = [j for j in st.session_state.get("sr_judge", []) if j in facets["judge"]]
-    judges = g1.multiselect("Judges", facets["judge"], key="sr_judge")
+    judges = g1.multiselect("Judges", facets["judge"], key="sr_judge", on_change=reset_page)
     turn = choice("Turn", ["1", "2"], "sr_turn", g2)
     parse = choice("Parse status", list(S.PARSE_STATUSES), "sr_parse", g3)
     st.session_state["sr_flag"] = [f for f in st.session_state.get("sr_flag", []) if f in FLAGS]
-    flags = g4.multiselect("Flagged by", list(FLAGS), key="sr_flag", help="Only items a stored-data flag found")
+    flags = g4.multiselect("Flagged by", list(FLAGS), key="sr_flag", on_change=reset_page, help="Only items a stored-data flag found")
     h1, h2, h3 = st.columns(3)
-    score_min = h1.number_input("Score at least", 0.0, 10.0, value=None, step=1.0, key="sr_smin",
+    score_min = h1.number_input("Score at least", 0.0, 10.0, value=None, step=1.0, key="sr_smin", on_change=reset_page,
                                 help="1-10 score of the judgment (answers/questions: of some judgment of the item)")
-    score_max = h2.number_input("Score at most", 0.0, 10.0, value=None, step=1.0, key="sr_smax")
-    disagree = h3.number_input("Judges disagree by at least", 0.0, 9.0, value=None, step=1.0, key="sr_dis",
+    score_max = h2.number_input("Score at most", 0.0, 10.0, value=None, step=1.0, key="sr_smax", on_change=reset_page)
+    disagree = h3.number_input("Judges disagree by at least", 0.0, 9.0, value=None, step=1.0, key="sr_dis", on_change=reset_page,
                                help="Items whose judges' scores (highest minus lowest) differ by at least this")
 
     a1, a2, a3, a4 = st.columns(4)  # what the judged answer is (lib.text_features)
-    ja_max = a1.number_input("Japanese share at most", 0.0, 1.0, value=None, step=0.1, key="sr_jamax",
+    ja_max = a1.number_input("Japanese share at most", 0.0, 1.0, value=None, step=0.1, key="sr_jamax", on_change=reset_page,
                              help="Share of Japanese characters in the answer (visible text, <think> removed). "
                                   "Questions and references are no model's answer: they drop out.")
-    ja_min = a2.number_input("Japanese share at least", 0.0, 1.0, value=None, step=0.1, key="sr_jamin")
+    ja_min = a2.number_input("Japanese share at least", 0.0, 1.0, value=None, step=0.1, key="sr_jamin", on_change=reset_page)
     YES_NO = {"any": None, "yes": True, "no": False}
     for key in ("sr_code", "sr_think"):
         if st.session_state.get(key) not in YES_NO:
             st.session_state[key] = "any"
-    has_code = YES_NO[a3.selectbox("Code block", list(YES_NO), key="sr_code")]
-    has_think = YES_NO[a4.selectbox("<think> reasoning", list(YES_NO), key="sr_think")]
+    has_code = YES_NO[a3.selectbox("Code block", list(YES_NO), key="sr_code", on_change=reset_page)]
+    has_think = YES_NO[a4.selectbox("<think> reasoning", list(YES_NO), key="sr_think", on_change=reset_page)]
 
 query = S.SearchQuery(text=text or "", fields=tuple(fields) or S.FIELDS, regex=bool(regex), bench=bench,
                       harness=harness, judges=tuple(judges), model=model, category=category,
@@ -137,29 +138,58 @@ def session_gone():
 
 
 stop = session_gone()
-try:
-    with S.stop_when(stop):
-        by_field = cached_query(S.count_by_field, version, q=query)
-except JudgeLensError as exc:  # a bad pattern, one too long, a search past its time limit
-    show_error(exc)
-    st.stop()
-total = sum(by_field.values())
-pages = max(1, -(-total // PAGE_SIZE))
-if not isinstance(st.session_state.get("sr_page"), int) or not 1 <= st.session_state["sr_page"] <= pages:
-    st.session_state["sr_page"] = 1
 
-st.subheader(f"{total:,} matching record(s)")
-st.caption(" · ".join(f"{f}: {by_field.get(f, 0):,}" for f in S.FIELDS if f in query.fields)
-           + " — a record is one question turn, answer turn, reference turn, rationale or judge prompt.")
-if total:
-    p1, p2 = st.columns([1, 4])
-    page = p1.number_input(f"Page (of {pages:,})", 1, pages, key="sr_page")
+
+def run(fn, **kwargs):
+    """A cached search query, stopped when this tab closes; a bad pattern, one too long or a search past its time
+    limit is said and stops the page."""
     try:
         with S.stop_when(stop):
-            raw = cached_query(S.search, version, q=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+            return cached_query(fn, version, q=query, **kwargs)
     except JudgeLensError as exc:
         show_error(exc)
         st.stop()
+
+
+# The page's rows first (one more than a page: is there a next one?). Counting every match reads every text of the
+# chosen fields, seconds at a million judgments while a page of a common word takes a fraction: the counts come from
+# the rows when the first page holds them all, and otherwise only when asked for (the toggle below).
+page = st.session_state.get("sr_page")
+page = page if isinstance(page, int) and page >= 1 else 1
+count_all = bool(st.session_state.get("sr_count"))
+raw = run(S.search, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+by_field = None
+if count_all or (page > 1 and raw.empty):  # asked for, or a page past the end (a link): how many there are
+    by_field = run(S.count_by_field)
+    last = max(1, -(-sum(by_field.values()) // PAGE_SIZE))
+    if page > last:
+        page = last
+        raw = run(S.search, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+elif page == 1 and len(raw) <= PAGE_SIZE:  # every match is on this page: its rows are the counts
+    by_field = {f: int(n) for f, n in raw["field"].value_counts().items()}
+st.session_state["sr_page"] = page
+more = len(raw) > PAGE_SIZE
+raw = raw.iloc[:PAGE_SIZE]
+offset = (page - 1) * PAGE_SIZE
+total = sum(by_field.values()) if by_field is not None else None if more else offset + len(raw)
+pages = None if total is None else max(1, -(-total // PAGE_SIZE))
+
+if total is None:
+    st.subheader(f"More than {offset + PAGE_SIZE:,} matching records")
+else:
+    st.subheader(f"{total:,} matching record(s)")
+caption = " — a record is one question turn, answer turn, reference turn, rationale or judge prompt."
+if by_field is not None:
+    st.caption(" · ".join(f"{f}: {by_field.get(f, 0):,}" for f in S.FIELDS if f in query.fields) + caption)
+else:
+    st.caption("Counted by field on request: counting every match reads every text of the fields searched "
+               "(seconds on a million judgments)." + caption)
+st.toggle("Count every match, by field", key="sr_count",
+          help="Off: the count comes from the results when they fit on one page, else the page says how many there "
+               "are at least. On: every search counts its matches in each field (slower on a large store).")
+if total != 0:
+    p1, p2 = st.columns([1, 4])
+    page = p1.number_input(f"Page (of {pages:,})" if pages else f"Page (of {page + 1:,}+)", 1, pages, key="sr_page")
     results = group_samples(raw)  # Swallow's identical samples of one answer: one row with a count
     hit = {"hit": text, **({"hit_re": "1"} if regex else {})} if text else {}
     results.insert(0, "open", [

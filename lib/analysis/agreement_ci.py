@@ -53,6 +53,7 @@ its quantiles; ``{stat}_ci_low``/``_ci_high`` are NaN when fewer than half the r
 """
 from __future__ import annotations
 
+import functools
 import math
 from itertools import combinations
 
@@ -173,6 +174,16 @@ def cluster_weights(n_clusters: int, n_boot: int, rng: np.random.Generator) -> n
     return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(float)
 
 
+@functools.lru_cache(maxsize=16)
+def seeded_cluster_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
+    """``cluster_weights`` from a fresh ``default_rng(seed)``: the same draws every time, so they are drawn once
+    per process (every judge pair of a table with the same number of questions shares them; a report of 5 judges
+    drew them 10 times). Read-only: callers share the array."""
+    weights = cluster_weights(n_clusters, n_boot, np.random.default_rng(seed))
+    weights.setflags(write=False)
+    return weights
+
+
 def replicate_stats(tables: np.ndarray, weights: np.ndarray, xv, yv, chunk_cells: int = 20_000_000) -> dict:
     """``table_stats`` of ``weights @ tables`` per row of weights, in chunks that keep memory bounded."""
     g, k, l = tables.shape
@@ -259,7 +270,7 @@ def pair_intervals(a, b, cluster, *, n_boot: int = N_BOOT, alpha: float = 0.05, 
     out: dict = {"n_questions": g}
     if g < 2:
         return out | {s: (float(point[s]), math.nan, math.nan) for s in CI_STATS}
-    boot = replicate_stats(tables, cluster_weights(g, n_boot, np.random.default_rng(seed)), xv, yv)
+    boot = replicate_stats(tables, seeded_cluster_weights(g, n_boot, seed), xv, yv)
     jack = replicate_stats(tables, jackknife_weights(g), xv, yv) if method == "bca" else {s: None for s in CI_STATS}
     for s in CI_STATS:
         lo, hi = interval(point[s], boot[s], jack[s], alpha, method, g)
@@ -377,7 +388,7 @@ def pair_verdict_agreement(verdicts: pd.DataFrame, judges: list[str], *, n_boot:
         per_q = np.stack([np.bincount(index, weights=w, minlength=g) for w in
                           (same, np.ones(len(both)), same * decisive, decisive)], axis=1)   # (G, 4)
         row["n_questions"], row["n_without_ties"] = g, int(decisive.sum())
-        w = cluster_weights(g, n_boot, np.random.default_rng(seed)) if g >= 2 else None
+        w = seeded_cluster_weights(g, n_boot, seed) if g >= 2 else None
         for name, num, den in (("agreement", 0, 1), ("agreement_without_ties", 2, 3)):
             with np.errstate(invalid="ignore", divide="ignore"):
                 est = per_q[:, num].sum() / per_q[:, den].sum() if g else math.nan

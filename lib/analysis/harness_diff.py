@@ -565,7 +565,17 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
 def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
     """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link)."""
     ra, rb = resolve_pair(store, a, b)
-    reads = _Reads(store, ra, rb)  # each table read once, for both runs
+    return _table(_Reads(store, ra, rb), ra, rb)  # each table read once, for both runs
+
+
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]]) -> list[pd.DataFrame]:
+    """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
+    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times)."""
+    reads = _Reads(store, *(r for pair in pairs for r in pair))
+    return [_table(reads, ra, rb) for ra, rb in pairs]
+
+
+def _table(reads: _Reads, ra: Run, rb: Run) -> pd.DataFrame:
     ans = reads.answers
     rows = [_judge_model(reads, ra, rb), _judge_prompt(reads, ra, rb), _system_prompt(ans, ra, rb),
             _samples(reads, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),

@@ -52,6 +52,10 @@ def question(store: Store, bench: str, question_id: str) -> dict | None:
     with store.read() as cur:
         row = cur.execute("SELECT category, turns, file_turns, question_set FROM current_questions "
                           "WHERE bench = ? AND question_id = ?", [bench, question_id]).fetchone()
+    return _question(row)
+
+
+def _question(row) -> dict | None:
     if not row:
         return None
     turns, file_turns = list(row[1]), list(row[2])
@@ -80,6 +84,10 @@ def answer(store: Store, key: ItemKey) -> dict | None:
                                {model_key_sql("coalesce(file_model, '')")})
                 ORDER BY source_id DESC LIMIT 1""",
             [key.bench, key.question_id, key.turn, key.sample, key.model]).fetchone()
+    return _answer(row)
+
+
+def _answer(row) -> dict | None:
     if not row:
         return None
     text = row[0] or ""
@@ -89,6 +97,11 @@ def answer(store: Store, key: ItemKey) -> dict | None:
             "system_prompt": row[3], "temperature": row[4], "length": len(text)}
 
 
+VERDICT_COLUMNS = ("harness, judge, prompt_name, sample, raw_score, score, parse_status, rationale, judge_prompt, "
+                   "source_id, tstamp")
+VERDICT_ORDER = "harness, judge, source_id, tstamp NULLS LAST"
+
+
 def verdicts(store: Store, key: ItemKey) -> pd.DataFrame:
     """Every single judgment of this item (all judges, repeats and, for Swallow, the chosen sample).
 
@@ -96,13 +109,16 @@ def verdicts(store: Store, key: ItemKey) -> pd.DataFrame:
     """
     with store.read() as cur:
         df = cur.execute(
-            f"""SELECT harness, judge, prompt_name, sample, raw_score, score, parse_status, rationale, judge_prompt,
-                      source_id, tstamp
+            f"""SELECT {VERDICT_COLUMNS}
                FROM single_judgments
                WHERE bench = ? AND question_id = ? AND turn = ? AND model = ?
                  AND ({H.sql_is_not("harness", H.where(multi_sample=True))} OR sample = ?)
-               ORDER BY harness, judge, source_id, tstamp NULLS LAST""",
+               ORDER BY {VERDICT_ORDER}""",
             [key.bench, key.question_id, key.turn, key.model, key.sample]).df()
+    return _with_column_ids(df)
+
+
+def _with_column_ids(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         df["column_id"] = []
         return df
@@ -256,4 +272,53 @@ def items(store: Store, **filters) -> list[dict]:
         out.append({"bench": bench, "question_id": qid, "turn": turn, "model": model, "question": question,
                     "question_file_text": file_text if differs else None, "question_differs": differs,
                     "answer": answer, "judges": [dict(j) for j in judges]})
+    return out
+
+
+_KEYS_CTE = """WITH k AS (SELECT unnest($i) AS i, unnest($bench) AS bench, unnest($qid) AS question_id,
+                                   unnest($turn) AS turn, unnest($model) AS model, unnest($sample) AS sample)"""
+
+
+def _key_params(keys: list[ItemKey]) -> dict:
+    return {"i": list(range(len(keys))), "bench": [k.bench for k in keys], "qid": [k.question_id for k in keys],
+            "turn": [int(k.turn) for k in keys], "model": [k.model for k in keys],
+            "sample": [int(k.sample) for k in keys]}
+
+
+def items_of(store: Store, keys: list[ItemKey]) -> list[dict]:
+    """What ``question``, ``answer`` and ``verdicts`` return, for several items in three queries instead of three
+    per item (a report's largest disagreements: each lookup of one item scans the judgments): per key, in
+    order, ``{"question": ..., "answer": ..., "verdicts": ...}``."""
+    if not keys:
+        return []
+    params = _key_params(keys)
+    mk = model_key_sql("k.model")
+    with store.read() as cur:
+        found = cur.execute(
+            f"""{_KEYS_CTE}
+               SELECT k.i, j.harness, j.judge, j.prompt_name, j.sample, j.raw_score, j.score, j.parse_status,
+                      j.rationale, j.judge_prompt, j.source_id, j.tstamp
+               FROM single_judgments j JOIN k ON j.bench = k.bench AND j.question_id = k.question_id
+                    AND j.turn = k.turn AND j.model = k.model
+               WHERE {H.sql_is_not("j.harness", H.where(multi_sample=True))} OR j.sample = k.sample
+               ORDER BY k.i, j.harness, j.judge, j.source_id, j.tstamp NULLS LAST""", params).df()
+        answers = cur.execute(
+            f"""{_KEYS_CTE}
+               SELECT k.i, a.text, a.model, a.max_chars, a.system_prompt, a.temperature FROM answers a JOIN k
+                 ON a.bench = k.bench AND a.question_id = k.question_id AND a.turn = k.turn AND a.sample = k.sample
+                 AND {mk} IN ({model_key_sql('a.model')}, {model_key_sql("coalesce(a.model_id, '')")},
+                              {model_key_sql("coalesce(a.file_model, '')")})
+               QUALIFY row_number() OVER (PARTITION BY k.i ORDER BY a.source_id DESC) = 1""", params).fetchall()
+        pairs = sorted({(k.bench, k.question_id) for k in keys})
+        questions = {(r[0], r[1]): r[2:] for r in cur.execute(
+            """SELECT bench, question_id, category, turns, file_turns, question_set FROM current_questions
+               WHERE (bench, question_id) IN (SELECT (b, q) FROM (SELECT unnest($b) AS b, unnest($q) AS q))""",
+            {"b": [b for b, _ in pairs], "q": [q for _, q in pairs]}).fetchall()}
+    by_item = dict(iter(found.groupby("i", sort=False))) if len(found) else {}
+    answer_rows = {r[0]: r[1:] for r in answers}
+    out = []
+    for i, key in enumerate(keys):
+        part = by_item.get(i, found.iloc[0:0]).drop(columns="i").reset_index(drop=True)
+        out.append({"question": _question(questions.get((key.bench, key.question_id))),
+                    "answer": _answer(answer_rows.get(i)), "verdicts": _with_column_ids(part)})
     return out

@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lib.analysis.agreement_ci import cluster_weights
+from lib.analysis.agreement_ci import seeded_cluster_weights
 from lib.analysis.deltas import cluster_t
 from lib.store import Store
 
@@ -64,7 +64,7 @@ def board_ranks(totals: np.ndarray, counts: np.ndarray, *, n_boot: int = 2000, a
         mean = totals.sum(0) / counts.sum(0)
         rank = _ranks(mean)
         if g >= 2:
-            w = cluster_weights(g, n_boot, np.random.default_rng(seed))
+            w = seeded_cluster_weights(g, n_boot, seed)
             boot = _ranks((w @ totals) / (w @ counts))
             rank_low = np.quantile(boot, alpha / 2, axis=0, method="lower")
             rank_high = np.quantile(boot, 1 - alpha / 2, axis=0, method="higher")

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.agreement import check_judges, item_matrix
-from lib.analysis.agreement_ci import FEW_QUESTIONS, N_BOOT, cluster_weights, interval, question_key
+from lib.analysis.agreement_ci import FEW_QUESTIONS, N_BOOT, seeded_cluster_weights, interval, question_key
 from lib.store import Store
 
 METRICS = ("interval", "ordinal")
@@ -117,7 +117,7 @@ def alpha_with_interval(matrix: pd.DataFrame, raters: list[str], *, n_boot: int 
     per_q, _ = question_coincidences(counts[pairable], clusters[pairable])
     g = len(per_q)
     flat = per_q.reshape(g, -1)
-    weights = cluster_weights(g, n_boot, np.random.default_rng(seed)) if g >= 2 else None
+    weights = seeded_cluster_weights(g, n_boot, seed) if g >= 2 else None
     for m in METRICS:
         est = alpha_from_coincidences(per_q.sum(0), values, m)
         out[f"alpha_{m}"] = float(est)

@@ -21,17 +21,24 @@ IGNORED_AREAS = ("judge_model", "parse_failures", "questions")
 WARNING_COLUMNS = ["judge_a", "judge_b", "model", "areas", "line", "link"]
 
 
-def _shared_model(store: Store, bench: str, judge_a: str, judge_b: str, model: str | None) -> tuple | None:
-    """(harness_a, harness_b, model): a model both judges scored on the bench (``model`` if given)."""
-    where = "bench = $b AND score IS NOT NULL" + (" AND model = $m" if model else "")
-    params = {"b": bench, "ja": judge_a, "jb": judge_b} | ({"m": model} if model else {})
+def _shared_models(store: Store, bench: str, judges: list[str], model: str | None) -> dict[tuple, tuple]:
+    """Per pair of ``judges``: (harness_a, harness_b, model), the first model (by name) both scored on the bench
+    (``model`` if given), from one read of item_scores."""
+    where = "bench = $b AND score IS NOT NULL AND list_contains($judges, judge)" + (" AND model = $m" if model else "")
+    params = {"b": bench, "judges": list(judges)} | ({"m": model} if model else {})
     with store.read() as cur:
-        row = cur.execute(f"""
-            SELECT a.harness, b.harness, a.model FROM
-              (SELECT DISTINCT harness, model FROM item_scores WHERE {where} AND judge = $ja) a
-              JOIN (SELECT DISTINCT harness, model FROM item_scores WHERE {where} AND judge = $jb) b USING (model)
-            ORDER BY a.model LIMIT 1""", params).fetchone()
-    return row
+        rows = cur.execute(f"SELECT DISTINCT judge, model, harness FROM item_scores WHERE {where} ORDER BY ALL",
+                           params).fetchall()
+    scored: dict[str, dict[str, str]] = {}
+    for judge, m, harness in rows:
+        scored.setdefault(judge, {}).setdefault(m, harness)  # a model under two harnesses: the first by name
+    out = {}
+    for ja, jb in combinations(judges, 2):
+        a, b = scored.get(ja, {}), scored.get(jb, {})
+        both = sorted(set(a) & set(b))
+        if both:
+            out[(ja, jb)] = (a[both[0]], b[both[0]], both[0])
+    return out
 
 
 def compare_link(run_a: runs.Run, run_b: runs.Run, canonical: str) -> str:
@@ -44,15 +51,12 @@ def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | N
     "gpt-4o vs human:ana: set up differently (judge prompt, samples per item): see the setup table"."""
     rows = []
     canon = None
-    for ja, jb in combinations(judges, 2):
-        if ja.startswith("human:") or jb.startswith("human:"):
-            continue      # an analyst's verdicts have no harness setup to compare
-        shared = _shared_model(store, bench, ja, jb, model)
-        if shared is None:
-            continue
-        ha, hb, m = shared
-        ra, rb = runs.Run(ha, bench, ja, m), runs.Run(hb, bench, jb, m)
-        table = harness_diff.harness_diff(store, ra, rb)
+    llm = [j for j in judges if not j.startswith("human:")]  # an analyst's verdicts have no harness setup to compare
+    shared = _shared_models(store, bench, llm, model)
+    pairs = [(runs.Run(ha, bench, ja, m), runs.Run(hb, bench, jb, m))
+             for (ja, jb), (ha, hb, m) in shared.items()]
+    for (ra, rb), table in zip(pairs, harness_diff.harness_diffs(store, pairs) if pairs else []):
+        ja, jb, m = ra.judge, rb.judge, ra.model
         differ = table[(table["differs"] == True) & ~table["area"].isin(IGNORED_AREAS)]  # noqa: E712 (None = unknown)
         if differ.empty:
             continue

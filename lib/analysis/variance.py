@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from lib.analysis.agreement import check_judges, item_matrix
-from lib.analysis.agreement_ci import N_BOOT, cluster_weights, interval
+from lib.analysis.agreement_ci import N_BOOT, seeded_cluster_weights, interval
 from lib.store import Store
 
 COMPONENTS = ("model", "question", "answer", "judge", "judge_x_model", "judge_x_question", "residual", "sample")
@@ -115,7 +115,7 @@ def decompose(y: np.ndarray, clusters, *, sample_var: float = 0.0, samples_per_i
     point = components(y)
     boot = None
     if g >= 2:
-        weights = cluster_weights(g, n_boot, np.random.default_rng(seed)).astype(int)
+        weights = seeded_cluster_weights(g, n_boot, seed).astype(int)
         members = [np.flatnonzero(index == q) for q in range(g)]
         reps = []
         for w in weights:   # the drawn questions' prompts, each as often as drawn (a balanced array again)

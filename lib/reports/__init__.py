@@ -84,12 +84,12 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
     chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
 
     items = []
-    for r in worst.itertuples():
-        key = ItemKey(r.bench, r.question_id, int(r.turn), r.model)
-        verdicts = item_view.verdicts(store, key)
+    keys = [ItemKey(r.bench, r.question_id, int(r.turn), r.model) for r in worst.itertuples()]
+    for r, key, found in zip(worst.itertuples(), keys, item_view.items_of(store, keys)):  # three queries, not 3 per item
+        verdicts = found["verdicts"]
         verdicts = verdicts[verdicts["judge"].isin(judges)]
-        q = item_view.question(store, r.bench, r.question_id) or {"turns": [], "category": None}
-        ans = item_view.answer(store, key)
+        q = found["question"] or {"turns": [], "category": None}
+        ans = found["answer"]
         cols = "".join(
             f"<div><b>{_e(v.judge)}</b> · score {_e(v.raw_score if v.parse_status != 'ok' else f'{v.score:g}')}"
             f" ({_e(v.parse_status)})<pre>{_e(v.rationale)}</pre></div>" for v in verdicts.itertuples())

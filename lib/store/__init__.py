@@ -33,7 +33,8 @@ fork's string ids survive. Numbers are cast explicitly; nothing is auto-detected
 
 Concurrency (DuckDB file): DuckDB lets many processes hold a file read-only, or one process hold it read-write.
 So no process keeps the file: ``FileGate`` (``lib.store.files``; one per file and process) opens it read-only for reads, read-write
-only for a write (``Store.write()``: a lock plus one transaction), and closes it once idle (``IDLE_CLOSE_S``).
+only for a write (``Store.write()``: a lock plus one transaction), and closes it once idle (``IDLE_CLOSE_S``; an idle
+read-only connection stays open, with DuckDB's caches, until a writer in another process waits: ``writer_waiting``).
 The app and the CLI therefore share the default store: readers read side by side; a writer waits until the
 other processes' reads and writes are done (at most ``busy_wait()`` seconds, saying whom it waits for), and
 readers wait while another process writes. Inside one process readers join whatever connection is open

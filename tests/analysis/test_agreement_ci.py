@@ -175,3 +175,14 @@ def test_cli_pairwise_json_carries_the_judges_agreement(store, capsys):
     row = out["judge_agreement"][0]
     assert (row["judge_a"], row["judge_b"], row["n"]) == ("A", "B", 8) and row["agreement"] == 0.75
     assert row["agreement_ci_low"] < 0.75 < row["agreement_ci_high"]
+
+
+def test_seeded_weights_are_the_seeds_draws_drawn_once_and_read_only():
+    """Every judge pair (and alpha, ranks, variance) bootstraps with default_rng(seed)'s draws: drawn once per
+    process and shared, so they must be exactly the fresh generator's and nobody may change them."""
+    w = ci.seeded_cluster_weights(37, 500, 3)
+    np.testing.assert_array_equal(w, ci.cluster_weights(37, 500, np.random.default_rng(3)))
+    assert ci.seeded_cluster_weights(37, 500, 3) is w
+    assert not ci.seeded_cluster_weights(37, 500, 4).tolist() == w.tolist()
+    with pytest.raises(ValueError):
+        w[0, 0] = 99.0

@@ -39,3 +39,42 @@ def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_
         assert got == want and list(got) == list(want)
     assert any(len(iv.answers_of(sample_store, *item, asked)) > 1 for item in items)
     assert iv.answers_of(sample_store, *items[0], []) == {}
+
+
+def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_store):
+    """A report's largest disagreements: ``items_of`` gives each key's question, answer and verdicts as ``question``,
+    ``answer`` and ``verdicts`` do one by one (Swallow samples, repeats, a model named by its file, an item the
+    store does not hold), in three queries instead of three per item."""
+    with sample_store.read() as cur:
+        judged = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 12").fetchall()]
+        swallow = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "WHERE harness = 'swallow' AND sample > 0 ORDER BY ALL LIMIT 3").fetchall()]
+    assert swallow
+    keys = [*judged, *swallow, ItemKey(judged[0].bench, "no-such-question", 1, judged[0].model),
+            ItemKey(judged[0].bench, judged[0].question_id, judged[0].turn, "no-such-model"), judged[0]]
+    seen = []
+    make = sample_store.read
+
+    @contextmanager
+    def counted():
+        with make() as cur:
+            seen.append(cur)
+            yield cur
+
+    sample_store.read = counted
+    got = iv.items_of(sample_store, keys)
+    assert len(seen) == 1
+    sample_store.read = make
+    assert len(got) == len(keys)
+    for key, found in zip(keys, got):
+        assert found["question"] == iv.question(sample_store, key.bench, key.question_id)
+        assert found["answer"] == iv.answer(sample_store, key)
+        want = iv.verdicts(sample_store, key)
+        assert list(found["verdicts"].columns) == list(want.columns)
+        assert found["verdicts"].astype(str).to_dict("records") == want.astype(str).to_dict("records")
+    assert all(len(f["verdicts"]) and f["answer"] for f in got[:len(judged) + len(swallow)]) and got[-3]["question"] is None
+    assert got[-2]["verdicts"].empty and got[-2]["answer"] is None
+    assert iv.items_of(sample_store, []) == []

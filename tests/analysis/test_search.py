@@ -178,8 +178,12 @@ def test_search_page_finds_filters_pages_and_links(app_db):
     assert not at.exception
     at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
     assert not at.exception
-    total = S.count(_store(app_db), S.SearchQuery("rating"))
-    assert any(f"{total:,} matching" in h.value for h in at.subheader)
+    by_field = S.count_by_field(_store(app_db), S.SearchQuery("rating"))
+    total = sum(by_field.values())
+    assert total > 100
+    # More than a page: not counted unless asked (counting reads every text); the page says how many at least
+    assert [h.value for h in at.subheader if "matching" in h.value] == ["More than 50 matching records"]
+    assert at.number_input(key="sr_page").label == "Page (of 2+)"
     table = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     # 50 records a page; Swallow's identical samples fold into one row each (samples counts them)
     assert table["samples"].sum() == 50 and table["snippet"].str.contains("«rating»", case=False).all()
@@ -189,10 +193,52 @@ def test_search_page_finds_filters_pages_and_links(app_db):
     second = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     assert second["snippet"].tolist() != table["snippet"].tolist()
     assert at.query_params["page"] == "2"
+    at.toggle(key="sr_count").set_value(True).run()  # asked for: the exact total and the count of each field
+    assert any(h.value == f"{total:,} matching record(s)" for h in at.subheader)
+    assert any(c.value.startswith(" · ".join(f"{f}: {by_field.get(f, 0):,}" for f in S.FIELDS)) for c in at.caption)
+    assert at.number_input(key="sr_page").label == f"Page (of {-(-total // 50):,})"
+    assert at.number_input(key="sr_page").value == 2
     at.multiselect(key="sr_in").set_value(["rationale"]).run()
     at.number_input(key="sr_smax").set_value(3.0).run()
     filtered = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
     assert (filtered["field"] == "rationale").all() and (filtered["score"] <= 3).all()
+
+
+def test_search_page_counts_from_its_rows_or_when_asked(app_db, monkeypatch):
+    """Counting every match reads every text searched: the page counts only when asked, or from its own rows when
+    they all fit on the first page (the same numbers as count_by_field); a changed filter starts on page 1; a page
+    past the end (a link) is counted and shows the last page."""
+    counted = []
+    real = S.count_by_field
+    monkeypatch.setattr(S, "count_by_field", lambda store, q, **kw: counted.append(q) or real(store, q, **kw))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update({"q": "rating"})
+    at.switch_page("app_pages/search.py").run()
+    assert not at.exception and counted == []
+    at.number_input(key="sr_page").set_value(3).run()
+    assert at.query_params["page"] == "3" and counted == []
+    at.selectbox(key="sr_cat").set_value("math").run()  # another search: its first page
+    assert at.number_input(key="sr_page").value == 1 and "page" not in at.query_params
+    at.number_input(key="sr_smax").set_value(1.0).run()
+    q = S.SearchQuery("rating", category="math", score_max=1.0)
+    expected = real(_store(app_db), q)
+    assert 0 < sum(expected.values()) <= 50 and len(expected) > 1, expected  # all on page 1: counted from its rows
+    assert counted == []
+    assert any(h.value == f"{sum(expected.values()):,} matching record(s)" for h in at.subheader)
+    assert any(c.value.startswith(" · ".join(f"{f}: {expected.get(f, 0):,}" for f in S.FIELDS)) for c in at.caption)
+
+    past = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    past.run()
+    past.query_params.update({"q": "rating", "page": "999"})
+    past.switch_page("app_pages/search.py").run()
+    assert not past.exception
+    total = sum(real(_store(app_db), S.SearchQuery("rating")).values())
+    last = -(-total // 50)
+    assert past.number_input(key="sr_page").value == last and past.query_params["page"] == str(last)
+    assert any(h.value == f"{total:,} matching record(s)" for h in past.subheader)
+    shown = next(d.value for d in past.dataframe if "snippet" in d.value.columns)
+    assert shown["samples"].sum() == total - 50 * (last - 1)
 
 
 def test_search_page_opens_from_a_deep_link(app_db):

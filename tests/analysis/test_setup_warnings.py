@@ -73,3 +73,40 @@ def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path,
                for w in at.warning)
     at.selectbox(key="cmp_jb").set_value("gpt-4.1-2025-04-14").run()
     assert not any("set up differently" in w.value for w in at.warning)
+
+
+def test_the_setup_tables_of_many_pairs_read_each_table_once(sample_store):
+    """``harness_diffs`` (the agreement page's setup lines: one table per judge pair) gives what ``harness_diff``
+    gives pair by pair, across harnesses and benches too, with each table read once for every run: the number
+    of queries does not grow with the pairs."""
+    import pandas as pd
+
+    from contextlib import contextmanager
+
+    from lib.analysis import harness_diff, runs
+
+    table = runs.runs(sample_store)
+    every = [runs.Run(*r) for r in table[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    ja = [r for r in every if r.bench == "ja_mt_bench" and r.model == every[0].model][:3]
+    other = next(r for r in every if r.harness == "swallow")
+    pairs = [(ja[0], ja[1]), (ja[0], ja[2]), (ja[1], ja[2]), (ja[0], other)]
+    assert len(ja) == 3
+    seen = []
+    make = sample_store.read
+
+    @contextmanager
+    def counted():
+        with make() as cur:
+            seen.append(cur)
+            yield cur
+
+    sample_store.read = counted
+    together = harness_diff.harness_diffs(sample_store, pairs)
+    queries_all = len(seen)
+    del seen[:]
+    harness_diff.harness_diffs(sample_store, pairs[:1])
+    assert queries_all <= len(seen) + 2  # the other bench's links and questions: not one set per pair
+    sample_store.read = make
+    for (a, b), got in zip(pairs, together):
+        pd.testing.assert_frame_equal(got, harness_diff.harness_diff(sample_store, a, b))
+        assert got.attrs == harness_diff.harness_diff(sample_store, a, b).attrs

@@ -49,7 +49,8 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     wait_for_app(page)
     heading = page.get_by_role("heading", name=re.compile(r"[\d,]+ matching record"))
     heading.wait_for()
-    total = int(re.match(r"([\d,]+)", heading.inner_text()).group(1).replace(",", ""))
+    more, total = re.match(r"(More than )?([\d,]+) matching", heading.inner_text()).groups()  # > a page: uncounted
+    total = int(total.replace(",", ""))
     assert total > 0
     grid = page.locator('[data-testid="stDataFrame"]').filter(visible=True).first
     grid.wait_for()
@@ -57,7 +58,7 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     with page.expect_download() as info:                          # exactly what the table shows
         page.get_by_role("button", name="This page as CSV").click()
     shown = pd.read_csv(info.value.path())
-    assert shown["samples"].sum() == min(50, total)                # Swallow's identical samples: one row, counted
+    assert shown["samples"].sum() == (50 if more else min(50, total))                # Swallow's identical samples: one row, counted
     assert (shown["field"] == "rationale").all() and (shown["score"] <= 3).all()
     assert shown["snippet"].str.contains("«日本語»").all()
 

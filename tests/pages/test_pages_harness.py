@@ -40,6 +40,12 @@ def test_compare_one_model_under_two_harnesses(app):
     setup = next(d.value for d in app.dataframe if "area" in d.value.columns)
     assert setup["area"].tolist()[:3] == ["judge_model", "judge_prompt", "system_prompt"]
     assert setup.set_index("area").loc["system_prompt", "differs"] == "cannot tell"   # FastChat does not record it
+    # the judge prompt templates: rebuilt (every stored prompt of both runs read) only once their expander opens
+    assert not any("red struck through: only in A" in m.value for m in app.markdown)
+    app.session_state["hx_prompts_open"] = True
+    app.run()
+    assert any("red struck through: only in A" in m.value for m in app.markdown)
+    assert any(c.value == "Sentences only in B:" for c in app.caption)
     # sample 0 only: no sample noise left, so categories rule (a) never touches show a zero gap
     app.radio(key="hx_samples").set_value("first").run()
     gap = next(d.value for d in app.dataframe if "delta" in d.value.columns)
