@@ -20,7 +20,7 @@ LADDER_MS = 300_000  # the answers and verdicts of every step in both orders, on
 
 @pytest.fixture(scope="module")
 def judge_server():
-    from test_attribution_full import judge
+    from scripted_judges import planted_judge as judge
 
     with FakeOpenAI(latency=0.01) as srv:
         srv.responder = judge

@@ -100,6 +100,12 @@ def test_harness_names_are_compared_in_a_handful_of_places():
     assert len(found) <= HARNESS_NAME_BUDGET, "\n".join(found)
 
 
+def test_no_test_module_imports_another():
+    """What several test files share lives in conftest.py or a helper module beside it (fake_openai, scripted_judges,
+    ...), not in a test file another imports: moving or renaming one test file then breaks nothing else."""
+    assert test_module_imports(ROOT) == []
+
+
 def test_no_module_is_over_900_lines():
     """A module past ~900 lines holds several subjects: split it by subject (as lib/store was)."""
     assert long_modules(ROOT) == []
@@ -122,6 +128,7 @@ def test_the_static_checks_find_what_is_planted(tmp_path):
         "tests/test_x.py": "from .helpers import _private_test\n",
         "tests/test_y.py": ("import lib.a\nfrom lib import a as alias\nlib.a._hidden\nalias._hidden\n"
                             "monkeypatch.setattr(alias, '_hidden', 2)\nalias.public._fine\n"),
+        "tests/sub/test_z.py": "def f():\n    from test_y import helper   # a test file importing another\n",
         "lib/big.py": "x = 1\n" * 901,
         "lib/fits.py": "x = 1\n" * 900,
     }
@@ -136,6 +143,7 @@ def test_the_static_checks_find_what_is_planted(tmp_path):
     assert harness_name_comparisons(tmp_path, {"swallow", "human"}) == [
         "app_pages/p.py:1: run.harness == 'swallow'", "app_pages/p.py:3: harness <> 'human'"]
     assert long_modules(tmp_path) == ["lib/big.py: 901 lines"]
+    assert test_module_imports(tmp_path) == ["tests/sub/test_z.py:2: test_y"]
 
 
 def test_every_import_contract_says_why():
@@ -296,6 +304,18 @@ def harness_name_comparisons(root: Path, names: set[str]) -> list[str]:
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (m := sql.search(node.value)):
                 found.append(f"{rel}:{node.lineno}: {m.group(0)}")
     return sorted(found)
+
+
+def test_module_imports(root: Path) -> list[str]:
+    """Imports of a ``test_*`` module (by its plain name or as ``tests.…test_x``) anywhere under tests/."""
+    offenders = []
+    for path in python_files(root, ("tests",)):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(root).as_posix()}:{node.lineno}: {n}" for n in names
+                          if n.split(".")[-1].startswith("test_")]
+    return sorted(offenders)
 
 
 def long_modules(root: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
