@@ -11,7 +11,7 @@ from conftest import JA, SAMPLE
 from lib.analysis import item_view as iv
 from lib.ingest.importer import ingest
 from lib.keys import ItemKey
-from lib.store import Store
+from lib.store import Store, migrate
 from lib.store.lake import LAKE_LAYOUT, LAKE_ROW_GROUP, LAKE_SORTED
 
 
@@ -97,9 +97,12 @@ def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_st
     assert iv.item_question(iv.bench_items(lake_store, key.bench), "1") is None
 
 
-def test_judgments_and_answers_are_written_sorted_by_item_in_small_row_groups(lake_store):
-    ingest(lake_store, [SAMPLE])
-    meta = f"__ducklake_metadata_{'lake'}"
+def test_a_migrated_lake_holds_judgments_and_answers_sorted_by_item(lake_store, sample_store):
+    """``store migrate`` writes each big table in one insert, which DuckLake sorts (LAKE_SORTED) into row groups
+    of LAKE_ROW_GROUP rows. (An import writes in batches: each batch sorted, a file not necessarily.)"""
+    sample_store.close()  # migrate opens the file itself
+    migrate(sample_store.path, lake_store)
+    meta = "__ducklake_metadata_lake"
     with lake_store.read() as cur:
         assert cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone() == (LAKE_LAYOUT,)
         sorted_by = cur.execute(
@@ -111,7 +114,8 @@ def test_judgments_and_answers_are_written_sorted_by_item_in_small_row_groups(la
         assert ("parquet_row_group_size", str(LAKE_ROW_GROUP)) in cur.execute(
             "SELECT option_name, value FROM lake.options()").fetchall()
         for table, keys in LAKE_SORTED.items():
-            files = [r[0] for r in cur.execute(f"SELECT data_file FROM ducklake_list_files('lake', '{table}')")]
+            files = [r[0] for r in cur.execute(
+                f"SELECT data_file FROM ducklake_list_files('lake', '{table}')").fetchall()]
             assert files
             for file in files:  # each file in item order, as DuckLake wrote it
                 rows = cur.execute(f"SELECT {keys} FROM read_parquet(?)", [file]).fetchall()
