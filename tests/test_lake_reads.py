@@ -137,3 +137,33 @@ def test_a_lake_made_before_the_layout_gets_it_when_opened(lake_store):
                                "WHERE end_snapshot IS NULL").fetchone() == (len(LAKE_SORTED),)
     finally:
         again.close()
+
+
+def test_the_item_view_on_a_lake_steps_through_a_models_items(lake_store, monkeypatch):
+    """On a lake the Item view reads a model's items once (``model_items``): Next shows the next item's own
+    verdicts and question, the same as the per-item queries give."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    ingest(lake_store, [JA / "ja_mt_bench" / "question.jsonl", JA / "ja_mt_bench" / "model_answer",
+                        JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"])
+    monkeypatch.setenv("JUDGELENS_STORE", str(lake_store.path))
+    monkeypatch.setenv("JUDGELENS_DATA_PATH", str(lake_store.data_path))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.run()
+    at.switch_page("app_pages/item_view.py").run()
+    assert not at.exception
+    seen = []
+    for _ in range(2):
+        key = ItemKey(at.session_state["iv_bench"], at.session_state["iv_q"], int(at.session_state["iv_turn"]),
+                      at.session_state["iv_model"])
+        expected = iv.verdicts(lake_store, key)
+        assert [m.value for m in at.metric] == [f"{s:g}" if ok == "ok" else "none"
+                                               for s, ok in zip(expected["score"], expected["parse_status"])]
+        assert [t.value for t in at.text][:1] == [iv.question(lake_store, key.bench, key.question_id)["turns"][0]]
+        seen.append(key)
+        [nxt] = [b for b in at.button if b.label == "Next"]
+        nxt.click().run()
+        assert not at.exception
+    assert seen[0] != seen[1]
