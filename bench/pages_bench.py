@@ -3,15 +3,16 @@
 Not a test. Builds a synthetic store with SQL (FastChat-shaped rows: judges x models x 80 questions x
 2 turns, rationale and judge prompt text of realistic length, answers for every model), then times
 the data function behind each page's main interaction next to a plain ``SELECT count(*)`` and a full
-scan of the same table, in the same run. Goal from the issue: every interaction under 0.5 s at 1M rows.
-The same data is then copied (``store migrate``) into a DuckLake team store (SQLite catalog, Parquet
-folder; or --lake STORE) and every interaction is timed there too: a second column of the same run.
+scan of the same table, in the same run. Goal from the issue: every interaction under 0.5 s at 1M rows; on a DuckLake store no more than
+1.3x the file's (issue 26). The store is a dimension: the same synthetic store (bench/stores.py, shared with
+bench/browser_bench.py: built once, reused from ``--out``) as the DuckDB file, copied into a DuckLake store with
+a SQLite catalog and into one with a PostgreSQL catalog (a server the benchmark starts and stops), every
+interaction timed on each in turn in the same run, with the ratio lake / file per row. Nothing is written.
 
-    .venv/bin/python bench/pages_bench.py                 # 1M rows (5 judges x 1,250 models)
+    .venv/bin/python bench/pages_bench.py --out /work/benchstores   # 1M rows (5 judges x 1,250 models), pooled
     .venv/bin/python bench/pages_bench.py --rows 100000   # smaller
     .venv/bin/python bench/pages_bench.py --repeat 7 --json bench/out/pages.json
-    .venv/bin/python bench/pages_bench.py --rows 100000 --lake "ducklake:postgres:dbname=jl_bench"  # PostgreSQL
-    .venv/bin/python bench/pages_bench.py --no-lake                             # the file only
+    .venv/bin/python bench/pages_bench.py --rows 100000 --stores file,lake-pg --only "item view"
 
 Times are medians of --repeat runs after one warm-up run (DuckDB's buffer cache warm, as in the app).
 """
@@ -21,15 +22,15 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lib.analysis import agreement, deltas, distributions, harness_diff, item_view, linking, queries, runs  # noqa: E402
 from lib.keys import ItemKey  # noqa: E402
-from lib.store import Store, migrate, refresh_item_scores  # noqa: E402
+from lib.store import Store, refresh_item_scores  # noqa: E402
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
 
@@ -148,52 +149,62 @@ def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
     }
 
 
+LAKE_RATIO = 1.3  # issue 26: a lake no more than 1.3x the file store
+
+
+def ratio_cell(lake: float, file: float) -> str:
+    if not file:
+        return "—"
+    ratio = lake / file
+    return f"{ratio:.2f}×" if ratio <= LAKE_RATIO else f"**{ratio:.2f}×**"
+
+
 def main() -> None:
+    from stores import OUT, STORES, parse_stores, stores_for
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--judges", type=int, default=5)
+    parser.add_argument("--stores", type=parse_stores, default=list(STORES),
+                        help="which stores, comma-separated (default file,lake-sqlite,lake-pg)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", help="time only the interactions whose name contains this text")
+    parser.add_argument("--out", type=Path, default=OUT, help="folder of the stores (bench/stores.py; default bench/out)")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--lake", help="DuckLake store for the second column (default: a new SQLite-catalog "
-                                       "store in a temporary folder); it must be empty")
-    parser.add_argument("--lake-data", help="its Parquet folder (default: in the temporary folder)")
-    parser.add_argument("--no-lake", action="store_true", help="time the DuckDB file only")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "pages_bench.duckdb"
-        info = build(path, args.rows, args.judges)
-        print(f"built {info['rows']:,} judgment rows ({info['judges']} judges x {info['models']:,} models x 80 x 2) "
-              f"in {info['build_s']:.1f} s (item_scores refresh {info['refresh_s']:.2f} s, relink {info['relink_s']:.2f} s); "
-              f"file {path.stat().st_size / 1e6:.0f} MB")
-        stores = {"file": Store(path)}
-        if not args.no_lake:
-            stores["file"].close()
-            lake = Store(args.lake or f"ducklake:sqlite:{Path(tmp) / 'lake.sqlite'}",
-                         data_path=args.lake_data or Path(tmp) / "lake-data")
-            t0 = time.perf_counter()
-            migrate(path, lake)
-            described = lake.describe()
-            info["lake"] = {"store": str(lake.path), "migrate_s": time.perf_counter() - t0,
-                            "data_mb": described["bytes"] / 1e6, "data_files": described["data_files"]}
-            print(f"copied into {lake.path} in {info['lake']['migrate_s']:.1f} s: "
-                  f"{described['data_files']} Parquet file(s), {described['bytes'] / 1e6:.0f} MB")
-            stores = {"file": Store(path), "ducklake": lake}
-        judges = [f"judge-{j}" for j in range(args.judges)]
+    with stores_for("wide", args.rows, args.stores, args.out.resolve()) as (refs, info):
+        print(f"{info['rows']:,} judgment rows ({info['judges']} judges x {info['models']:,} models x 80 x 2), "
+              f"file {info.get('file_mb')} MB; " + "; ".join(
+                  f"{k}: {r.info.get('data_files')} Parquet file(s), {r.info.get('data_mb')} MB" for k, r in refs.items()
+                  if k != "file"), flush=True)
+        stores = {kind: ref.open(read_only=True) for kind, ref in refs.items()}
+        judges = [f"judge-{j}" for j in range(info["judges"])]
         results: dict[str, dict[str, float]] = {kind: {} for kind in stores}
-        head = " | ".join(f"{kind} median s (n={args.repeat})" for kind in stores)
-        print(f"\n| interaction | {head} | goal < 0.5 s |\n|---|{'---|' * len(stores)}---|")
+        lakes = [k for k in stores if k != "file"]
+        head = " | ".join(f"{kind} median s" for kind in stores)
+        ratios = "".join(f" {k} / file |" for k in lakes) if "file" in stores else ""
+        print(f"\n| interaction (n={args.repeat}) | {head} |{ratios} goal < 0.5 s (lake: ≤ {LAKE_RATIO}× file) |")
+        print(f"|---|{'---|' * len(stores)}{'---|' * len(lakes) if ratios else ''}---|")
         calls = {kind: interactions(store, judges) for kind, store in stores.items()}
-        for name in calls["file"]:
-            for kind in stores:  # alternating, so both see the same machine load
+        for name in next(iter(calls.values())):
+            if args.only and args.only not in name:
+                continue
+            for kind in stores:  # one after the other, so every store sees the same machine load
                 results[kind][name] = timed(calls[kind][name], args.repeat)
             worst = max(results[kind][name] for kind in stores)
             ok = "" if name.startswith("baseline") else ("yes" if worst < 0.5 else "**no**")
-            print(f"| {name} | " + " | ".join(f"{results[kind][name]:.3f}" for kind in stores) + f" | {ok} |")
+            cells = " | ".join(f"{results[kind][name]:.3f}" for kind in stores)
+            if ratios:
+                cells += " | " + " | ".join(
+                    ratio_cell(results[k][name], results["file"][name]) for k in lakes)
+            print(f"| {name} | {cells} | {ok} |", flush=True)
         for store in stores.values():
             store.close()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"info": info, "median_s": results}, indent=1))
+        ratio = {k: {n: v / results["file"][n] for n, v in results[k].items() if results["file"].get(n)}
+                 for k in results if k != "file" and "file" in results}
+        args.json.write_text(json.dumps({"info": info, "stores": {k: r.info for k, r in refs.items()},
+                                         "median_s": results, "ratio_to_file": ratio}, indent=1))
 
 
 if __name__ == "__main__":
