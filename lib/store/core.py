@@ -24,9 +24,11 @@ from lib.store.scores import refresh_item_scores
 
 T = TypeVar("T")
 
-# What ``Store.data_version`` counts: sources (how many, the newest id) and analysts' verdicts.
-VERSION_SQL = ("SELECT count(*), coalesce(max(source_id), 0), (SELECT count(*) FROM human_verdicts){clock} "
-               "FROM sources")
+# What ``Store.data_version`` counts: sources (how many, the newest id), analysts' verdicts, judge templates and
+# probe runs (how many, the newest id: ids are never reused), so pages may cache template lists and probe runs too.
+VERSION_SQL = ("SELECT count(*), coalesce(max(source_id), 0), (SELECT count(*) FROM human_verdicts), "
+               "(SELECT count(*) || ':' || coalesce(max(template_id), 0) FROM templates), "
+               "(SELECT count(*) || ':' || coalesce(max(run_id), 0) FROM probe_runs){clock} FROM sources")
 
 
 class Store:
@@ -222,7 +224,8 @@ class Store:
         return new
 
     def data_version(self) -> tuple:
-        """Changes whenever a source is added or removed or an analyst records a verdict: the cache key for query
+        """Changes whenever a source is added or removed, an analyst records a verdict, a template is saved or a probe
+        suite runs: the cache key for query
         results (the app's ``cached_query``). On a DuckLake store also whenever any process commits a write (its
         write clock), so every reader sees the others' imports, re-judges, probe runs and verdicts.
 
@@ -245,7 +248,7 @@ class Store:
                     clock=", (SELECT value FROM meta WHERE key = 'write_clock')")).fetchone()
             finally:
                 cur.execute("ROLLBACK")
-        version = (*row[:3], int(row[3]) if row[3] is not None else 0)
+        version = (*row[:5], int(row[5]) if row[5] is not None else 0)
         known = self._version
         if known is None or known[0] <= snapshot:  # a slower thread that read an older snapshot keeps the newer
             self._version = (snapshot, version)
