@@ -61,8 +61,9 @@ keep_valid("iv_turn", [1, 2], 1)
 
 # --- navigation callbacks (run before widgets are drawn) ------------------------------------------
 def go(delta: int) -> None:
-    order = cached_query(iv.item_order, data_version(store), bench=st.session_state["iv_bench"],
-                         model=st.session_state["iv_model"])
+    where = {"bench": st.session_state["iv_bench"], "model": st.session_state["iv_model"]}
+    order = (iv.item_order_of(cached_item_query(iv.model_items, data_version(store), **where)) if store.lake
+             else cached_query(iv.item_order, data_version(store), **where))
     st.session_state["iv_q"], st.session_state["iv_turn"] = iv.step(
         order, (st.session_state["iv_q"], st.session_state["iv_turn"]), delta)
 

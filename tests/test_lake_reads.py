@@ -86,6 +86,7 @@ def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_st
         assert any(sample > 0 for *_, sample in items)  # Swallow's samples are in the sample
         for bench, model in picks:
             by_model, by_bench = iv.model_items(store, bench, model), iv.bench_items(store, bench)
+            assert iv.item_order_of(by_model) == iv.item_order(store, bench, model)
             for b, m, qid, turn, sample in items:
                 if (b, m) != (bench, model):
                     continue

@@ -162,7 +162,7 @@ def model_items(store: Store, bench: str, model: str) -> dict:
             f"""SELECT question_id, turn, {VERDICT_COLUMNS},
                        {H.sql_is_not("harness", H.where(multi_sample=True))} AS any_sample
                FROM single_judgments WHERE bench = ? AND model = ?
-               ORDER BY question_id, turn, {VERDICT_ORDER}""", [bench, model]).df()
+               ORDER BY {QID_ORDER}, turn, {VERDICT_ORDER}""", [bench, model]).df()
         answers = cur.execute(
             f"""SELECT question_id, turn, sample, text, model, max_chars, system_prompt, temperature FROM answers
                 WHERE bench = ? AND {mk} IN ({model_key_sql('model')}, {model_key_sql("coalesce(model_id, '')")},
@@ -177,6 +177,12 @@ def model_items(store: Store, bench: str, model: str) -> dict:
 def _judged_rows(items: dict, key: ItemKey) -> pd.DataFrame:
     df = items["verdicts"]
     return df[(df["question_id"] == key.question_id) & (df["turn"] == key.turn)]
+
+
+def item_order_of(items: dict) -> list[tuple[str, int]]:
+    """``item_order(store, bench, model)`` read from ``model_items``."""
+    df = items["verdicts"]
+    return list(dict.fromkeys(zip(df["question_id"], (int(t) for t in df["turn"]))))
 
 
 def item_samples(items: dict, key: ItemKey) -> list[int]:
