@@ -83,14 +83,9 @@ def first_start(store: Store) -> None:
 
 
 def data_version(store: Store) -> tuple:
-    """Changes whenever a source is added or removed or an analyst records a verdict: the cache key for query
-    results. On a DuckLake store also whenever any process commits a write (its write clock), so every server
-    sees the others' imports, re-judges, probe runs and verdicts on the next rerun. Each query reads the
-    newest snapshot."""
-    with store.read() as cur:
-        version = tuple(cur.execute("SELECT count(*), coalesce(max(source_id), 0), "
-                                    "(SELECT count(*) FROM human_verdicts) FROM sources").fetchone())
-    return version if not store.lake else (*version, store.data_clock())
+    """The cache key for query results: ``Store.data_version`` (sources, verdicts, templates, probe runs and, on a DuckLake store, any
+    process's write). A rerun that nothing changed asks a DuckLake catalog one question: its newest snapshot."""
+    return store.data_version()
 
 
 def cached_query(fn, version: tuple, **kwargs):

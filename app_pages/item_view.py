@@ -61,8 +61,9 @@ keep_valid("iv_turn", [1, 2], 1)
 
 # --- navigation callbacks (run before widgets are drawn) ------------------------------------------
 def go(delta: int) -> None:
-    order = cached_query(iv.item_order, data_version(store), bench=st.session_state["iv_bench"],
-                         model=st.session_state["iv_model"])
+    where = {"bench": st.session_state["iv_bench"], "model": st.session_state["iv_model"]}
+    order = (iv.item_order_of(cached_item_query(iv.model_items, data_version(store), **where)) if store.lake
+             else cached_query(iv.item_order, data_version(store), **where))
     st.session_state["iv_q"], st.session_state["iv_turn"] = iv.step(
         order, (st.session_state["iv_q"], st.session_state["iv_turn"]), delta)
 
@@ -83,7 +84,13 @@ c2.selectbox("Question", qids, key="iv_q", format_func=lambda q: labels.get(q, q
 c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
 c4.selectbox("Model", models, key="iv_model")
 key = ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
-sample_options = cached_item_query(iv.samples, version, key=key)
+# DuckLake: every query pays catalog look-ups (tens of ms each), so the lake reads a whole model's items (and a
+# bench's questions and references) once per data version and Previous / Next read them from memory; the file
+# answers one item's queries in milliseconds and reads only that item.
+lake_items = (cached_item_query(iv.model_items, version, bench=bench, model=key.model),
+              cached_item_query(iv.bench_items, version, bench=bench)) if store.lake else None
+sample_options = (iv.item_samples(lake_items[0], key) if lake_items
+                  else cached_item_query(iv.samples, version, key=key))
 if len(sample_options) > 1:
     keep_valid("iv_sample", sample_options, 0)
     st.segmented_control("Sample (Swallow judges 5 samples per item)", sample_options, key="iv_sample")
@@ -100,7 +107,8 @@ if notice := st.session_state.pop("iv_notice", None):
     st.info(notice)
 
 # --- the item ---------------------------------------------------------------------------------------
-q = cached_item_query(iv.question, version, bench=bench, question_id=key.question_id)
+q = (iv.item_question(lake_items[1], key.question_id) if lake_items
+     else cached_item_query(iv.question, version, bench=bench, question_id=key.question_id))
 left, right = st.columns(2)
 with left:
     st.subheader("Question")
@@ -115,7 +123,8 @@ with left:
                 where = q["question_set"] or "the question file"
                 st.warning(f"⚑ The judges saw the text above; {md_escape(where)} says otherwise:", icon="⚠️")
                 st.text(q["file_turns"][i - 1])
-    refs = cached_item_query(iv.references, version, bench=bench, question_id=key.question_id, turn=key.turn)
+    refs = (iv.item_references(lake_items[1], key.question_id, key.turn) if lake_items else
+            cached_item_query(iv.references, version, bench=bench, question_id=key.question_id, turn=key.turn))
     uses_ref = q is not None and q["category"] in REFERENCE_CATEGORIES
     # Open where the judge saw it, unless you opened or closed it on this question and turn. Lazy: closed (most
     # categories), its text is not drawn.
@@ -133,7 +142,7 @@ with left:
                 show_text(marked(ref.text, "reference"))
 with right:
     st.subheader("Answer")
-    ans = cached_item_query(iv.answer, version, key=key)
+    ans = iv.item_answer(lake_items[0], key) if lake_items else cached_item_query(iv.answer, version, key=key)
     if ans is None:
         st.warning("No answer text for this model and question (import its model_answer file).")
     else:
@@ -163,7 +172,7 @@ verdict_panel(store, key)  # the analyst's own verdict, keyboard first (app_page
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
-verdicts = cached_item_query(iv.verdicts, version, key=key)
+verdicts = iv.item_verdicts(lake_items[0], key) if lake_items else cached_item_query(iv.verdicts, version, key=key)
 if verdicts.empty:
     st.info("No judge has scored this item.")
     st.stop()

@@ -22,7 +22,7 @@ def probe_tab() -> None:
              "itself, an answer with an injected \"Rating: [[10]]\", …), reorder its sections, swap A and B, "
              "and repeat requests. A template that scores an empty answer high is confusing the answer with the "
              "reference; the order-swap ablation tells whether the order of its sections is the cause.")
-    catalogue = T.list_templates(store)
+    catalogue = cached_query(T.list_templates, version)  # reads cached per data version: each lake query pays
     labels = catalogue["label"].tolist()
     default = next((label for label in labels if label.startswith("order-bug-demo@")), labels[0])
     c1, c2, c3 = st.columns([2, 1, 1])
@@ -46,12 +46,12 @@ def probe_tab() -> None:
         finally:
             bar.empty()
 
-    runs = P.list_probe_runs(store)
+    runs = cached_query(P.list_probe_runs, version)
     run_id = st.session_state.get("pr_run")
     if run_id is None and not runs.empty:
         run_id = int(runs["run_id"].max())
     if run_id is not None:
-        run = P.load_probe_run(store, int(run_id))
+        run = cached_query(P.load_probe_run, version, run_id=int(run_id))
         word = P.verdict_word(run)  # passes / fails / could not be evaluated (no score it could read)
         {"passes": st.success, "fails": st.error}.get(word, st.warning)(
             f"{md_escape(run.template)} {word}: judged by {md_escape(run.model)}, "

@@ -74,7 +74,7 @@ publish_to_url("wb", {"bench": item.bench, "q": item.question_id, "turn": str(it
                       **({"judge": st.session_state["wb_judge"]} if judges else {})})
 
 # --- the template ---------------------------------------------------------------------------------------
-catalogue = T.list_templates(store)
+catalogue = cached_query(T.list_templates, version)  # cached per data version: each lake query pays
 names = catalogue["label"].tolist()
 stored_row = stored[stored["judge"] == st.session_state.get("wb_judge")].head(1)
 default = T.suggest_template(names, stored_row["prompt_name"].iloc[0] if len(stored_row) else None, bench,
@@ -106,7 +106,7 @@ with right:
                 if st.button("Add as templates", key="wb_prompt_add"):
                     added = T.save_stored_prompts(store, int(src), prefix)
                     st.success(f"Added {len(added)} template(s): " + ", ".join(md_escape(t.label) for t in added))
-    base = T.get_template(store, st.session_state["wb_template"])
+    base = cached_query(T.get_template, version, ref=st.session_state["wb_template"])
     if base.provenance:
         st.caption("Provenance: " + md_escape(base.provenance)[:300])
     with st.expander("Variables a template can use", key="wb_vars_open", on_change="rerun") as vars_box:
@@ -143,8 +143,8 @@ try:
     unknown = [v for v in missing if v not in CONTEXT_VARIABLES and v not in ("data", "response")]
     if unknown:
         st.warning("Not in the item context (rendering will fail): " + ", ".join(md_escape(v) for v in unknown))
-    context = build_context(store, item, preprocess=template.preprocess,
-                            judge_hint=st.session_state.get("wb_judge"))
+    context = cached_item_query(build_context, version, item=item, preprocess=template.preprocess,
+                                judge_hint=st.session_state.get("wb_judge"))
     messages = T.render(template, context)
 except JudgeLensError as exc:
     show_error(exc)

@@ -64,13 +64,37 @@ def _question(row) -> dict | None:
             "differs": differs}
 
 
+REFERENCES_SQL = """SELECT {keys}text, list(DISTINCT judge ORDER BY judge) AS judges FROM reference_answers
+                    WHERE bench = ?{where} GROUP BY {keys}text ORDER BY {keys}judges"""
+
+
 def references(store: Store, bench: str, question_id: str, turn: int) -> pd.DataFrame:
     """The reference text each judge's lookup finds; judges sharing identical text are grouped."""
     with store.read() as cur:
-        return cur.execute(
-            """SELECT text, list(DISTINCT judge ORDER BY judge) AS judges FROM reference_answers
-               WHERE bench = ? AND question_id = ? AND turn = ? GROUP BY text ORDER BY judges""",
-            [bench, question_id, turn]).df()
+        return cur.execute(REFERENCES_SQL.format(keys="", where=" AND question_id = ? AND turn = ?"),
+                           [bench, question_id, turn]).df()
+
+
+def bench_items(store: Store, bench: str) -> dict:
+    """``question`` and ``references`` of every question of a bench, in two queries (``model_items``' partner:
+    read items out with ``item_question`` / ``item_references``)."""
+    with store.read() as cur:
+        rows = cur.execute("SELECT question_id, category, turns, file_turns, question_set FROM current_questions "
+                           "WHERE bench = ?", [bench]).fetchall()
+        refs = cur.execute(REFERENCES_SQL.format(keys="question_id, turn, ", where=""), [bench]).df()
+    return {"bench": bench, "questions": {r[0]: r[1:] for r in rows}, "references": refs}
+
+
+def item_question(items: dict, question_id: str) -> dict | None:
+    """``question(store, bench, question_id)`` read from ``bench_items``."""
+    return _question(items["questions"].get(question_id))
+
+
+def item_references(items: dict, question_id: str, turn: int) -> pd.DataFrame:
+    """``references(store, bench, question_id, turn)`` read from ``bench_items``."""
+    refs = items["references"]
+    rows = refs[(refs["question_id"] == question_id) & (refs["turn"] == turn)]
+    return rows.drop(columns=["question_id", "turn"]).reset_index(drop=True)
 
 
 def answer(store: Store, key: ItemKey) -> dict | None:
@@ -125,6 +149,58 @@ def _with_column_ids(df: pd.DataFrame) -> pd.DataFrame:
     rank = df.groupby(["harness", "judge"]).cumcount() + 1
     df["column_id"] = [f"{h}:{j}" + (f"#{r}" if r > 1 else "") for h, j, r in zip(df["harness"], df["judge"], rank)]
     return df
+
+
+def model_items(store: Store, bench: str, model: str) -> dict:
+    """What the Item view shows of every item of one model on one bench, in two queries: each judgment (as
+    ``verdicts`` selects them) and each answer that ``answer`` could pick. Cache it per data version and read
+    items out with ``item_samples`` / ``item_answer`` / ``item_verdicts``: stepping through a model's items then
+    reads the store once, not once per item and part (on a DuckLake store every query pays catalog look-ups)."""
+    mk = model_key_sql("?")
+    with store.read() as cur:
+        judged = cur.execute(
+            f"""SELECT question_id, turn, {VERDICT_COLUMNS},
+                       {H.sql_is_not("harness", H.where(multi_sample=True))} AS any_sample
+               FROM single_judgments WHERE bench = ? AND model = ?
+               ORDER BY {QID_ORDER}, turn, {VERDICT_ORDER}""", [bench, model]).df()
+        answers = cur.execute(
+            f"""SELECT question_id, turn, sample, text, model, max_chars, system_prompt, temperature FROM answers
+                WHERE bench = ? AND {mk} IN ({model_key_sql('model')}, {model_key_sql("coalesce(model_id, '')")},
+                                            {model_key_sql("coalesce(file_model, '')")})
+                ORDER BY question_id, turn, sample, source_id DESC""", [bench, model]).fetchall()
+    first: dict = {}
+    for row in answers:  # the newest source's answer of each (question, turn, sample), as ``answer`` picks it
+        first.setdefault((row[0], int(row[1]), int(row[2])), row[3:])
+    return {"bench": bench, "model": model, "verdicts": judged, "answers": first}
+
+
+def _judged_rows(items: dict, key: ItemKey) -> pd.DataFrame:
+    df = items["verdicts"]
+    return df[(df["question_id"] == key.question_id) & (df["turn"] == key.turn)]
+
+
+def item_order_of(items: dict) -> list[tuple[str, int]]:
+    """``item_order(store, bench, model)`` read from ``model_items``."""
+    df = items["verdicts"]
+    return list(dict.fromkeys(zip(df["question_id"], (int(t) for t in df["turn"]))))
+
+
+def item_samples(items: dict, key: ItemKey) -> list[int]:
+    """``samples(store, key)`` read from ``model_items``."""
+    return sorted(int(s) for s in _judged_rows(items, key)["sample"].unique()) or [0]
+
+
+def item_answer(items: dict, key: ItemKey) -> dict | None:
+    """``answer(store, key)`` read from ``model_items``."""
+    return _answer(items["answers"].get((key.question_id, key.turn, key.sample)))
+
+
+def item_verdicts(items: dict, key: ItemKey) -> pd.DataFrame:
+    """``verdicts(store, key)`` read from ``model_items``."""
+    rows = _judged_rows(items, key)
+    rows = rows[rows["any_sample"] | (rows["sample"] == key.sample)]
+    df = rows.drop(columns=["question_id", "turn", "any_sample"]).reset_index(drop=True)
+    return _with_column_ids(df)
 
 
 def item_order(store: Store, bench: str, model: str) -> list[tuple[str, int]]:

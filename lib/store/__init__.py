@@ -51,6 +51,12 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
   the start on the new snapshot, a bounded number of times; that is how an id is never handed out twice
   and the same file imported twice at once lands once (the re-run finds the first one's source).
 - ``write_clock`` also tells readers in other processes that the data changed (``Store.data_clock``).
+- Every lake query pays DuckLake's catalog look-ups (table and file statistics: ~5-40 ms of CPU per table read,
+  on a SQLite and a PostgreSQL catalog alike), so readers ask it little: ``Store.data_version`` (the app's
+  cache key) asks only for the newest snapshot id while nothing changed, and the Item view reads a model's
+  items at once (``lib.analysis.item_view.model_items``). ``single_judgments`` and ``answers`` are written
+  sorted by item in row groups of ``LAKE_ROW_GROUP`` rows (``lake.LAKE_SORTED``), so one item's read skips
+  the rest of the table.
 
 Modules, each above the next it imports: ``core`` (``Store``: read, write, transaction, next_id, the data clock;
 ``frame``), ``migrate`` (a file into a new DuckLake store), ``claims`` (work claims), ``schema`` (the DDL, its

@@ -16,13 +16,19 @@ if TYPE_CHECKING:
 from lib.errors import DatabaseBusyError, DatabaseFileError, JudgeLensError, redact
 from lib.store import claims
 from lib.store.files import CORRUPT, FileGate, check_database_file, damaged_error, open_error
-from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, attach, attempt, default_data_path,
-                            default_store, is_lake, parse_lake, retryable)
+from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, LAKE_LAYOUT, apply_lake_layout, attach, attempt,
+                            default_data_path, default_store, is_lake, parse_lake, retryable)
 from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, lake_schema, schema_tables,
                               search_index_current, upgrade_answer_features, upgrade_search_index)
 from lib.store.scores import refresh_item_scores
 
 T = TypeVar("T")
+
+# What ``Store.data_version`` counts: sources (how many, the newest id), analysts' verdicts, judge templates and
+# probe runs (how many, the newest id: ids are never reused), so pages may cache template lists and probe runs too.
+VERSION_SQL = ("SELECT count(*), coalesce(max(source_id), 0), (SELECT count(*) FROM human_verdicts), "
+               "(SELECT count(*) || ':' || coalesce(max(template_id), 0) FROM templates), "
+               "(SELECT count(*) || ':' || coalesce(max(run_id), 0) FROM probe_runs){clock} FROM sources")
 
 
 class Store:
@@ -44,6 +50,7 @@ class Store:
         self.notify = notify
         self._gate: FileGate | None = None
         self._write_lock = threading.Lock()
+        self._version: tuple | None = None  # DuckLake: (snapshot id, data_version at that snapshot)
         if self.lake:
             self._open_lake(str(target), data_path if data_path is not None else default_data_path())
             return
@@ -152,13 +159,18 @@ class Store:
                 missing = [a for a in ADDED_COLUMNS if a[:2] not in columns]
                 for table, column, sql_type in missing:  # lakes made before the column existed
                     cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+                layout = cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone()
+                if not layout or layout[0] != LAKE_LAYOUT:  # lakes made before the layout: new writes get it
+                    apply_lake_layout(cur)
+                    self.set_meta(cur, "lake_layout", LAKE_LAYOUT)
                 if search_index_current(cur):
                     return  # DDL only when something is missing: every DDL is a commit other processes conflict with
             cur.execute(lake_schema())
             if upgrade_search_index(cur):
                 cur.execute(lake_schema())
             upgrade_answer_features(cur)
-            for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0")):
+            apply_lake_layout(cur)
+            for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0"), ("lake_layout", LAKE_LAYOUT)):
                 if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():
                     cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
 
@@ -210,6 +222,37 @@ class Store:
         new = max(int(row[0]) if row else 0, top) + 1
         self.set_meta(cur, key, str(new))
         return new
+
+    def data_version(self) -> tuple:
+        """Changes whenever a source is added or removed, an analyst records a verdict, a template is saved or a probe
+        suite runs: the cache key for query
+        results (the app's ``cached_query``). On a DuckLake store also whenever any process commits a write (its
+        write clock), so every reader sees the others' imports, re-judges, probe runs and verdicts.
+
+        DuckLake: each call first asks the catalog only for its newest snapshot id (a few ms, no table read); the
+        tables are read only when that changed since the last call, inside one transaction with the snapshot id
+        it is kept under. A rerun of a page that nothing changed costs one catalog look-up."""
+        if not self.lake:
+            with self.read() as cur:
+                return tuple(cur.execute(VERSION_SQL.format(clock="")).fetchone())
+        snapshot_sql = f"SELECT id FROM ducklake_current_snapshot('{LAKE_ALIAS}')"
+        with self.read() as cur:
+            snapshot = cur.execute(snapshot_sql).fetchone()[0]
+            known = self._version
+            if known is not None and known[0] == snapshot:
+                return known[1]
+            cur.execute("BEGIN TRANSACTION")  # the counts and the snapshot id they are kept under: one snapshot
+            try:
+                snapshot = cur.execute(snapshot_sql).fetchone()[0]
+                row = cur.execute(VERSION_SQL.format(
+                    clock=", (SELECT value FROM meta WHERE key = 'write_clock')")).fetchone()
+            finally:
+                cur.execute("ROLLBACK")
+        version = (*row[:5], int(row[5]) if row[5] is not None else 0)
+        known = self._version
+        if known is None or known[0] <= snapshot:  # a slower thread that read an older snapshot keeps the newer
+            self._version = (snapshot, version)
+        return version
 
     def data_clock(self) -> int | None:
         """DuckLake: a number that changes whenever any process commits a write; None for a DuckDB file."""

@@ -1,0 +1,176 @@
+"""Reads from a DuckLake store that pay the catalog less: the data version asked with one catalog look-up when
+nothing changed, the Item view's whole-model / whole-bench reads giving what its per-item queries give, and the
+big tables written sorted by item in small row groups. Each on a SQLite and a PostgreSQL catalog (``lake_store``)."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pandas as pd
+
+from conftest import JA, SAMPLE
+from lib.analysis import item_view as iv
+from lib.ingest.importer import ingest
+from lib.keys import ItemKey
+from lib.store import Store, migrate
+from lib.store.lake import LAKE_LAYOUT, LAKE_ROW_GROUP, LAKE_SORTED
+
+
+@contextmanager
+def counted(store: Store):
+    """Every statement ``store`` runs through its cursors, in order."""
+    seen: list[str] = []
+    cursor = store.cursor
+
+    class Counting:
+        def __init__(self, cur):
+            self.cur = cur
+
+        def execute(self, sql, *args):
+            seen.append(" ".join(sql.split()))
+            self.cur.execute(sql, *args)
+            return self
+
+        def __getattr__(self, name):
+            return getattr(self.cur, name)
+
+    store.cursor = lambda: Counting(cursor())
+    try:
+        yield seen
+    finally:
+        del store.cursor
+
+
+def test_an_unchanged_lake_answers_its_data_version_with_one_catalog_look_up(lake_store, tmp_path):
+    ingest(lake_store, [JA / "ja_mt_bench" / "question.jsonl"])
+    first = lake_store.data_version()
+    with counted(lake_store) as seen:
+        assert lake_store.data_version() == first
+    assert seen == ["SELECT id FROM ducklake_current_snapshot('lake')"]  # no table read
+    other = Store(lake_store.path, data_path=lake_store.data_path)
+    try:
+        with other.write() as cur:  # another process's write: the next call reads the tables again
+            other.set_meta(cur, "note", "x")
+        with counted(lake_store) as seen:
+            changed = lake_store.data_version()
+        assert changed != first and changed[:5] == first[:5] and changed[5] == first[5] + 1
+        assert len(seen) > 1 and any("FROM sources" in s for s in seen)
+    finally:
+        other.close()
+
+
+def test_the_file_answers_its_data_version_from_its_tables(store):
+    """On the file, a saved template or a probe run changes the version too (pages cache template lists)."""
+    from lib.judging import templates as T
+
+    assert store.data_version() == (0, 0, 0, "0:0", "0:0")
+    T.ensure_builtins(store)
+    count = len(T.list_templates(store))
+    assert store.data_version() == (0, 0, 0, f"{count}:{count}", "0:0")
+
+
+def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_store):
+    """``model_items`` / ``bench_items`` (what the Item view reads on a lake) against ``samples``, ``question``,
+    ``references``, ``answer`` and ``verdicts`` item by item, on three questions of two models of each bench,
+    Swallow's samples included, on the lake and on the file."""
+    ingest(lake_store, [SAMPLE])
+    checked = 0
+    for store in (lake_store, sample_store):
+        with store.read() as cur:
+            picks = cur.execute(
+                "SELECT bench, model FROM (SELECT bench, model, row_number() OVER (PARTITION BY bench ORDER BY model) "
+                "AS n FROM (SELECT DISTINCT bench, model FROM single_judgments)) WHERE n <= 2 ORDER BY ALL").fetchall()
+            items = cur.execute(  # the first three questions of each (bench, model), every turn and sample
+                "SELECT bench, model, question_id, turn, sample FROM (SELECT *, dense_rank() OVER (PARTITION BY bench, "
+                "model ORDER BY question_id) AS q FROM (SELECT DISTINCT bench, model, question_id, turn, sample "
+                "FROM single_judgments)) WHERE q <= 3 ORDER BY ALL").fetchall()
+        assert any(sample > 0 for *_, sample in items)  # Swallow's samples are in the sample
+        for bench, model in picks:
+            by_model, by_bench = iv.model_items(store, bench, model), iv.bench_items(store, bench)
+            assert iv.item_order_of(by_model) == iv.item_order(store, bench, model)
+            for b, m, qid, turn, sample in items:
+                if (b, m) != (bench, model):
+                    continue
+                key = ItemKey(bench, qid, turn, model, sample)
+                assert iv.item_samples(by_model, key) == iv.samples(store, key)
+                assert iv.item_answer(by_model, key) == iv.answer(store, key)
+                pd.testing.assert_frame_equal(iv.item_verdicts(by_model, key), iv.verdicts(store, key))
+                assert iv.item_question(by_bench, qid) == iv.question(store, bench, qid)
+                pd.testing.assert_frame_equal(  # dtypes aside: an empty query result's text column is object
+                    iv.item_references(by_bench, qid, turn), iv.references(store, bench, qid, turn), check_dtype=False)
+                checked += 1
+    assert checked > 30
+    key = ItemKey("no_such_bench", "1", 1, "nobody")
+    assert iv.item_verdicts(iv.model_items(lake_store, key.bench, key.model), key).empty
+    assert iv.item_question(iv.bench_items(lake_store, key.bench), "1") is None
+
+
+def test_a_migrated_lake_holds_judgments_and_answers_sorted_by_item(lake_store, sample_store):
+    """``store migrate`` writes each big table in one insert, which DuckLake sorts (LAKE_SORTED) into row groups
+    of LAKE_ROW_GROUP rows. (An import writes in batches: each batch sorted, a file not necessarily.)"""
+    sample_store.close()  # migrate opens the file itself
+    migrate(sample_store.path, lake_store)
+    meta = "__ducklake_metadata_lake"
+    with lake_store.read() as cur:
+        assert cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone() == (LAKE_LAYOUT,)
+        sorted_by = cur.execute(
+            f"""SELECT t.table_name, string_agg(e.expression, ', ' ORDER BY e.sort_key_index)
+                FROM {meta}.ducklake_sort_info i JOIN {meta}.ducklake_sort_expression e USING (sort_id, table_id)
+                JOIN {meta}.ducklake_table t USING (table_id) WHERE t.end_snapshot IS NULL AND i.end_snapshot IS NULL
+                GROUP BY 1""").fetchall()
+        assert dict(sorted_by) == LAKE_SORTED
+        assert ("parquet_row_group_size", str(LAKE_ROW_GROUP)) in cur.execute(
+            "SELECT option_name, value FROM lake.options()").fetchall()
+        for table, keys in LAKE_SORTED.items():
+            files = [r[0] for r in cur.execute(
+                f"SELECT data_file FROM ducklake_list_files('lake', '{table}')").fetchall()]
+            assert files
+            for file in files:  # each file in item order, as DuckLake wrote it
+                rows = cur.execute(f"SELECT {keys} FROM read_parquet(?)", [file]).fetchall()
+                assert rows == sorted(rows, key=lambda r: tuple("" if v is None else v for v in r))
+
+
+def test_a_lake_made_before_the_layout_gets_it_when_opened(lake_store):
+    with lake_store.write() as cur:  # as a lake made by an older JudgeLens
+        for table in LAKE_SORTED:
+            cur.execute(f"ALTER TABLE {table} RESET SORTED BY")
+        cur.execute("DELETE FROM meta WHERE key = 'lake_layout'")
+    with lake_store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM meta WHERE key = 'lake_layout'").fetchone() == (0,)
+    again = Store(lake_store.path, data_path=lake_store.data_path)
+    try:
+        with again.read() as cur:
+            assert cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone() == (LAKE_LAYOUT,)
+            assert cur.execute("SELECT count(*) FROM __ducklake_metadata_lake.ducklake_sort_info "
+                               "WHERE end_snapshot IS NULL").fetchone() == (len(LAKE_SORTED),)
+    finally:
+        again.close()
+
+
+def test_the_item_view_on_a_lake_steps_through_a_models_items(lake_store, monkeypatch):
+    """On a lake the Item view reads a model's items once (``model_items``): Next shows the next item's own
+    verdicts and question, the same as the per-item queries give."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    ingest(lake_store, [JA / "ja_mt_bench" / "question.jsonl", JA / "ja_mt_bench" / "model_answer",
+                        JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"])
+    monkeypatch.setenv("JUDGELENS_STORE", str(lake_store.path))
+    monkeypatch.setenv("JUDGELENS_DATA_PATH", str(lake_store.data_path))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.run()
+    at.switch_page("app_pages/item_view.py").run()
+    assert not at.exception
+    seen = []
+    for _ in range(2):
+        key = ItemKey(at.session_state["iv_bench"], at.session_state["iv_q"], int(at.session_state["iv_turn"]),
+                      at.session_state["iv_model"])
+        expected = iv.verdicts(lake_store, key)
+        assert [m.value for m in at.metric] == [f"{s:g}" if ok == "ok" else "none"
+                                               for s, ok in zip(expected["score"], expected["parse_status"])]
+        assert [t.value for t in at.text][:1] == [iv.question(lake_store, key.bench, key.question_id)["turns"][0]]
+        seen.append(key)
+        [nxt] = [b for b in at.button if b.label == "Next"]
+        nxt.click().run()
+        assert not at.exception
+    assert seen[0] != seen[1]
