@@ -102,6 +102,27 @@ def test_a_lake_made_before_content_keys_finds_its_files_unchanged(sqlite_lake):
         assert cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0] == first.rows
 
 
+def test_text_tables_write_small_row_groups_also_on_a_lake_made_before(sqlite_lake):
+    """An import's memory is bounded by the Parquet row groups DuckDB holds while writing: the text tables get
+    ROW_GROUP_ROWS per row group, a lake made with DuckDB's default gets it when opened."""
+    from lib.store.lake import ROW_GROUP_ROWS, TEXT_TABLES
+
+    def sizes(store):
+        with store.read() as cur:
+            return dict(cur.execute("SELECT scope_entry, value FROM lake.options() WHERE "
+                                    "option_name = 'parquet_row_group_size'").fetchall())
+
+    assert sizes(sqlite_lake) == {f"main.{t}": str(ROW_GROUP_ROWS) for t in TEXT_TABLES}
+    with sqlite_lake.write() as cur:
+        cur.execute("CALL lake.set_option('parquet_row_group_size', '122880', table_name => 'single_judgments')")
+    assert sizes(sqlite_lake)["main.single_judgments"] == "122880"
+    again = Store(sqlite_lake.path, data_path=sqlite_lake.data_path)
+    try:
+        assert sizes(again) == {f"main.{t}": str(ROW_GROUP_ROWS) for t in TEXT_TABLES}
+    finally:
+        again.close()
+
+
 def test_a_failed_import_leaves_nothing(lake_store, tmp_path):
     good = judgment_file(tmp_path / "b1" / "model_judgment" / "gpt-4_single.jsonl", "gpt-4")
     bad = tmp_path / "b2" / "model_judgment" / "gpt-4_single.jsonl"

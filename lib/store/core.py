@@ -17,7 +17,8 @@ from lib.errors import DatabaseBusyError, DatabaseFileError, JudgeLensError, red
 from lib.store import claims
 from lib.store.files import CORRUPT, FileGate, check_database_file, damaged_error, open_error
 from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, attach, attempt, default_data_path,
-                            default_store, is_lake, parse_lake, retryable)
+                            default_store, is_lake, parse_lake, retryable, row_group_options_missing,
+                            set_row_group_options)
 from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, lake_schema, schema_tables,
                               search_index_current, upgrade_answer_features, upgrade_search_index)
 from lib.store.scores import refresh_item_scores
@@ -163,6 +164,10 @@ class Store:
                     cur.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
 
         self.transaction(create, clock=False)
+        with self.read() as cur:
+            bounded = not row_group_options_missing(cur)
+        if not bounded:  # a table created in a transaction takes options only after its commit: a second one, once
+            self.transaction(lambda cur: set_row_group_options(cur, row_group_options_missing(cur)), clock=False)
 
     def _lake_data_path(self) -> str | None:
         try:

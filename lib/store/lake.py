@@ -27,6 +27,29 @@ ID_COLUMNS = {"sources": ("source_id", "source_ids"), "templates": ("template_id
               "probe_runs": ("run_id", "probe_run_ids")}
 
 
+# Rows per Parquet row group of the tables imports fill with long texts. DuckDB's Parquet writer holds each thread's
+# row group in memory until it is full: 122,880 rows by default, about 0.5 GB of judgments (prompt and rationale),
+# so an import of 1M judgments ran out of its memory limit and fell back to reading line by line (14 GB). 16,384
+# rows (about 64 MB of judgments) keep an import's memory flat however big the file (bench/ingest_bench.py).
+ROW_GROUP_ROWS = 16384
+TEXT_TABLES = ("single_judgments", "pair_judgments", "answers")
+
+
+def row_group_options_missing(cur) -> list[str]:
+    """The TEXT_TABLES whose row group size is not ROW_GROUP_ROWS yet (a lake made before issue 26, or a new one)."""
+    have = {r[0] for r in cur.execute(
+        f"SELECT scope_entry FROM {LAKE_ALIAS}.options() WHERE option_name = 'parquet_row_group_size' "
+        "AND scope = 'TABLE' AND value = ?", [str(ROW_GROUP_ROWS)]).fetchall()}
+    return [t for t in TEXT_TABLES if f"main.{t}" not in have]
+
+
+def set_row_group_options(cur, tables: list[str]) -> None:
+    """Give these tables ROW_GROUP_ROWS per row group (a catalog option: every process writing them uses it)."""
+    for table in tables:
+        cur.execute(f"CALL {LAKE_ALIAS}.set_option('parquet_row_group_size', '{ROW_GROUP_ROWS}', "
+                    f"table_name => '{table}')")
+
+
 
 def is_lake(target) -> bool:
     return isinstance(target, str) and target.startswith(LAKE_PREFIX)

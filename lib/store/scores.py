@@ -56,7 +56,12 @@ def refresh_judge_questions(cur, benches=None) -> None:
     the per-question majority is then recomputed from those few rows."""
     cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)"
                 " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
-    new = "source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions)"
+    todo = [r[0] for r in cur.execute(
+        "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions) "
+        "ORDER BY source_id").fetchall()]
+    # the new sources' ids as constants: DuckDB (and DuckLake, per Parquet file) skips the row groups of every other
+    # source by their min/max, instead of reading every stored prompt at each import to anti-join it
+    new = f"source_id IN ({', '.join(str(int(i)) for i in todo) or 'NULL'})"
     # one row per prompt: its asked turns cut out once (question_seen_sql's ``turns``), both turns' texts from them,
     # then unnested (a UNION ALL of two selects over the grouped prompts grouped and cut them twice)
     cur.execute(f"""
