@@ -17,7 +17,8 @@ What it does (see shared/docs/performance-baselines.md, sections 0, 2 and 6):
      file (must report "unchanged").
    - ``ducklake``: the same, into a new DuckLake store (SQLite catalog, Parquet folder next to it;
      no CHECKPOINT: the Parquet files are written by COMMIT), the team store of lib.store.
-   - ``sha256``: ``lib.ingest.importer.sha256_of`` alone.
+   - ``sha256``: ``lib.ingest.importer.content_key`` (xxh3-128, the import's key) alone, then ``sha256_of`` (the key
+     of stores made before issue 26).
    Ratios are JudgeLens / reference on the same file in the same run: goals are >= 1.0x rows/s and
    <= 1.0x peak RSS. "load CPU s" (process CPU time of the load, all threads) is steadier than wall
    time on a busy machine.
@@ -294,7 +295,17 @@ def child_judgelens(path: Path, db: Path, lake: bool = False) -> dict:
                 phases[name] = phases.get(name, 0.0) + time.perf_counter() - s
         return wrapper
 
-    ing.sha256_of = timed("hash_s", ing.sha256_of)
+    import lib.search_index as si
+    import lib.store.scores as scores
+    import lib.text_features as tf
+
+    ing.content_key = timed("hash_s", ing.content_key)
+    # the derived tables an import fills in its transaction (each timed on its own, not part of "other")
+    scores.refresh_judge_questions = timed("judge_questions_s", scores.refresh_judge_questions)
+    tf.fill_answer_features = timed("answer_features_s", tf.fill_answer_features)
+    si.index_new_sources = timed("search_index_s", si.index_new_sources)
+    scores.refresh_item_scores = timed("item_scores_s", scores.refresh_item_scores)
+    ing.refresh_item_scores = scores.refresh_item_scores
     ing.insert_fast = timed("insert_fast_s", ing.insert_fast)
     ing.judgment_notes = timed("notes_s", ing.judgment_notes)
     ing.read_item = timed("python_reader_s", ing.read_item)  # the line readers: > 0 means the fast path was NOT used
@@ -310,7 +321,7 @@ def child_judgelens(path: Path, db: Path, lake: bool = False) -> dict:
     report = ing.ingest(store, [path])
     t3 = time.perf_counter()
     if not lake:
-        with store.cursor() as cur:
+        with store.write() as cur:
             cur.execute("CHECKPOINT")
     t4, c4 = time.perf_counter(), time.process_time()
     item = report.files[0]
@@ -326,11 +337,38 @@ def child_judgelens(path: Path, db: Path, lake: bool = False) -> dict:
         rows = cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0]
     store.close()
     ingest_s = t3 - t2
-    first["other_s"] = ingest_s - sum(v for k, v in first.items() if k != "hash_s")  # the hash overlaps the insert
+    # the hash overlaps the insert; item_scores includes the three extras timed inside it
+    first["other_s"] = ingest_s - sum(v for k, v in first.items()
+                                      if k not in ("hash_s", "judge_questions_s", "answer_features_s", "search_index_s"))
     return {"load_s": t4 - t2, "load_cpu_s": c4 - c2, "ingest_s": ingest_s, "checkpoint_s": t4 - t3, "open_s": t2 - t1,
             "import_s": t_import, "rows": rows, "fast_path": item.fast and "python_reader_s" not in first,
             "phases": first, "reimport_s": t6 - t5, "reimport_hash_s": phases.get("hash_s"),
             "db_bytes": _lake_bytes(db) if lake else db.stat().st_size, "warnings": item.warnings}
+
+
+def child_lake_reference(path: Path, db: Path) -> dict:
+    """The plain-lake reference: the same rows as ``reference`` into a DuckLake table (SQLite catalog, Parquet folder,
+    the extensions lib.store loads) by one ``INSERT ... SELECT`` from read_ndjson in one transaction."""
+    t0 = time.perf_counter()
+    sys.path.insert(0, str(ROOT))
+    from lib.store.lake import attach
+    t_import = time.perf_counter() - t0
+    _rm_db(db)
+    catalog, _, _, data = _lake_files(db)
+    t1 = time.perf_counter()
+    con = attach("sqlite", str(catalog), str(data), str(catalog))
+    con.execute("CREATE TABLE j (question_id BIGINT, model VARCHAR, judge VARCHAR[], user_prompt VARCHAR, "
+                "judgment VARCHAR, score DOUBLE, turn INTEGER, tstamp DOUBLE)")
+    t2, c2 = time.perf_counter(), time.process_time()
+    con.execute("BEGIN TRANSACTION")
+    con.execute(f"INSERT INTO j SELECT * FROM read_ndjson(?, columns={REFERENCE_COLUMNS})", [str(path)])
+    t3 = time.perf_counter()
+    con.execute("COMMIT")
+    t4, c4 = time.perf_counter(), time.process_time()
+    rows = con.execute("SELECT count(*) FROM j").fetchone()[0]
+    con.close()
+    return {"load_s": t4 - t2, "load_cpu_s": c4 - c2, "ctas_s": t3 - t2, "checkpoint_s": t4 - t3, "open_s": t2 - t1,
+            "import_s": t_import, "rows": rows, "db_bytes": _lake_bytes(db)}
 
 
 def child_ducklake(path: Path, db: Path) -> dict:
@@ -338,14 +376,19 @@ def child_ducklake(path: Path, db: Path) -> dict:
 
 
 def child_sha256(path: Path, db: Path) -> dict:
+    """The import's content key (xxh3-128) alone, and sha256 (the key before issue 26) beside it."""
     sys.path.insert(0, str(ROOT))
-    from lib.ingest.importer import sha256_of
+    from lib.ingest.importer import content_key, sha256_of
     t0, c0 = time.perf_counter(), time.process_time()
+    content_key(path)
+    t1, c1 = time.perf_counter(), time.process_time()
     sha256_of(path)
-    return {"load_s": time.perf_counter() - t0, "load_cpu_s": time.process_time() - c0}
+    return {"load_s": t1 - t0, "load_cpu_s": c1 - c0, "sha256_s": time.perf_counter() - t1,
+            "sha256_cpu_s": time.process_time() - c1}
 
 
-CHILDREN = {"reference": child_reference, "judgelens": child_judgelens, "ducklake": child_ducklake,
+CHILDREN = {"reference": child_reference, "lake_reference": child_lake_reference, "judgelens": child_judgelens,
+            "ducklake": child_ducklake,
             "sha256": child_sha256}
 
 
@@ -385,7 +428,7 @@ def summarise(runs: list[dict], rows: int, nbytes: int) -> dict:
            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
            "process_s": statistics.median(r["process_s"] for r in runs),
            "cpu_s": statistics.median(r["cpu_s"] for r in runs)}
-    for key in ("load_cpu_s", "open_s", "ctas_s", "ingest_s", "checkpoint_s", "reimport_s", "reimport_hash_s", "import_s"):
+    for key in ("sha256_s", "sha256_cpu_s", "load_cpu_s", "open_s", "ctas_s", "ingest_s", "checkpoint_s", "reimport_s", "reimport_hash_s", "import_s"):
         vals = [r[key] for r in runs if r.get(key) is not None]
         if vals:
             out[key] = statistics.median(vals)
@@ -418,8 +461,9 @@ def markdown(key: str, meta: dict, summary: dict, base: str = "reference") -> st
     ref = summary.get(base)
     lines = [f"### {key}: {meta['lines']:,} lines, {meta['bytes'] / 1e6:,.0f} MB", "",
              "| Method | n | median s (range) | rows/s | MB/s | peak RSS | load CPU s | process s "
-             "| x ref rows/s | x ref RSS | x ref CPU |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| x ref rows/s | x ref RSS | x ref CPU | x plain lake rows/s | x plain lake RSS |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lake_ref = summary.get("lake_reference")
     for m, s in summary.items():
         if m == "sha256":
             continue
@@ -428,9 +472,13 @@ def markdown(key: str, meta: dict, summary: dict, base: str = "reference") -> st
         cpu = s.get("load_cpu_s")
         ratio_c = f"{cpu / ref['load_cpu_s']:.2f}" if ref and cpu and ref.get("load_cpu_s") else "-"
         cpu_text = f"{cpu:.2f}" if cpu else "-"
+        lake_r = lake_m = "-"  # the lake's methods against the plain DuckLake INSERT ... SELECT
+        if lake_ref and m in ("ducklake", "lake_reference"):
+            lake_r = f"{s['rows_per_s'] / lake_ref['rows_per_s']:.2f}"
+            lake_m = f"{s['peak_rss_mb'] / lake_ref['peak_rss_mb']:.2f}"
         lines.append(f"| {m} | {s['n']} | {s['median_s']:.2f} ({s['min_s']:.2f}-{s['max_s']:.2f}) | "
                      f"{s['rows_per_s'] / 1e3:,.1f}k | {s['mb_per_s']:,.0f} | {s['peak_rss_mb']:,.0f} MB | "
-                     f"{cpu_text} | {s['process_s']:.2f} | {ratio_r} | {ratio_m} | {ratio_c} |")
+                     f"{cpu_text} | {s['process_s']:.2f} | {ratio_r} | {ratio_m} | {ratio_c} | {lake_r} | {lake_m} |")
     lines.append("")
     for name, jl in (("JudgeLens", summary.get("judgelens")), ("JudgeLens on DuckLake", summary.get("ducklake"))):
         if not jl:
@@ -445,9 +493,13 @@ def markdown(key: str, meta: dict, summary: dict, base: str = "reference") -> st
     if ref and "ctas_s" in ref:
         lines.append(f"Reference: CTAS {ref['ctas_s']:.2f} s + CHECKPOINT {ref['checkpoint_s']:.2f} s; "
                      f"DB {ref.get('db_mb', 0):,.0f} MB.")
+    if lake_ref:
+        lines.append(f"Plain lake: INSERT ... SELECT {lake_ref['ctas_s']:.2f} s + COMMIT {lake_ref['checkpoint_s']:.2f} s; "
+                     f"store {lake_ref.get('db_mb', 0):,.0f} MB.")
     if "sha256" in summary:
         sh = summary["sha256"]
-        lines.append(f"sha256 alone: {sh['median_s']:.2f} s ({sh['mb_per_s']:,.0f} MB/s).")
+        lines.append(f"content key (xxh3-128) alone: {sh['median_s']:.2f} s ({sh['mb_per_s']:,.0f} MB/s); "
+                     f"sha256 alone: {sh.get('sha256_s', 0):.2f} s.")
     return "\n".join(lines) + "\n"
 
 
@@ -465,8 +517,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=None, help="rounds per method (default 3 for <=100k, 1 for 1m)")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--methods", default="reference,judgelens,ducklake,sha256",
-                    help="ducklake: JudgeLens into a DuckLake store (SQLite catalog, local Parquet folder)")
+    ap.add_argument("--methods", default="reference,lake_reference,judgelens,ducklake,sha256",
+                    help="ducklake: JudgeLens into a DuckLake store (SQLite catalog, local Parquet folder); "
+                         "lake_reference: a plain INSERT ... SELECT of the same rows into such a store")
     ap.add_argument("--delete-data", action="store_true", help="delete generated files after measuring")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--file", type=Path, help=argparse.SUPPRESS)

@@ -174,9 +174,15 @@ def prompt_text_sql(column: str) -> str:
             f"json_extract_string({column}, '$[*].content'), chr(10)) ELSE {column} END")
 
 
-def question_seen_sql(column: str, turn: str, which: int) -> str:
-    """``question_seen(prompt, turn)[which - 1]`` in DuckDB SQL (``column`` is a prompt already as text)."""
-    turns = f"regexp_extract_all({column}, '{ASKED_TURN}', 1)"
+def asked_turns_sql(column: str) -> str:
+    """The user turns a prompt (already as text) shows, in order: ``ASKED_TURN_RE.findall`` in DuckDB SQL."""
+    return f"regexp_extract_all({column}, '{ASKED_TURN}', 1)"
+
+
+def question_seen_sql(column: str, turn: str, which: int, turns: str | None = None) -> str:
+    """``question_seen(prompt, turn)[which - 1]`` in DuckDB SQL (``column`` is a prompt already as text; ``turns``:
+    a column holding its ``asked_turns_sql`` already, so that a query asking for both turns cuts them out once)."""
+    turns = turns or asked_turns_sql(column)
     if which == 2:
         return f"CASE WHEN {turn} >= 2 AND len({turns}) >= 2 THEN {turns}[-1] END"
     return (f"CASE WHEN {turn} >= 2 AND len({turns}) >= 2 THEN {turns}[-2] "

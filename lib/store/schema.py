@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE SEQUENCE IF NOT EXISTS source_ids START 1;
 CREATE TABLE IF NOT EXISTS sources (
     source_id     INTEGER PRIMARY KEY DEFAULT nextval('source_ids'),
-    sha256        VARCHAR NOT NULL,
+    sha256        VARCHAR NOT NULL,            -- an imported file's content key: xxh128:<hex> (sha256 hex before issue 26)
     path          VARCHAR NOT NULL,
     file_name     VARCHAR NOT NULL,
     harness       VARCHAR NOT NULL,            -- 'fastchat' | 'swallow'

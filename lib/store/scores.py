@@ -3,7 +3,7 @@ judge questions, the human judges' rows, the search index, the answers' features
 from __future__ import annotations
 
 from lib.store.verdicts import refresh_human_scores
-from lib.vocab import prompt_text_sql, question_seen_sql
+from lib.vocab import asked_turns_sql, prompt_text_sql, question_seen_sql
 
 ITEM_SCORES_SELECT = """
 SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, q.category,
@@ -56,8 +56,14 @@ def refresh_judge_questions(cur, benches=None) -> None:
     the per-question majority is then recomputed from those few rows."""
     cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)"
                 " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
-    seen = {n: question_seen_sql("prompt", "turn", n) for n in (1, 2)}
-    new = "source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions)"
+    todo = [r[0] for r in cur.execute(
+        "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions) "
+        "ORDER BY source_id").fetchall()]
+    # the new sources' ids as constants: DuckDB (and DuckLake, per Parquet file) skips the row groups of every other
+    # source by their min/max, instead of reading every stored prompt at each import to anti-join it
+    new = f"source_id IN ({', '.join(str(int(i)) for i in todo) or 'NULL'})"
+    # one row per prompt: its asked turns cut out once (question_seen_sql's ``turns``), both turns' texts from them,
+    # then unnested (a UNION ALL of two selects over the grouped prompts grouped and cut them twice)
     cur.execute(f"""
         INSERT INTO judge_prompt_questions
         WITH p AS (SELECT source_id, bench, question_id, turn, min(judge_prompt) AS prompt FROM single_judgments
@@ -67,9 +73,12 @@ def refresh_judge_questions(cur, benches=None) -> None:
                    SELECT source_id, bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
                    WHERE g1_user_prompt IS NOT NULL AND {new}
                    GROUP BY bench, question_id, turn, source_id, judge, prompt_name),
-             t AS (SELECT source_id, bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p)
-        SELECT * FROM (SELECT source_id, bench, question_id, 1 AS turn, {seen[1]} AS text FROM t
-                       UNION ALL SELECT source_id, bench, question_id, 2, {seen[2]} FROM t) WHERE text IS NOT NULL""")
+             t AS (SELECT source_id, bench, question_id, turn, {prompt_text_sql("prompt")} AS prompt FROM p),
+             c AS (SELECT *, {asked_turns_sql("prompt")} AS turns FROM t),
+             s AS (SELECT source_id, bench, question_id, {question_seen_sql("prompt", "turn", 1, "turns")} AS t1,
+                          {question_seen_sql("prompt", "turn", 2, "turns")} AS t2 FROM c)
+        SELECT * FROM (SELECT source_id, bench, question_id, unnest([1, 2]) AS turn, unnest([t1, t2]) AS text FROM s)
+        WHERE text IS NOT NULL""")
     where, params = "", {}
     if benches is not None:
         if not benches:

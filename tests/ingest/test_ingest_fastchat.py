@@ -167,7 +167,7 @@ def test_fallback_keeps_same_bytes_verdicts_right(store, fast_spy, tmp_path):
 
 def test_a_new_file_is_hashed_while_it_is_inserted(store, monkeypatch, tmp_path):
     """A file whose size no stored source has is inserted while its hash runs in the background; the source row
-    gets the same sha256 as hashing first would, and a second import of it (same size now) hashes first and finds
+    gets the same content key as hashing first would, and a second import of it (same size now) hashes first and finds
     it unchanged without inserting anything."""
     path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
     inserted = []
@@ -176,10 +176,33 @@ def test_a_new_file_is_hashed_while_it_is_inserted(store, monkeypatch, tmp_path)
                         lambda cur, item, sid: inserted.append(item.hashing is not None) or real(cur, item, sid))
     report = ingest(store, [path])
     assert inserted == [True]
-    assert rows_of(store, "SELECT sha256, bytes FROM sources") == [lib.ingest.importer.sha256_of(path)]
+    assert rows_of(store, "SELECT sha256, bytes FROM sources") == [lib.ingest.importer.content_key(path)]
     again = ingest(store, [path])
     assert inserted == [True] and [f.status for f in again.files] == ["unchanged"]
     assert again.files[0].existing_source == report.imported[0].source_id
+
+
+def test_a_store_made_before_content_keys_still_finds_its_files_unchanged(store, monkeypatch):
+    """Stores made before issue 26 keyed each file by its sha256 (the column's old content). A file of the size of
+    such a source is hashed both ways: found unchanged, nothing written; a file of another size is not sha256'd."""
+    path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+    other = JA / "ja_mt_bench" / "question.jsonl"
+    first = ingest(store, [path])
+    key, size = lib.ingest.importer.content_key(path)
+    assert key.startswith("xxh128:") and len(key) == len("xxh128:") + 32
+    old_key = lib.ingest.importer.sha256_of(path)[0]
+    with store.write() as cur:  # what a JudgeLens before issue 26 wrote
+        cur.execute("UPDATE sources SET sha256 = ? WHERE source_id = ?", [old_key, first.imported[0].source_id])
+    hashed = []
+    real = lib.ingest.importer.sha256_of
+    monkeypatch.setattr(lib.ingest.importer, "sha256_of", lambda p: hashed.append(Path(p).name) or real(p))
+    again = ingest(store, [path, other])
+    assert [(f.path, f.status) for f in again.files] == [(other, "imported"), (path, "unchanged")]
+    assert again.files[1].existing_source == first.imported[0].source_id
+    assert hashed == [path.name]  # only the file whose size an old source has
+    assert rows_of(store, "SELECT count(*) FROM single_judgments") == [(first.imported[0].rows,)]
+    assert rows_of(store, "SELECT sha256 FROM sources WHERE source_id = ?", [first.imported[0].source_id]) == [
+        (old_key,)]
 
 
 def test_a_file_another_session_imported_meanwhile_is_undone(store, monkeypatch, tmp_path):
@@ -191,7 +214,7 @@ def test_a_file_another_session_imported_meanwhile_is_undone(store, monkeypatch,
     before = rows_of(store, "SELECT count(*) FROM single_judgments")
     real = lib.ingest.importer.hash_later
     monkeypatch.setattr(lib.ingest.importer, "hash_later",  # as if the sources table had been read before
-                        lambda items, known_sizes, hasher: real(items, set(), hasher))
+                        lambda items, known_sizes, hasher, legacy_sizes: real(items, set(), hasher, set()))
     report = ingest(store, [path])
     assert [(f.status, f.existing_source) for f in report.files] == [("unchanged", first.source_id)]
     assert rows_of(store, "SELECT count(*) FROM single_judgments") == before

@@ -92,6 +92,31 @@ def test_reimport_is_unchanged_and_ids_are_never_reused(sqlite_lake):
     assert [f.source_id for f in ingest(lake_store, [GPT4O]).imported] == [2]  # like a sequence: no reuse
 
 
+def test_a_lake_made_before_content_keys_finds_its_files_unchanged(sqlite_lake):
+    """A lake whose sources hold sha256 keys (made before issue 26) still finds a file it holds unchanged."""
+    from lib.ingest.importer import sha256_of
+
+    first = ingest(sqlite_lake, [GPT4O]).imported[0]
+    with sqlite_lake.write() as cur:  # what a JudgeLens before issue 26 wrote
+        cur.execute("UPDATE sources SET sha256 = ? WHERE source_id = ?", [sha256_of(GPT4O)[0], first.source_id])
+    again = ingest(sqlite_lake, [GPT4O])
+    assert again.imported == [] and again.unchanged[0].existing_source == first.source_id
+    with sqlite_lake.read() as cur:
+        assert cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0] == first.rows
+
+
+def test_text_tables_write_small_row_groups(sqlite_lake):
+    """An import's memory is bounded by the Parquet row groups DuckDB holds while writing (122,880 rows by default:
+    about 0.5 GB of judgments per thread): the lake writes LAKE_ROW_GROUP rows per group, and no table overrides it.
+    (A lake made before gets it when opened: tests/store/test_lake_reads.py.)"""
+    from lib.store.lake import LAKE_ROW_GROUP
+
+    with sqlite_lake.read() as cur:
+        options = cur.execute("SELECT scope, value FROM lake.options() WHERE "
+                              "option_name = 'parquet_row_group_size'").fetchall()
+    assert options == [("GLOBAL", str(LAKE_ROW_GROUP))]
+
+
 def test_a_failed_import_leaves_nothing(lake_store, tmp_path):
     good = judgment_file(tmp_path / "b1" / "model_judgment" / "gpt-4_single.jsonl", "gpt-4")
     bad = tmp_path / "b2" / "model_judgment" / "gpt-4_single.jsonl"
