@@ -25,24 +25,19 @@ COMMIT_ATTEMPTS = 8  # a DuckLake transaction refused at commit is re-run this m
 # ids DuckLake cannot hand out by itself (no sequences): table -> (id column, the embedded store's sequence)
 ID_COLUMNS = {"sources": ("source_id", "source_ids"), "templates": ("template_id", "template_ids"),
               "probe_runs": ("run_id", "probe_run_ids")}
-# How the big per-item tables lie in Parquet. The Item view, the verdict form and the harness view each read one
-# item (bench, model, question, turn) at a time: sorted on those keys, in row groups of LAKE_ROW_GROUP rows (not
-# DuckDB's 122,880; the aggregates' full scans read the same bytes either way), a
-# read of one item skips every row group (and file) whose min/max statistics leave it out, instead of
-# decompressing the rationale and judge-prompt columns of the whole table (DuckDB's file keeps its own zone
-# maps). DuckLake applies the order on every insert and compaction. LAKE_LAYOUT names this layout in ``meta``.
-LAKE_SORTED = {"single_judgments": "bench, model, question_id, turn", "answers": "bench, model, question_id, turn"}
+# Rows per Parquet row group on the lake (not DuckDB's 122,880). DuckDB's Parquet writer holds each thread's row
+# group in memory until it is full: 122,880 rows of judgments (prompt and rationale) are about 0.5 GB, so an import
+# of 1M judgments ran out of its memory limit and fell back to reading line by line (14 GB); 16,384 rows keep an
+# import's memory flat however big the file (bench/ingest_bench.py), and a read of one item skips more row groups.
+# The rows are NOT declared sorted (DuckLake's SET SORTED BY): a sorted insert sorts the whole import in memory,
+# which a 1M-judgment import cannot do within its limit. LAKE_LAYOUT names this layout in ``meta``.
 LAKE_ROW_GROUP = 16384
-LAKE_LAYOUT = "sorted-1"
+LAKE_LAYOUT = "row-groups-16k"
 
 
 def apply_lake_layout(cur) -> None:
-    """Give the tables of LAKE_SORTED their sort order, and the lake its row-group size (inside the caller's
-    transaction). Data
-    already written keeps its layout until it is rewritten (``store migrate``; DuckLake's compaction)."""
-    for table, keys in LAKE_SORTED.items():
-        cur.execute(f"ALTER TABLE {table} SET SORTED BY ({keys})")
-    # lake-wide: a table created in this same transaction takes no option of its own
+    """Give the lake its row-group size (lake-wide, inside the caller's transaction: a table created in this same
+    transaction takes no option of its own). Data already written keeps its layout until it is rewritten."""
     cur.execute(f"CALL {LAKE_ALIAS}.set_option('parquet_row_group_size', {LAKE_ROW_GROUP})")
 
 

@@ -62,7 +62,7 @@ def test_sample_gives_the_same_numbers(lake_store, sample_store):
                                       theirs.sort_values(sort).reset_index(drop=True), check_dtype=False)
     assert queries.overview_counts(lake_store) == queries.overview_counts(sample_store)
     with lake_store.read() as a, sample_store.read() as b:
-        # floats to 9 places: the lake stores rows sorted by item (lib.store.lake.LAKE_SORTED), so a standard
+        # floats to 9 places: the lake may store rows in another order (its own row groups), so a standard
         # deviation may sum in another order and differ in its last bit
         sql = ("SELECT * REPLACE (round(score, 9) AS score, round(score_std, 9) AS score_std) FROM item_scores "
                "ORDER BY ALL")

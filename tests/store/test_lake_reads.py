@@ -12,7 +12,7 @@ from lib.analysis import item_view as iv
 from lib.ingest.importer import ingest
 from lib.keys import ItemKey
 from lib.store import Store, migrate
-from lib.store.lake import LAKE_LAYOUT, LAKE_ROW_GROUP, LAKE_SORTED
+from lib.store.lake import LAKE_LAYOUT, LAKE_ROW_GROUP
 
 
 @contextmanager
@@ -104,44 +104,31 @@ def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_st
     assert iv.item_question(iv.bench_items(lake_store, key.bench), "1") is None
 
 
-def test_a_migrated_lake_holds_judgments_and_answers_sorted_by_item(lake_store, sample_store):
-    """``store migrate`` writes each big table in one insert, which DuckLake sorts (LAKE_SORTED) into row groups
-    of LAKE_ROW_GROUP rows. (An import writes in batches: each batch sorted, a file not necessarily.)"""
+def test_a_migrated_lake_writes_row_groups_of_lake_row_group_rows(lake_store, sample_store):
+    """``store migrate`` writes each big table in one insert: into Parquet row groups of at most LAKE_ROW_GROUP rows
+    (the lake-wide option), which bounds an import's memory."""
     sample_store.close()  # migrate opens the file itself
     migrate(sample_store.path, lake_store)
-    meta = "__ducklake_metadata_lake"
     with lake_store.read() as cur:
         assert cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone() == (LAKE_LAYOUT,)
-        sorted_by = cur.execute(
-            f"""SELECT t.table_name, string_agg(e.expression, ', ' ORDER BY e.sort_key_index)
-                FROM {meta}.ducklake_sort_info i JOIN {meta}.ducklake_sort_expression e USING (sort_id, table_id)
-                JOIN {meta}.ducklake_table t USING (table_id) WHERE t.end_snapshot IS NULL AND i.end_snapshot IS NULL
-                GROUP BY 1""").fetchall()
-        assert dict(sorted_by) == LAKE_SORTED
-        assert ("parquet_row_group_size", str(LAKE_ROW_GROUP)) in cur.execute(
-            "SELECT option_name, value FROM lake.options()").fetchall()
-        for table, keys in LAKE_SORTED.items():
-            files = [r[0] for r in cur.execute(
-                f"SELECT data_file FROM ducklake_list_files('lake', '{table}')").fetchall()]
-            assert files
-            for file in files:  # each file in item order, as DuckLake wrote it
-                rows = cur.execute(f"SELECT {keys} FROM read_parquet(?)", [file]).fetchall()
-                assert rows == sorted(rows, key=lambda r: tuple("" if v is None else v for v in r))
+        assert cur.execute("SELECT scope, value FROM lake.options() WHERE option_name = 'parquet_row_group_size'"
+                           ).fetchall() == [("GLOBAL", str(LAKE_ROW_GROUP))]
+        files = [r[0] for r in cur.execute("SELECT data_file FROM ducklake_list_files('lake', 'single_judgments')"
+                                           ).fetchall()]
+        groups = cur.execute("SELECT max(row_group_num_rows), count(*) FROM parquet_metadata(?)", [files]).fetchone()
+        assert files and groups[0] <= LAKE_ROW_GROUP
 
 
 def test_a_lake_made_before_the_layout_gets_it_when_opened(lake_store):
-    with lake_store.write() as cur:  # as a lake made by an older JudgeLens
-        for table in LAKE_SORTED:
-            cur.execute(f"ALTER TABLE {table} RESET SORTED BY")
+    with lake_store.write() as cur:  # as a lake made by an older JudgeLens: DuckDB's default row groups
+        cur.execute("CALL lake.set_option('parquet_row_group_size', 122880)")
         cur.execute("DELETE FROM meta WHERE key = 'lake_layout'")
-    with lake_store.read() as cur:
-        assert cur.execute("SELECT count(*) FROM meta WHERE key = 'lake_layout'").fetchone() == (0,)
     again = Store(lake_store.path, data_path=lake_store.data_path)
     try:
         with again.read() as cur:
             assert cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone() == (LAKE_LAYOUT,)
-            assert cur.execute("SELECT count(*) FROM __ducklake_metadata_lake.ducklake_sort_info "
-                               "WHERE end_snapshot IS NULL").fetchone() == (len(LAKE_SORTED),)
+            assert cur.execute("SELECT value FROM lake.options() WHERE option_name = 'parquet_row_group_size'"
+                               ).fetchall() == [(str(LAKE_ROW_GROUP),)]
     finally:
         again.close()
 
