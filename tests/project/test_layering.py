@@ -103,7 +103,7 @@ def test_harness_names_are_compared_in_a_handful_of_places():
 def test_no_test_module_imports_another():
     """What several test files share lives in conftest.py or a helper module beside it (fake_openai, scripted_judges,
     ...), not in a test file another imports: moving or renaming one test file then breaks nothing else."""
-    assert test_module_imports(ROOT) == []
+    assert imports_of_test_modules(ROOT) == []
 
 
 def test_no_module_is_over_900_lines():
@@ -143,7 +143,7 @@ def test_the_static_checks_find_what_is_planted(tmp_path):
     assert harness_name_comparisons(tmp_path, {"swallow", "human"}) == [
         "app_pages/p.py:1: run.harness == 'swallow'", "app_pages/p.py:3: harness <> 'human'"]
     assert long_modules(tmp_path) == ["lib/big.py: 901 lines"]
-    assert test_module_imports(tmp_path) == ["tests/sub/test_z.py:2: test_y"]
+    assert imports_of_test_modules(tmp_path) == ["tests/sub/test_z.py:2: test_y"]
 
 
 def test_every_import_contract_says_why():
@@ -306,7 +306,7 @@ def harness_name_comparisons(root: Path, names: set[str]) -> list[str]:
     return sorted(found)
 
 
-def test_module_imports(root: Path) -> list[str]:
+def imports_of_test_modules(root: Path) -> list[str]:
     """Imports of a ``test_*`` module (by its plain name or as ``tests.…test_x``) anywhere under tests/."""
     offenders = []
     for path in python_files(root, ("tests",)):
