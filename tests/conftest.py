@@ -1,6 +1,8 @@
 """Shared fixtures. Tests never touch data/judgelens.duckdb: every store lives in tmp_path."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import shutil
 from pathlib import Path
 
@@ -239,3 +241,22 @@ def store_linked_pair(store: Store, questions, references, answers, judgments) -
     linking.link_benches(store, "fc", "sw")
     aliases.auto_alias(store)
     return store
+
+
+@contextmanager
+def reads_counted(store):
+    """Count a store's reads (each one a catalog round and a snapshot on a lake): yields the list of cursors handed
+    out while the block runs; the store reads as before afterwards."""
+    seen, make = [], store.read
+
+    @contextmanager
+    def counted():
+        with make() as cur:
+            seen.append(cur)
+            yield cur
+
+    store.read = counted
+    try:
+        yield seen
+    finally:
+        store.read = make

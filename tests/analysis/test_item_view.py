@@ -1,7 +1,7 @@
 """lib.analysis.item_view lookups of one item."""
 from __future__ import annotations
 
-from contextlib import contextmanager
+from conftest import reads_counted
 
 from lib.analysis import item_view as iv
 from lib.keys import ItemKey
@@ -17,19 +17,9 @@ def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_
         models = [r[0] for r in cur.execute("SELECT DISTINCT model FROM answers ORDER BY model").fetchall()]
     swallow = next(m for m in models if m.startswith("hosted_vllm/"))
     asked = [*models, "no-such-model", swallow.replace("/", "__").upper()]
-    seen = []
-    make = sample_store.read
-
-    @contextmanager
-    def counted():
-        with make() as cur:
-            seen.append(cur)
-            yield cur
-
-    sample_store.read = counted
     for bench, qid, turn, sample in items:
-        del seen[:]
-        got = iv.answers_of(sample_store, bench, qid, turn, sample, asked)
+        with reads_counted(sample_store) as seen:
+            got = iv.answers_of(sample_store, bench, qid, turn, sample, asked)
         assert len(seen) == 1
         want = {}
         for m in asked:
@@ -55,19 +45,9 @@ def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_s
     assert swallow
     keys = [*judged, *swallow, ItemKey(judged[0].bench, "no-such-question", 1, judged[0].model),
             ItemKey(judged[0].bench, judged[0].question_id, judged[0].turn, "no-such-model"), judged[0]]
-    seen = []
-    make = sample_store.read
-
-    @contextmanager
-    def counted():
-        with make() as cur:
-            seen.append(cur)
-            yield cur
-
-    sample_store.read = counted
-    got = iv.items_of(sample_store, keys)
+    with reads_counted(sample_store) as seen:
+        got = iv.items_of(sample_store, keys)
     assert len(seen) == 1
-    sample_store.read = make
     assert len(got) == len(keys)
     for key, found in zip(keys, got):
         assert found["question"] == iv.question(sample_store, key.bench, key.question_id)

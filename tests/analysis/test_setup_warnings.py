@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from conftest import reads_counted
 from lib.analysis import setup_warnings as sw
 from lib.ingest.importer import ingest
 
@@ -81,8 +82,6 @@ def test_the_setup_tables_of_many_pairs_read_each_table_once(sample_store):
     of queries does not grow with the pairs."""
     import pandas as pd
 
-    from contextlib import contextmanager
-
     from lib.analysis import harness_diff, runs
 
     table = runs.runs(sample_store)
@@ -91,22 +90,12 @@ def test_the_setup_tables_of_many_pairs_read_each_table_once(sample_store):
     other = next(r for r in every if r.harness == "swallow")
     pairs = [(ja[0], ja[1]), (ja[0], ja[2]), (ja[1], ja[2]), (ja[0], other)]
     assert len(ja) == 3
-    seen = []
-    make = sample_store.read
-
-    @contextmanager
-    def counted():
-        with make() as cur:
-            seen.append(cur)
-            yield cur
-
-    sample_store.read = counted
-    together = harness_diff.harness_diffs(sample_store, pairs)
-    queries_all = len(seen)
-    del seen[:]
-    harness_diff.harness_diffs(sample_store, pairs[:1])
-    assert queries_all <= len(seen) + 2  # the other bench's links and questions: not one set per pair
-    sample_store.read = make
+    with reads_counted(sample_store) as seen:
+        together = harness_diff.harness_diffs(sample_store, pairs)
+        queries_all = len(seen)
+        del seen[:]
+        harness_diff.harness_diffs(sample_store, pairs[:1])
+        assert queries_all <= len(seen) + 2  # the other bench's links and questions: not one set per pair
     for (a, b), got in zip(pairs, together):
         pd.testing.assert_frame_equal(got, harness_diff.harness_diff(sample_store, a, b))
         assert got.attrs == harness_diff.harness_diff(sample_store, a, b).attrs
