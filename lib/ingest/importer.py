@@ -263,18 +263,17 @@ def content_key(path: Path) -> tuple[str, int]:
     file."""
     import xxhash
 
-    digest = xxhash.xxh3_128()
-    size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(4 * 1024 * 1024):
-            digest.update(chunk)
-            size += len(chunk)
-    return CONTENT_KEY_PREFIX + digest.hexdigest(), size
+    digest, size = _digest(path, xxhash.xxh3_128())
+    return CONTENT_KEY_PREFIX + digest, size
 
 
 def sha256_of(path: Path) -> tuple[str, int]:
     """(sha256 hex, size): the key of the files a store made before issue 26 imported (see ``legacy_sizes``)."""
-    digest = hashlib.sha256()
+    return _digest(path, hashlib.sha256())
+
+
+def _digest(path: Path, digest) -> tuple[str, int]:
+    """(hex digest, size) of the file's bytes, read in 4 MB chunks."""
     size = 0
     with open(path, "rb") as fh:
         while chunk := fh.read(4 * 1024 * 1024):
