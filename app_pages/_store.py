@@ -83,8 +83,9 @@ def first_start(store: Store) -> None:
 
 
 def data_version(store: Store) -> tuple:
-    """The cache key for query results: ``Store.data_version`` (sources, verdicts, templates, probe runs and, on a DuckLake store, any
-    process's write). A rerun that nothing changed asks a DuckLake catalog one question: its newest snapshot."""
+    """The cache key for query results: ``Store.data_version`` (sources, verdicts, templates, probe runs and, on a
+    DuckLake store, any process's write). A rerun that nothing changed asks a DuckLake catalog one question: its
+    newest snapshot."""
     return store.data_version()
 
 

@@ -225,9 +225,9 @@ class Store:
 
     def data_version(self) -> tuple:
         """Changes whenever a source is added or removed, an analyst records a verdict, a template is saved or a probe
-        suite runs: the cache key for query
-        results (the app's ``cached_query``). On a DuckLake store also whenever any process commits a write (its
-        write clock), so every reader sees the others' imports, re-judges, probe runs and verdicts.
+        suite runs: the cache key for query results (the app's ``cached_query``). On a DuckLake store also whenever
+        any process commits a write (its write clock), so every reader sees the others' imports, re-judges, probe
+        runs and verdicts.
 
         DuckLake: each call first asks the catalog only for its newest snapshot id (a few ms, no table read); the
         tables are read only when that changed since the last call, inside one transaction with the snapshot id
