@@ -64,13 +64,19 @@ def _layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     return _plain_text(fig)
 
 
+def facet_title(name: str, value) -> str:
+    """A panel's title (or a legend entry of a numeric group) as a reader says it: "turn 1", "writing", "Turn 1"
+    (a bare number keeps its column's name), never plotly express's "turn=1"."""
+    value = str(value)
+    return f"{name} {value}" if value.replace(".", "", 1).isdigit() else value
+
+
 def _facet_titles(fig: go.Figure) -> go.Figure:
-    """Panel titles as a reader says them: "Turn 1", "writing", "turn 2" (a bare number keeps its column's name),
-    never plotly express's "turn=Turn 1"."""
+    """``facet_title`` on the panel titles of a plotly express figure ("name=value")."""
     def title(note):
         name, sep, value = (note.text or "").partition("=")
         if sep and name and " " not in name:
-            note.text = f"{name} {value}" if value.replace(".", "", 1).isdigit() else value
+            note.text = facet_title(name, value)
     fig.for_each_annotation(title)
     return fig
 
@@ -85,6 +91,76 @@ def _rows_in_order(fig: go.Figure, rows: list) -> go.Figure:
     rows = [str(r) for r in dict.fromkeys(rows)]
     fig.update_yaxes(categoryorder="array", categoryarray=rows, range=[len(rows) - 0.5, -0.5], autorange=False)
     return fig
+
+
+def _grouped_bars(frame: pd.DataFrame, *, x: str, y: str, color: str, facet: str | None, wrap: int = 0,
+                  orientation: str = "v", labels: dict | None = None, hover: tuple[str, ...] = ()) -> tuple[list, dict]:
+    """Grouped bars, one trace per colour value and panel, panels in a grid of ``wrap`` columns (0: one row), as
+    plotly express lays them out (titles and tick labels on the outer panels, axes matched), built as plain data
+    and layout dicts: ``px.bar`` validated every property through hundreds of ``update`` calls, 0.2-1 s per chart
+    and more under load, where one ``go.Figure(data, layout)`` costs a few hundredths. Returns (data, layout) for
+    ``_figure``; groups in order of first appearance (px's); numeric colour values read "turn 1" in the legend."""
+    labels = labels or {}
+    label = lambda col: labels.get(col, col)  # noqa: E731
+    keys = [color] + ([facet] if facet else [])
+    frame = frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), "(none)") for k in keys})
+    colors = list(dict.fromkeys(frame[color]))
+    panels = list(dict.fromkeys(frame[facet])) if facet else [None]
+    cols = min(len(panels), wrap) if wrap else len(panels)
+    rows = -(-len(panels) // cols)
+    gap_x = gap_y = FACET_SPACING if len(panels) > 1 else 0.0
+    width, height = (1 - (cols - 1) * gap_x) / cols, (1 - (rows - 1) * gap_y) / rows
+    layout: dict = {"barmode": "group", "annotations": [], "legend": {"tracegroupgap": 0}}
+    axis_of = {}
+    for i, panel in enumerate(panels):
+        row, col = divmod(i, cols)  # row 0 on top, as px fills a wrapped grid
+        n = (rows - 1 - row) * cols + col + 1  # px numbers the axes from the bottom left
+        suffix = "" if n == 1 else str(n)
+        x0, y0 = col * (width + gap_x), (rows - 1 - row) * (height + gap_y)
+        xaxis = {"anchor": f"y{suffix}", "domain": [x0, x0 + width]}
+        yaxis = {"anchor": f"x{suffix}", "domain": [y0, y0 + height]}
+        if n != 1:
+            xaxis["matches"], yaxis["matches"] = "x", "y"
+        if row == rows - 1:
+            xaxis["title"] = {"text": label(x)}
+        else:
+            xaxis["showticklabels"] = False
+        if col == 0:
+            yaxis["title"] = {"text": label(y)}
+        else:
+            yaxis["showticklabels"] = False
+        layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = xaxis, yaxis
+        axis_of[panel] = suffix
+        if facet:
+            layout["annotations"].append({"text": facet_title(facet, panel), "x": x0 + width / 2, "y": y0 + height,
+                                          "xref": "paper", "yref": "paper", "xanchor": "center",
+                                          "yanchor": "bottom", "showarrow": False, "font": {}})
+    data = []
+    parts = {key if isinstance(key, tuple) else (key,): part for key, part in frame.groupby(keys, sort=False)}
+    for c, value in enumerate(colors):
+        name = facet_title(label(color), value) if not isinstance(value, str) else value
+        shown = False
+        for panel in panels:
+            part = parts.get((value, panel) if facet else (value,))
+            if part is None:
+                continue
+            tip = [f"{label(color)}={value}"] + ([f"{label(facet)}={panel}"] if facet else []) + \
+                [f"{label(x)}=%{{x}}", f"{label(y)}=%{{y}}"] + [f"{h}=%{{customdata[{k}]}}" for k, h in enumerate(hover)]
+            trace = {"type": "bar", "name": name, "legendgroup": name, "offsetgroup": name, "alignmentgroup": "True",
+                     "orientation": orientation, "showlegend": not shown,
+                     "marker": {"color": COLORS[c % len(COLORS)]}, "x": part[x].to_numpy(),
+                     "y": part[y].to_numpy(), "xaxis": f"x{axis_of[panel]}", "yaxis": f"y{axis_of[panel]}",
+                     "hovertemplate": "<br>".join(tip) + "<extra></extra>"}
+            shown = True
+            if hover:
+                trace["customdata"] = part[list(hover)].to_numpy(dtype=object)
+            data.append(trace)
+    return data, layout
+
+
+def _figure(data: list, layout: dict, height: int | None = None) -> go.Figure:
+    """One ``go.Figure`` from plain dicts (validated once), through ``_layout`` like every chart."""
+    return _layout(go.Figure(data=data, layout=layout), height)
 
 
 def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -> go.Figure:
@@ -103,27 +179,29 @@ def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -
     long = frame.melt(id_vars=["run", "model"], value_vars=["t1", "t2"], var_name="turn",
                       value_name="mean").dropna()
     long["turn"] = long["turn"].map({"t1": "Turn 1", "t2": "Turn 2"})
-    fig = px.bar(long, x="mean", y="model", color="run", barmode="group", facet_col="turn", orientation="h",
-                 range_x=[0, 10], labels={"mean": "mean score (1-10)", "model": "", "run": "judge"},
-                 color_discrete_sequence=COLORS, facet_col_spacing=FACET_SPACING)
-    _facet_titles(fig)
-    _rows_in_order(fig, list(frame["model"]))
+    data, layout = _grouped_bars(long, x="mean", y="model", color="run", facet="turn", orientation="h",
+                                 labels={"mean": "mean score (1-10)", "model": "", "run": "judge"})
+    rows = [str(r) for r in dict.fromkeys(frame["model"])]
+    for key in [k for k in layout if k.startswith("xaxis")]:
+        layout[key]["range"] = [0, 10]
+    for key in [k for k in layout if k.startswith("yaxis")]:  # every row shown, the first on top (_rows_in_order)
+        layout[key].update(categoryorder="array", categoryarray=rows, range=[len(rows) - 0.5, -0.5], autorange=False)
     bars = frame.groupby("model")["run"].nunique().max() if len(frame) else 1
-    rows = frame["model"].nunique()
-    return _layout(fig, 160 + max(40 * rows, 12 * rows * max(1, bars)))
+    return _figure(data, layout, 160 + max(40 * len(rows), 12 * len(rows) * max(1, bars)))
 
 
 def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -> go.Figure:
-    """Share of items per score bin (from distributions.score_histogram)."""
-    frame = hist.copy()
-    fig = px.bar(frame, x="bin", y="share", color=color, facet_col=facet, facet_col_wrap=3 if facet else 0,
-                 barmode="group", hover_data=["count", "n", "bin_label"], color_discrete_sequence=COLORS,
-                 labels={"bin": "score", "share": "share of items"},
-                 **({"facet_col_spacing": FACET_SPACING} if facet else {}))
-    _facet_titles(fig)
-    fig.update_xaxes(**SCORE_AXIS)
-    fig.update_yaxes(tickformat=".0%")
-    return _layout(fig, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
+    """Share of items per score bin (from distributions.score_histogram): one bar per ``color`` value, side by
+    side, a panel per ``facet`` value (three to a row)."""
+    frame = hist if color else hist.assign(all="all")
+    data, layout = _grouped_bars(frame, x="bin", y="share", color=color or "all", facet=facet, wrap=3,
+                                 labels={"bin": "score", "share": "share of items"}, hover=("count", "n", "bin_label"))
+    for key in layout:
+        if key.startswith("xaxis"):
+            layout[key].update(SCORE_AXIS)
+        elif key.startswith("yaxis"):
+            layout[key]["tickformat"] = ".0%"
+    return _figure(data, layout, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
 
 
 def box_from_summary(summary: pd.DataFrame, x: str, color: str | None = None) -> go.Figure:
