@@ -272,27 +272,38 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
         if value is not None:
             params[key] = value
             where.append(f"j.{key} = ${key}")
-    # Answers under every name a judgment may use for them ('__' = '/', case-insensitive).
+    # Answers under every name a judgment may use for them ('__' = '/', case-insensitive). The names are worked out
+    # once per distinct (model, model_id, file_model) of the answers (about one per model), not per answer: the
+    # per-answer unnest and DISTINCT, and a window over every judged answer to pick the best match, were two thirds
+    # of this query's time at a million judgments. The best match per judged answer is the same: same harness
+    # first, then the same stored model name, then the newest source.
     sql = f"""
         WITH judged AS (
             SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample,
                    avg(j.score) AS score
             FROM single_judgments j WHERE {' AND '.join(where)} GROUP BY ALL),
-        answer_names AS (
-            SELECT DISTINCT a.source_id, a.harness, a.bench, a.question_id, a.turn, a.sample, a.model,
-                   length(a.text) AS answer_chars, n.name
-            FROM answers a,
-                 unnest(list_distinct([{_norm('a.model')}, {_norm('a.model_id')}, {_norm('a.file_model')}])) AS n(name)
+        triples AS (SELECT DISTINCT model, model_id, file_model FROM answers),
+        names AS (
+            SELECT DISTINCT t.model, t.model_id, t.file_model, n.name
+            FROM triples t,
+                 unnest(list_distinct([{_norm('t.model')}, {_norm('t.model_id')}, {_norm('t.file_model')}])) AS n(name)
             WHERE n.name IS NOT NULL),
+        answer_names AS (
+            SELECT a.source_id, a.harness, a.bench, a.question_id, a.turn, a.sample, a.model,
+                   length(a.text) AS answer_chars, x.name
+            FROM answers a JOIN names x
+              ON x.model IS NOT DISTINCT FROM a.model AND x.model_id IS NOT DISTINCT FROM a.model_id
+             AND x.file_model IS NOT DISTINCT FROM a.file_model
+            WHERE a.bench IN (SELECT DISTINCT bench FROM judged)),
         matched AS (
-            SELECT j.*, x.answer_chars
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, j.score,
+                   arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
+                                            coalesce(CAST(x.model = j.model AS INTEGER), -1),
+                                            coalesce(x.source_id, -1)]) AS answer_chars
             FROM judged j LEFT JOIN answer_names x
               ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
              AND x.sample = j.sample AND x.name = {_norm('j.model')}
-            QUALIFY row_number() OVER (
-                PARTITION BY j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample
-                ORDER BY (x.harness = j.harness) DESC NULLS LAST, (x.model = j.model) DESC NULLS LAST,
-                         x.source_id DESC NULLS LAST) = 1)
+            GROUP BY ALL)
         SELECT m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample, q.category,
                m.answer_chars, m.score
         FROM matched m LEFT JOIN current_questions q ON q.bench = m.bench AND q.question_id = m.question_id
@@ -341,6 +352,19 @@ def length_bias(store: Store, *, judge: str | None = None, bench: str | None = N
     stats = pd.DataFrame(rows, columns=keys + ["n", "n_without_answer", "spearman_rho", "spearman_p",
                                                "kendall_tau", "kendall_p"])
     return points, stats
+
+
+SHOWN_POINTS = 5000  # at most this many judged answers are drawn as points under the length profile
+
+
+def length_summary(store: Store, *, judge: str | None = None, bench: str | None = None,
+                   model: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
+    """What the length-bias view shows, and nothing more: ``(profile, stats, n_points, points)`` with
+    ``length_profile`` and the stats of ``length_bias``, the number of points, and the points themselves only when
+    there are at most ``SHOWN_POINTS`` (else None). A page caches this, not the points: at a million judgments a
+    judge has 200,000 of them, which a cache would unpickle (and the profile recompute) on every rerun."""
+    points, stats = length_bias(store, judge=judge, bench=bench, model=model)
+    return length_profile(points), stats, len(points), points if len(points) <= SHOWN_POINTS else None
 
 
 def length_profile(points: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
