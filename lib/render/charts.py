@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+import plotly.io as pio
 
 SCORE_AXIS = dict(range=[-0.5, 10.5], dtick=1)  # 0 is a rating on some scales (Nejumi 0-10)
 COLORS = px.colors.qualitative.Safe
@@ -158,9 +159,37 @@ def _grouped_bars(frame: pd.DataFrame, *, x: str, y: str, color: str, facet: str
     return data, layout
 
 
-def _figure(data: list, layout: dict, height: int | None = None) -> go.Figure:
-    """One ``go.Figure`` from plain dicts (validated once), through ``_layout`` like every chart."""
-    return _layout(go.Figure(data=data, layout=layout), height)
+def _plain_dicts(data: list[dict], layout: dict) -> None:
+    """``_plain_text`` for a figure still in plain dicts (``_figure``): the same texts made literal, in place."""
+    for trace in data:
+        for attr in ("name", *_DATA_TEXT):
+            if trace.get(attr) is not None:
+                trace[attr] = _literal(trace[attr])
+        if isinstance(trace.get("hovertemplate"), str):
+            trace["hovertemplate"] = _TEMPLATE_TAGS.sub(lambda m: html.unescape(m.group(0)),
+                                                        _literal(trace["hovertemplate"]))
+    for note in layout.get("annotations", []):
+        note["text"] = _literal(note.get("text"))
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
+            if isinstance(axis.get("title"), dict):
+                axis["title"]["text"] = _literal(axis["title"].get("text"))
+            if axis.get("categoryarray") is not None:
+                axis["categoryarray"] = list(_literal(list(axis["categoryarray"])))
+
+
+def _figure(data: list[dict], layout: dict, height: int | None = None) -> go.Figure:
+    """One ``go.Figure`` from plain dicts, validated once, with ``_layout``'s margins, template and literal text:
+    plotly's ``update_layout`` / ``add_trace`` / property setters parse and validate one path at a time (a tenth of
+    a second for a chart of a few dozen traces, several times that on a busy machine)."""
+    _plain_dicts(data, layout)
+    margin = {"l": 10, "r": 10, "t": 40, "b": 10, **layout.pop("margin", {})}
+    legend = {**layout.pop("legend", {}), "title": {"text": ""}}
+    layout = {**layout, "margin": margin, "legend": legend, "template": _TEMPLATE, **({"height": height} if height else {})}
+    return go.Figure(data=data, layout=layout)
+
+
+_TEMPLATE = pio.templates["plotly_white"]
 
 
 def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -> go.Figure:
@@ -219,17 +248,16 @@ def box_from_summary(summary: pd.DataFrame, x: str, color: str | None = None) ->
 
 def radar(frame: pd.DataFrame, series: str) -> go.Figure:
     """Category means around a circle, one trace per value of ``series``. Missing categories are gaps."""
-    fig = go.Figure()
+    data = []
     for i, (name, part) in enumerate(frame.groupby(series, sort=True)):
         part = part.sort_values("category")
         theta = part["category"].tolist()
         r = part["score"].tolist()
-        fig.add_trace(go.Scatterpolar(r=r + r[:1], theta=theta + theta[:1], name=str(name), connectgaps=False,
-                                      line_color=COLORS[i % len(COLORS)]))
-    fig.update_layout(polar=dict(radialaxis=dict(range=[0, 10])))
-    fig = _layout(fig, 460)
-    fig.update_layout(margin=dict(l=70, r=70, t=50, b=50))  # room for the category names around the circle ("stem")
-    return fig
+        data.append({"type": "scatterpolar", "r": r + r[:1], "theta": theta + theta[:1], "name": str(name),
+                     "connectgaps": False, "line": {"color": COLORS[i % len(COLORS)]}})
+    # room for the category names around the circle ("stem")
+    return _figure(data, {"polar": {"radialaxis": {"range": [0, 10]}}, "margin": {"l": 70, "r": 70, "t": 50, "b": 50}},
+                   460)
 
 
 def delta_forest(deltas: pd.DataFrame, label_a: str, label_b: str) -> go.Figure:
@@ -308,26 +336,27 @@ def length_scatter(points: pd.DataFrame) -> go.Figure:
 def length_profile(profile: pd.DataFrame, points: pd.DataFrame | None = None) -> go.Figure:
     """Mean score per length bin (distributions.length_profile), one line per judge, the middle half of
     the scores as a band; ``points`` (few only) are drawn under it with WebGL."""
-    fig = go.Figure()
+    data = []
     for i, (judge, part) in enumerate(profile.groupby("judge", sort=True)):
         color = COLORS[i % len(COLORS)]
         if points is not None and len(points):
             mine = points[points["judge"] == judge]
-            fig.add_trace(go.Scattergl(x=mine["answer_chars"], y=mine["score"], mode="markers", name=f"{judge} (answers)",
-                                       marker=dict(color=color, size=4, opacity=0.35), legendgroup=str(judge),
-                                       showlegend=False, hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=list(part["chars_median"]) + list(part["chars_median"])[::-1],
-                                 y=list(part["q3"]) + list(part["q1"])[::-1], fill="toself", fillcolor=color,
-                                 opacity=0.15, line=dict(width=0), hoverinfo="skip", showlegend=False,
-                                 legendgroup=str(judge)))
-        fig.add_trace(go.Scatter(
-            x=part["chars_median"], y=part["mean"], mode="lines+markers", name=str(judge), legendgroup=str(judge),
-            line=dict(color=color), customdata=np.stack([part["chars_lo"], part["chars_hi"], part["n"]], axis=1),
-            hovertemplate="%{customdata[0]:,}–%{customdata[1]:,} characters<br>mean score %{y:.2f}"
-                          "<br>%{customdata[2]:,} answers<extra>%{fullData.name}</extra>"))
-    fig.update_xaxes(type="log", title="answer length (characters, log scale; median of each bin)")
-    fig.update_yaxes(title="score (mean; band: middle half)", **SCORE_AXIS)
-    return _layout(fig, 420)
+            data.append({"type": "scattergl", "x": mine["answer_chars"].to_numpy(), "y": mine["score"].to_numpy(),
+                         "mode": "markers", "name": f"{judge} (answers)", "legendgroup": str(judge),
+                         "marker": {"color": color, "size": 4, "opacity": 0.35}, "showlegend": False,
+                         "hoverinfo": "skip"})
+        data.append({"type": "scatter", "x": list(part["chars_median"]) + list(part["chars_median"])[::-1],
+                     "y": list(part["q3"]) + list(part["q1"])[::-1], "fill": "toself", "fillcolor": color,
+                     "opacity": 0.15, "line": {"width": 0}, "hoverinfo": "skip", "showlegend": False,
+                     "legendgroup": str(judge)})
+        data.append({"type": "scatter", "x": part["chars_median"].to_numpy(), "y": part["mean"].to_numpy(),
+                     "mode": "lines+markers", "name": str(judge), "legendgroup": str(judge), "line": {"color": color},
+                     "customdata": np.stack([part["chars_lo"], part["chars_hi"], part["n"]], axis=1),
+                     "hovertemplate": "%{customdata[0]:,}–%{customdata[1]:,} characters<br>mean score %{y:.2f}"
+                                      "<br>%{customdata[2]:,} answers<extra>%{fullData.name}</extra>"})
+    return _figure(data, {
+        "xaxis": {"type": "log", "title": {"text": "answer length (characters, log scale; median of each bin)"}},
+        "yaxis": {"title": {"text": "score (mean; band: middle half)"}, **SCORE_AXIS}}, 420)
 
 
 def win_rate_bars(rates: pd.DataFrame) -> go.Figure:
