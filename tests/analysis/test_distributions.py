@@ -234,3 +234,23 @@ def test_length_summary_is_what_the_page_draws(store, monkeypatch):
     assert shown.equals(points)
     monkeypatch.setattr(distributions, "SHOWN_POINTS", 29)
     assert distributions.length_summary(store)[3] is None
+
+
+def test_length_counts_the_stored_text_think_blocks_included(store):
+    """answer_chars is the length of the stored text the judge saw: a <think> block counts, an empty text is 0
+    characters, a missing text (NULL) leaves the point out. (answer_features' length, read where it is the same
+    number, counts the visible text only.)"""
+    think = "<think>" + "t" * 40 + "</think>" + "abc"
+    with store.write() as cur:
+        sid = cur.execute("INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported) "
+                          "VALUES ('x', 'a.jsonl', 'a.jsonl', 'fastchat', 'model_answers', 'b', 0, 4) "
+                          "RETURNING source_id").fetchone()[0]
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (?, 'fastchat', 'b', 'm', NULL, NULL, ?, 0, 1, ?)",
+                        [[sid, "1", think], [sid, "2", ""], [sid, "3", None], [sid, "4", "日本語です"]])
+        refresh_item_scores(cur)   # fills answer_features, as every writer does
+        assert cur.execute("SELECT count(*) FROM answer_features").fetchone()[0] == 4
+    add_judgments(store, [("J", "m", q, 1, 5) for q in (1, 2, 3, 4)])
+    points, stats = length_bias(store)
+    assert dict(zip(points.question_id, points.answer_chars)) == {"1": len(think), "2": 0, "4": 5}
+    assert stats.iloc[0][["n", "n_without_answer"]].tolist() == [3, 1]
