@@ -263,9 +263,18 @@ LENGTH_RULE = ("One point per judged answer: FastChat (question, turn) with repe
 _norm = model_key_sql
 
 
+POINT_COLUMNS = ("harness", "bench", "judge", "model", "question_id", "turn", "sample", "category", "answer_chars",
+                 "score")
+
+
 def length_points(store: Store, *, judge: str | None = None, bench: str | None = None,
-                  model: str | None = None) -> pd.DataFrame:
-    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``."""
+                  model: str | None = None, columns: tuple[str, ...] = POINT_COLUMNS) -> pd.DataFrame:
+    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``; only
+    ``columns`` of them (in the same row order) when fewer are needed: at a million judgments, fetching the keys of
+    200,000 points costs more than the numbers."""
+    unknown = [c for c in columns if c not in POINT_COLUMNS]
+    if unknown:
+        raise UsageError(f"unknown column {', '.join(map(repr, unknown))}; choose from {', '.join(POINT_COLUMNS)}")
     params: dict = {}
     where = ["j.score IS NOT NULL"]
     for key, value in (("judge", judge), ("bench", bench), ("model", model)):
@@ -321,8 +330,7 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
               ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
              AND x.sample = j.sample AND x.name = {_norm('j.model')}
             GROUP BY ALL)
-        SELECT m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample, q.category,
-               m.answer_chars, m.score
+        SELECT {', '.join(('q.' if c == 'category' else 'm.') + c for c in columns)}
         FROM matched m LEFT JOIN current_questions q ON q.bench = m.bench AND q.question_id = m.question_id
         ORDER BY m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample"""
     df = frame(store, sql, params)
@@ -343,9 +351,14 @@ def length_bias(store: Store, *, judge: str | None = None, bench: str | None = N
     a judge mixes "better models write longer" with "the judge likes length"; filter by ``model``
     to look within one model.
     """
+    return _length_stats(length_points(store, judge=judge, bench=bench, model=model))
+
+
+def _length_stats(allpoints: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``length_bias``'s (points, stats) from ``length_points`` (harness, bench, judge, answer_chars, score at
+    least)."""
     from scipy import stats as sstats  # here, so importing this module stays cheap
 
-    allpoints = length_points(store, judge=judge, bench=bench, model=model)
     missing = allpoints["answer_chars"].isna()
     points = allpoints[~missing].reset_index(drop=True)
     points["answer_chars"] = points["answer_chars"].astype("int64")
@@ -380,7 +393,8 @@ def length_summary(store: Store, *, judge: str | None = None, bench: str | None 
     ``length_profile`` and the stats of ``length_bias``, the number of points, and the points themselves only when
     there are at most ``SHOWN_POINTS`` (else None). A page caches this, not the points: at a million judgments a
     judge has 200,000 of them, which a cache would unpickle (and the profile recompute) on every rerun."""
-    points, stats = length_bias(store, judge=judge, bench=bench, model=model)
+    points, stats = _length_stats(length_points(store, judge=judge, bench=bench, model=model,
+                                                columns=("harness", "bench", "judge", "answer_chars", "score")))
     return length_profile(points), stats, len(points), points if len(points) <= SHOWN_POINTS else None
 
 

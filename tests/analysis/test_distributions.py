@@ -231,7 +231,7 @@ def test_length_summary_is_what_the_page_draws(store, monkeypatch):
     profile, summary_stats, n, shown = distributions.length_summary(store)
     assert n == len(points) == 30
     assert profile.equals(distributions.length_profile(points)) and summary_stats.equals(stats)
-    assert shown.equals(points)
+    assert shown.equals(points[["harness", "bench", "judge", "answer_chars", "score"]])   # what the chart reads
     monkeypatch.setattr(distributions, "SHOWN_POINTS", 29)
     assert distributions.length_summary(store)[3] is None
 
