@@ -225,11 +225,14 @@ def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -
     frame = hist if color else hist.assign(all="all")
     data, layout = _grouped_bars(frame, x="bin", y="share", color=color or "all", facet=facet, wrap=3,
                                  labels={"bin": "score", "share": "share of items"}, hover=("count", "n", "bin_label"))
+    # An explicit share range: with matched panels plotly.js left the y axes at their default range [-1, 4] (the
+    # bars a sliver at the bottom of -100%..400%; plotly.js #4826, as with _rows_in_order's axes)
+    top = float(frame["share"].max()) * 1.08 if len(frame) and frame["share"].max() > 0 else 1.0
     for key in layout:
         if key.startswith("xaxis"):
             layout[key].update(SCORE_AXIS)
         elif key.startswith("yaxis"):
-            layout[key]["tickformat"] = ".0%"
+            layout[key].update(tickformat=".0%", range=[0, top], autorange=False)
     return _figure(data, layout, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
 
 

@@ -141,6 +141,8 @@ def test_histogram_bars_hold_the_frames_shares_one_trace_per_colour_and_panel():
         assert list(trace.x) == list(part.bin) and list(trace.y) == list(part.share)
         assert [list(r) for r in trace.customdata] == part[["count", "n", "bin_label"]].values.tolist()
     assert [t.name for t in fig.data if t.showlegend] == ["j1", "j2"]
+    for name in [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]:   # every bar within the range
+        assert fig.layout[name].range[0] == 0 and fig.layout[name].range[1] >= hist["share"].max()
     by_turn = charts.histogram(hist[(hist.judge == "j1") & (hist.category == "math")], "turn")
     assert [t.name for t in by_turn.data] == ["turn 1", "turn 2"]
     assert [list(t.y) for t in by_turn.data] == [[0.02, 0.03, 0.04], [0.03, 0.04, 0.05]]
