@@ -99,14 +99,13 @@ with st.expander("Does a judge score longer answers higher? (reads every judged 
     if length_box.open:
         keep_valid("dist_length_judge", judges)
         judge = st.selectbox("Length bias of judge", judges, key="dist_length_judge")
-        points, stats = cached_query(distributions.length_bias, version, bench=bench, judge=judge)
-        if points.empty:
+        profile, stats, n_points, points = cached_query(distributions.length_summary, version, bench=bench,
+                                                        judge=judge)
+        if not n_points:
             st.info("No answer texts to measure: import the model_answer files of these models.")
         else:
-            profile = distributions.length_profile(points)
-            show_chart(cached_chart(charts.length_profile, profile, points if len(points) <= 5000 else None),
-                       f"length_bias_{bench}")
-            st.caption(f"{len(points):,} judged answers of every model in {len(profile):,} bins of equal count: the "
+            show_chart(cached_chart(charts.length_profile, profile, points), f"length_bias_{bench}")
+            st.caption(f"{n_points:,} judged answers of every model in {len(profile):,} bins of equal count: the "
                        "line is the mean score per bin, the band the middle half of the scores. Spearman's rho "
                        "between answer length and score: a positive rho means longer answers score higher. "
                        "Over all models it mixes 'better models write longer' with 'the judge likes length'.")

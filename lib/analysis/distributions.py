@@ -139,32 +139,43 @@ def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",
 KEYS = ["harness", "bench", "judge", "model"]
 
 
-def _cells(store: Store, filters: dict | None) -> pd.DataFrame:
-    """One scan of item_scores: per harness, bench, judge, model, category, turn the sum and count of
-    item scores. Every number of ``ja_overall`` and ``radar_frame`` is exact arithmetic on these."""
+_CELLS = """
+    cells AS (
+        -- per harness, bench, judge, model, category, turn: the sum and count of item scores; every number of
+        -- ja_overall and radar_frame is exact arithmetic on these
+        SELECT harness, bench, judge, model, category, turn, sum(score) AS total, count(score) AS n
+        FROM item_scores {where} GROUP BY ALL)"""
+
+
+def _category_frame(store: Store, filters: dict | None, categories=None) -> pd.DataFrame:
+    """Every judge x model (of the filtered items) x every category of its bench (from the bench's questions, plus
+    any category seen in its judgments; only ``categories`` when given): the mean of the per-turn category means
+    (``score``, NULL when none is scored) and ``n_items``. In SQL: the pandas pivots and merges this replaced
+    cost a click on Distributions more than the query (0.05-0.1 s of CPU for a few hundred cells)."""
     params: dict = {}
     where = _where(filters, params)
+    wanted = ""
+    if categories is not None:
+        params["wanted"] = list(categories)
+        wanted = "WHERE category = ANY($wanted)"
     df = frame(store, f"""
-        SELECT harness, bench, judge, model, category, turn, sum(score) AS total, count(score) AS n
-        FROM item_scores {'WHERE ' + ' AND '.join(where) if where else ''}
-        GROUP BY ALL""", params)
+        WITH {_CELLS.format(where='WHERE ' + ' AND '.join(where) if where else '')},
+        judged AS (SELECT DISTINCT harness, bench, judge, model FROM cells),
+        bench_categories AS (
+            SELECT * FROM (SELECT DISTINCT bench, category FROM current_questions WHERE category IS NOT NULL
+                           UNION SELECT DISTINCT bench, category FROM cells WHERE category IS NOT NULL) {wanted}),
+        means AS (
+            SELECT harness, bench, judge, model, category, avg(total / n) AS score, sum(n) AS n_items
+            FROM cells WHERE n > 0 AND category IS NOT NULL GROUP BY ALL)
+        SELECT j.harness, j.bench, j.judge, j.model, c.category, m.score, coalesce(m.n_items, 0) AS n_items
+        FROM judged j JOIN bench_categories c ON c.bench = j.bench
+        LEFT JOIN means m ON m.harness = j.harness AND m.bench = j.bench AND m.judge = j.judge AND m.model = j.model
+                         AND m.category = c.category
+        ORDER BY j.harness, j.bench, j.judge, j.model, c.category""", params)
     df["category"] = df["category"].astype(object)
+    df["score"] = df["score"].astype("float64")
+    df["n_items"] = df["n_items"].astype("int64")
     return df
-
-
-def _category_means(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per harness, bench, judge, model, category: the mean of the per-turn category means."""
-    scored = cells[(cells["n"] > 0) & cells["category"].notna()]
-    per_turn = scored.assign(mean=scored["total"] / scored["n"])
-    return (per_turn.groupby(KEYS + ["category"], sort=True)
-            .agg(score=("mean", "mean"), n_items=("n", "sum")).reset_index())
-
-
-def _bench_categories(store: Store, cells: pd.DataFrame) -> pd.DataFrame:
-    """Every (bench, category) known from the benches' questions or seen in the judgments."""
-    asked = frame(store, "SELECT DISTINCT bench, category FROM current_questions WHERE category IS NOT NULL")
-    seen = cells.loc[cells["category"].notna(), ["bench", "category"]]
-    return pd.concat([asked, seen]).drop_duplicates().astype(object)
 
 
 def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None = None) -> pd.DataFrame:
@@ -191,27 +202,26 @@ def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None =
     filters = dict(filters or {})
     if bench is not None:
         filters["bench"] = bench
-    cells = _cells(store, filters)
-    scored = cells[cells["n"] > 0]
-    by_turn = scored.pivot_table(index=KEYS, columns="turn", values=["total", "n"], aggfunc="sum", fill_value=0)
-    head = pd.DataFrame(index=by_turn.index if len(scored) else pd.MultiIndex.from_tuples([], names=KEYS))
-    for turn in (1, 2):
-        has = len(scored) and ("n", turn) in by_turn.columns
-        head[f"t{turn}"] = (by_turn[("total", turn)] / by_turn[("n", turn)].where(by_turn[("n", turn)] > 0)
-                            if has else np.nan)
-    totals = scored.groupby(KEYS).agg(total=("total", "sum"), n_items=("n", "sum"))
-    no_cat = scored[scored["category"].isna()].groupby(KEYS)["n"].sum()
+    params: dict = {}
+    where = _where(filters, params)
+    head = frame(store, f"""
+        WITH {_CELLS.format(where='WHERE ' + ' AND '.join(where) if where else '')}
+        SELECT harness, bench, judge, model,
+               sum(total) FILTER (turn = 1) / sum(n) FILTER (turn = 1) AS t1,
+               sum(total) FILTER (turn = 2) / sum(n) FILTER (turn = 2) AS t2,
+               sum(total) / sum(n) AS overall_pooled, sum(n) AS n_items,
+               coalesce(sum(n) FILTER (category IS NULL), 0) AS n_no_category
+        FROM cells WHERE n > 0 GROUP BY ALL""", params)
+    for col in ("t1", "t2", "overall_pooled"):
+        head[col] = head[col].astype("float64")
     head["overall_turn_mean"] = (head["t1"] + head["t2"]) / 2
-    head["overall_pooled"] = totals["total"] / totals["n_items"]
-    head["n_items"] = totals["n_items"].astype("int64")
-    head["n_no_category"] = no_cat.reindex(head.index, fill_value=0).astype("int64")
-    head = head.reset_index()
-
-    means = _category_means(cells)
-    bench_cats = _bench_categories(store, cells)
-    categories = sorted(set(bench_cats.loc[bench_cats["bench"].isin(head["bench"]), "category"]))
-    if len(means):
-        wide = means.pivot(index=KEYS, columns="category", values="score").reset_index()
+    head["n_items"] = head["n_items"].astype("int64")
+    head["n_no_category"] = head["n_no_category"].astype("int64")
+    long = _category_frame(store, filters)
+    long = long[long["bench"].isin(head["bench"])]
+    categories = sorted(set(long["category"]))
+    if len(long):
+        wide = long.pivot(index=KEYS, columns="category", values="score").reset_index()
         wide.columns.name = None
         head = head.merge(wide, on=KEYS, how="left")
     for category in categories:
@@ -240,16 +250,9 @@ def radar_frame(store: Store, *, bench: str | None = None, judge: str | None = N
         if value is not None:
             filters[key] = value
     wanted = filters.pop("category", None)
-    cells = _cells(store, filters)
-    bench_cats = _bench_categories(store, cells)
     if wanted is not None:
-        wanted = set(wanted) if isinstance(wanted, (list, tuple, set, frozenset)) else {wanted}
-        bench_cats = bench_cats[bench_cats["category"].isin(wanted)]
-    grid = cells[KEYS].drop_duplicates().merge(bench_cats, on="bench", how="inner")
-    out = grid.merge(_category_means(cells), on=KEYS + ["category"], how="left")
-    out["n_items"] = out["n_items"].fillna(0).astype("int64")
-    out["score"] = out["score"].astype("float64")
-    return out.sort_values(KEYS + ["category"]).reset_index(drop=True)[KEYS + ["category", "score", "n_items"]]
+        wanted = list(wanted) if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+    return _category_frame(store, filters, wanted).reset_index(drop=True)[KEYS + ["category", "score", "n_items"]]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -263,38 +266,74 @@ LENGTH_RULE = ("One point per judged answer: FastChat (question, turn) with repe
 _norm = model_key_sql
 
 
+POINT_COLUMNS = ("harness", "bench", "judge", "model", "question_id", "turn", "sample", "category", "answer_chars",
+                 "score")
+
+
 def length_points(store: Store, *, judge: str | None = None, bench: str | None = None,
-                  model: str | None = None) -> pd.DataFrame:
-    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``."""
+                  model: str | None = None, columns: tuple[str, ...] = POINT_COLUMNS) -> pd.DataFrame:
+    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``; only
+    ``columns`` of them (in the same row order) when fewer are needed: at a million judgments, fetching the keys of
+    200,000 points costs more than the numbers."""
+    unknown = [c for c in columns if c not in POINT_COLUMNS]
+    if unknown:
+        raise UsageError(f"unknown column {', '.join(map(repr, unknown))}; choose from {', '.join(POINT_COLUMNS)}")
     params: dict = {}
     where = ["j.score IS NOT NULL"]
     for key, value in (("judge", judge), ("bench", bench), ("model", model)):
         if value is not None:
             params[key] = value
             where.append(f"j.{key} = ${key}")
-    # Answers under every name a judgment may use for them ('__' = '/', case-insensitive).
+    # Answers under every name a judgment may use for them ('__' = '/', case-insensitive). The names are worked out
+    # once per distinct (model, model_id, file_model) of the answers (about one per model), not per answer: the
+    # per-answer unnest and DISTINCT, and a window over every judged answer to pick the best match, were two thirds
+    # of this query's time at a million judgments. The best match per judged answer is the same: same harness
+    # first, then the same stored model name, then the newest source.
     sql = f"""
         WITH judged AS (
             SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample,
                    avg(j.score) AS score
             FROM single_judgments j WHERE {' AND '.join(where)} GROUP BY ALL),
-        answer_names AS (
-            SELECT DISTINCT a.source_id, a.harness, a.bench, a.question_id, a.turn, a.sample, a.model,
-                   length(a.text) AS answer_chars, n.name
-            FROM answers a,
-                 unnest(list_distinct([{_norm('a.model')}, {_norm('a.model_id')}, {_norm('a.file_model')}])) AS n(name)
+        triples AS (SELECT DISTINCT model, model_id, file_model FROM answers),
+        names AS (
+            SELECT DISTINCT t.model, t.model_id, t.file_model, n.name
+            FROM triples t,
+                 unnest(list_distinct([{_norm('t.model')}, {_norm('t.model_id')}, {_norm('t.file_model')}])) AS n(name)
             WHERE n.name IS NOT NULL),
+        -- Each answer's length from answer_features (filled at import) where it equals length(text): no <think>
+        -- block and not empty (a NULL text counts 0 there); the texts of the others are read (no text at all when
+        -- there are none): reading every text was most of this query at a million judgments.
+        keyed AS (
+            SELECT a.source_id, a.harness, a.bench, a.question_id, a.turn, a.sample, a.model, a.model_id,
+                   a.file_model, CASE WHEN NOT f.has_think AND f.length > 0 THEN f.length END AS known_chars
+            FROM answers a LEFT JOIN answer_features f
+              ON f.source_id = a.source_id AND f.bench = a.bench AND f.model = a.model
+             AND f.question_id = a.question_id AND f.turn = a.turn AND f.sample = a.sample
+            WHERE a.bench IN (SELECT DISTINCT bench FROM judged)),
+        read_texts AS (
+            SELECT a.source_id, a.bench, a.model, a.question_id, a.turn, a.sample, length(a.text) AS chars
+            FROM answers a SEMI JOIN (SELECT * FROM keyed WHERE known_chars IS NULL) k
+              ON k.source_id = a.source_id AND k.bench = a.bench AND k.model = a.model
+             AND k.question_id = a.question_id AND k.turn = a.turn AND k.sample = a.sample),
+        answer_names AS (
+            SELECT k.source_id, k.harness, k.bench, k.question_id, k.turn, k.sample, k.model,
+                   coalesce(k.known_chars, r.chars) AS answer_chars, x.name
+            FROM keyed k JOIN names x
+              ON x.model IS NOT DISTINCT FROM k.model AND x.model_id IS NOT DISTINCT FROM k.model_id
+             AND x.file_model IS NOT DISTINCT FROM k.file_model
+            LEFT JOIN read_texts r
+              ON r.source_id = k.source_id AND r.bench = k.bench AND r.model = k.model
+             AND r.question_id = k.question_id AND r.turn = k.turn AND r.sample = k.sample),
         matched AS (
-            SELECT j.*, x.answer_chars
+            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, j.score,
+                   arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
+                                            coalesce(CAST(x.model = j.model AS INTEGER), -1),
+                                            coalesce(x.source_id, -1)]) AS answer_chars
             FROM judged j LEFT JOIN answer_names x
               ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
              AND x.sample = j.sample AND x.name = {_norm('j.model')}
-            QUALIFY row_number() OVER (
-                PARTITION BY j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample
-                ORDER BY (x.harness = j.harness) DESC NULLS LAST, (x.model = j.model) DESC NULLS LAST,
-                         x.source_id DESC NULLS LAST) = 1)
-        SELECT m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample, q.category,
-               m.answer_chars, m.score
+            GROUP BY ALL)
+        SELECT {', '.join(('q.' if c == 'category' else 'm.') + c for c in columns)}
         FROM matched m LEFT JOIN current_questions q ON q.bench = m.bench AND q.question_id = m.question_id
         ORDER BY m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample"""
     df = frame(store, sql, params)
@@ -315,9 +354,14 @@ def length_bias(store: Store, *, judge: str | None = None, bench: str | None = N
     a judge mixes "better models write longer" with "the judge likes length"; filter by ``model``
     to look within one model.
     """
+    return _length_stats(length_points(store, judge=judge, bench=bench, model=model))
+
+
+def _length_stats(allpoints: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``length_bias``'s (points, stats) from ``length_points`` (harness, bench, judge, answer_chars, score at
+    least)."""
     from scipy import stats as sstats  # here, so importing this module stays cheap
 
-    allpoints = length_points(store, judge=judge, bench=bench, model=model)
     missing = allpoints["answer_chars"].isna()
     points = allpoints[~missing].reset_index(drop=True)
     points["answer_chars"] = points["answer_chars"].astype("int64")
@@ -341,6 +385,20 @@ def length_bias(store: Store, *, judge: str | None = None, bench: str | None = N
     stats = pd.DataFrame(rows, columns=keys + ["n", "n_without_answer", "spearman_rho", "spearman_p",
                                                "kendall_tau", "kendall_p"])
     return points, stats
+
+
+SHOWN_POINTS = 5000  # at most this many judged answers are drawn as points under the length profile
+
+
+def length_summary(store: Store, *, judge: str | None = None, bench: str | None = None,
+                   model: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
+    """What the length-bias view shows, and nothing more: ``(profile, stats, n_points, points)`` with
+    ``length_profile`` and the stats of ``length_bias``, the number of points, and the points themselves only when
+    there are at most ``SHOWN_POINTS`` (else None). A page caches this, not the points: at a million judgments a
+    judge has 200,000 of them, which a cache would unpickle (and the profile recompute) on every rerun."""
+    points, stats = _length_stats(length_points(store, judge=judge, bench=bench, model=model,
+                                                columns=("harness", "bench", "judge", "answer_chars", "score")))
+    return length_profile(points), stats, len(points), points if len(points) <= SHOWN_POINTS else None
 
 
 def length_profile(points: pd.DataFrame, bins: int = 10) -> pd.DataFrame:

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
+from lib.analysis import distributions
 from lib.analysis.distributions import HISTOGRAM_RULE, ja_overall, length_bias, radar_frame, score_histogram, score_summary
 from lib.store import refresh_item_scores
 
@@ -199,3 +200,57 @@ def test_length_join_normalises_model_names(store):
     points, stats = length_bias(store)
     assert dict(zip(points.model, points.answer_chars)) == {"org__model-a": 5, "org/model-b": 3}
     assert stats.iloc[0][["n", "n_without_answer"]].tolist() == [2, 1]
+
+
+def test_length_join_prefers_the_same_harness_then_the_same_name_then_the_newest_source(store):
+    """Several stored answers may match one judged answer under the name rule: the one of the judgment's harness
+    wins, then the one stored under the judgment's own model name, then the newest source."""
+    with store.write() as cur:
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (?, ?, 'b', ?, ?, NULL, ?, 0, 1, ?)",
+                        [[5, "swallow", "m", None, "1", "x" * 50],         # q1: the other harness, newest
+                         [1, "fastchat", "M", None, "1", "x" * 10],        # q1: same harness, another name
+                         [2, "fastchat", "m", None, "2", "x" * 20],        # q2: same name, older source
+                         [3, "fastchat", "other", "m", "2", "x" * 30],     # q2: by model_id, newer source
+                         [4, "fastchat", "a", "m", "3", "x" * 40],         # q3: two by model_id: the newest wins
+                         [6, "fastchat", "b", "m", "3", "x" * 60],
+                         [7, "swallow", "m", None, "4", "x" * 70]])       # q4: only the other harness
+    add_judgments(store, [("J", "m", q, 1, 5) for q in (1, 2, 3, 4)])
+    points, _ = length_bias(store)
+    assert dict(zip(points.question_id, points.answer_chars)) == {"1": 10, "2": 20, "3": 60, "4": 70}
+
+
+def test_length_summary_is_what_the_page_draws(store, monkeypatch):
+    """The page caches the profile, the stats and the count, and the points only when few enough to draw."""
+    with store.write() as cur:
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (0, 'fastchat', 'b', 'm', NULL, NULL, ?, 0, 1, ?)",
+                        [[str(q), "x" * (10 * q)] for q in range(1, 31)])
+    add_judgments(store, [("J", "m", q, 1, 1 + q % 10) for q in range(1, 31)])
+    points, stats = length_bias(store)
+    profile, summary_stats, n, shown = distributions.length_summary(store)
+    assert n == len(points) == 30
+    assert profile.equals(distributions.length_profile(points)) and summary_stats.equals(stats)
+    assert shown.equals(points[["harness", "bench", "judge", "answer_chars", "score"]])   # what the chart reads
+    monkeypatch.setattr(distributions, "SHOWN_POINTS", 29)
+    assert distributions.length_summary(store)[3] is None
+
+
+def test_length_counts_the_stored_text_think_blocks_included(store):
+    """answer_chars is the length of the stored text the judge saw: a <think> block counts, an empty text is 0
+    characters, a missing text (NULL) leaves the point out. (answer_features' length, read where it is the same
+    number, counts the visible text only.)"""
+    think = "<think>" + "t" * 40 + "</think>" + "abc"
+    with store.write() as cur:
+        sid = cur.execute("INSERT INTO sources (sha256, path, file_name, harness, kind, bench, bytes, rows_imported) "
+                          "VALUES ('x', 'a.jsonl', 'a.jsonl', 'fastchat', 'model_answers', 'b', 0, 4) "
+                          "RETURNING source_id").fetchone()[0]
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (?, 'fastchat', 'b', 'm', NULL, NULL, ?, 0, 1, ?)",
+                        [[sid, "1", think], [sid, "2", ""], [sid, "3", None], [sid, "4", "日本語です"]])
+        refresh_item_scores(cur)   # fills answer_features, as every writer does
+        assert cur.execute("SELECT count(*) FROM answer_features").fetchone()[0] == 4
+    add_judgments(store, [("J", "m", q, 1, 5) for q in (1, 2, 3, 4)])
+    points, stats = length_bias(store)
+    assert dict(zip(points.question_id, points.answer_chars)) == {"1": len(think), "2": 0, "4": 5}
+    assert stats.iloc[0][["n", "n_without_answer"]].tolist() == [3, 1]

@@ -356,3 +356,38 @@ def test_reliability_tab_with_one_judge_still_splits_the_variance(app):
     parts = next(f for f in frames(app) if "component" in f.columns).set_index("component")
     assert parts.loc["sample", "share"] > 0 and parts.loc["judge", "variance"] == 0
     assert any(c.value.startswith("One judge:") for c in app.caption)
+
+
+def _bars(spec: dict) -> set[tuple]:
+    """(trace name, x, y) of every bar in a Plotly spec (arrays may come typed: {"dtype", "bdata"})."""
+    import base64
+
+    import numpy as np
+
+    def values(v):
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist() if isinstance(v, dict) else v
+    return {(t["name"], x, round(y, 12)) for t in spec["data"] for x, y in zip(values(t["x"]), values(t["y"]))}
+
+
+def test_distributions_page_draws_the_libs_numbers(app, app_db):
+    """The page's histogram bars, length-bias count and statistics are the lib functions' numbers (the page caches
+    what it draws: aggregates, never the judged answers themselves)."""
+    import json
+
+    from lib.analysis import distributions
+
+    app.switch_page("app_pages/distributions.py").run()
+    bench, judges = app.selectbox(key="dist_bench").value, app.multiselect(key="dist_judges").value
+    with Store(app_db) as store:
+        hist = distributions.score_histogram(store, by=["judge"], filters={"bench": bench, "judge": judges})
+        points, stats = distributions.length_bias(store, bench=bench, judge=judges[0])
+    assert any(c.value.startswith("Showing all") for c in app.caption)   # the sample: every model is shown
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert _bars(spec) == {(j, b, round(s, 12)) for j, b, s in zip(hist["judge"], hist["bin"], hist["share"])}
+    app.session_state["dist_length_open"] = True
+    app.run()
+    assert not app.exception
+    assert any(c.value.startswith(f"{len(points):,} judged answers") for c in app.caption)
+    shown = next(f for f in frames(app) if "spearman_rho" in f.columns)
+    assert shown["n"].tolist() == stats["n"].tolist()
+    assert [float(v) for v in shown["spearman_rho"]] == pytest.approx(stats["spearman_rho"].tolist())

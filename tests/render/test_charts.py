@@ -118,3 +118,33 @@ def test_facet_titles_axes_and_the_radar_read_plainly():
     radar = charts.radar(pd.DataFrame({"category": ["stem", "math", "writing"], "score": [7.0, 6.0, 8.0],
                                        "model": ["m"] * 3}), "model")
     assert radar.layout.margin.l >= 60 and radar.layout.margin.r >= 60   # room for "stem" beside the circle
+
+
+def test_histogram_bars_hold_the_frames_shares_one_trace_per_colour_and_panel():
+    """The histogram is built from plain dicts (not plotly express): every bar is a row of the frame, a colour's
+    legend entry appears once, panels are titled and laid out three to a row, and a numeric colour (turn) is one
+    bar per value side by side, named "turn 1" (plotly express drew it as one trace on a continuous colour scale,
+    the two turns' bars on top of each other)."""
+    rows = [dict(judge=j, turn=t, category=c, bin=b, count=b + t, n=100, share=(b + t) / 100, bin_label=str(b))
+            for j in ("j1", "j2") for t in (1, 2) for c in ("coding", "math", "stem", "writing") for b in (1, 2, 3)]
+    hist = pd.DataFrame(rows)
+    fig = charts.histogram(hist, "judge", "category")
+    assert len(fig.data) == 2 * 4
+    assert sorted(a.text for a in fig.layout.annotations) == ["coding", "math", "stem", "writing"]
+    panel = {a.text: (a.x, a.y) for a in fig.layout.annotations}
+    assert panel["coding"][1] == panel["stem"][1] > panel["writing"][1]     # three to a row, the first on top
+    for trace in fig.data:
+        axis = fig.layout["xaxis" + trace.xaxis[1:]]
+        title = next(a.text for a in fig.layout.annotations if abs(a.x - sum(axis.domain) / 2) < 1e-9
+                     and abs(a.y - fig.layout["yaxis" + trace.yaxis[1:]].domain[1]) < 1e-9)
+        part = hist[(hist.judge == trace.name) & (hist.category == title)]
+        assert list(trace.x) == list(part.bin) and list(trace.y) == list(part.share)
+        assert [list(r) for r in trace.customdata] == part[["count", "n", "bin_label"]].values.tolist()
+    assert [t.name for t in fig.data if t.showlegend] == ["j1", "j2"]
+    for name in [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]:   # every bar within the range
+        assert fig.layout[name].range[0] == 0 and fig.layout[name].range[1] >= hist["share"].max()
+    by_turn = charts.histogram(hist[(hist.judge == "j1") & (hist.category == "math")], "turn")
+    assert [t.name for t in by_turn.data] == ["turn 1", "turn 2"]
+    assert [list(t.y) for t in by_turn.data] == [[0.02, 0.03, 0.04], [0.03, 0.04, 0.05]]
+    assert by_turn.layout.barmode == "group" and len({t.marker.color for t in by_turn.data}) == 2
+    assert _markup(charts.histogram(hist.assign(judge=EVIL), "judge", "category")) == []
