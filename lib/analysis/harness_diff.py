@@ -114,17 +114,38 @@ class _Reads:
     @cached_property
     def prompt_rows(self) -> dict[Run, list[tuple]]:
         """Per run and prompt name: one stored rendered prompt (of the lowest question and turn, sample 0) with
-        the question, turn and sample it was rendered for (all from the same row)."""
+        the question, turn and sample it was rendered for (all from the same row).
+
+        The row is the lowest by (question number x 10 + turn, question id, source, prompt text): one row per name,
+        the same on every store. Found in two steps so that the prompt texts (a kilobyte or more each) are read
+        for that row alone: the lowest key without the text first, from the narrow columns; then the prompts of
+        the few rows with that key (several only when one file holds the same item twice), the lowest text
+        winning the tie. A run's rows lie scattered through the table (a file holds every model), so reading the
+        text of all of a run's rows decompresses the whole column: 0.9 s for five runs at a million judgments."""
         where, params = _run_filter(self.runs)
+        # the row's key: (t is fixed by k and q; it is there to find the row again)
+        key = ("{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id, 'src': source_id, "
+               "'t': turn} AS k")
         rows = _rows(self.store, f"""
-            SELECT harness, bench, judge, model, prompt_name, arg_min(question_id, k), arg_min(turn, k),
-                   arg_min(sample, k), arg_min(judge_prompt, k), count(*)
-            FROM (SELECT harness, bench, judge, model, prompt_name, question_id, turn, sample, judge_prompt,
-                         -- one row per name, the same on every store: ties broken down to the prompt text
-                         {{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
-                           'src': source_id, 'p': judge_prompt}} AS k
-                  FROM single_judgments WHERE {where} AND judge_prompt IS NOT NULL AND sample = 0)
-            GROUP BY ALL ORDER BY prompt_name""", params)
+            WITH with_prompt AS (
+                -- a bag difference: every row's key, less one copy per row without a prompt. ``IS NULL`` as a
+                -- filter is answered from each row group's statistics (no row group without nulls is read);
+                -- ``IS NOT NULL`` would read every text of the run's rows
+                SELECT harness, bench, judge, model, prompt_name, {key}
+                FROM single_judgments WHERE {where} AND sample = 0
+                EXCEPT ALL
+                SELECT harness, bench, judge, model, prompt_name, {key}
+                FROM single_judgments WHERE {where} AND sample = 0 AND judge_prompt IS NULL),
+            best AS (
+                SELECT harness, bench, judge, model, prompt_name, count(*) AS n, min(k) AS k
+                FROM with_prompt GROUP BY ALL)
+            SELECT b.harness, b.bench, b.judge, b.model, b.prompt_name, b.k.q, b.k.t, 0, min(j.judge_prompt), b.n
+            FROM best b JOIN single_judgments j
+              ON j.harness = b.harness AND j.bench = b.bench AND j.judge = b.judge AND j.model = b.model
+                 AND j.prompt_name IS NOT DISTINCT FROM b.prompt_name AND j.question_id = b.k.q AND j.turn = b.k.t
+                 AND j.source_id = b.k.src
+            WHERE j.sample = 0 AND j.judge_prompt IS NOT NULL
+            GROUP BY ALL ORDER BY b.prompt_name""", params)
         out = {r: [] for r in self.runs}
         for row in rows:
             out[Run(*row[:4])].append(row[4:])
