@@ -60,6 +60,14 @@ class _Reads:
         self.benches = sorted({r.bench for r in self.runs})
         self._system_prompts: dict[str, str | None] = {}
         self._links: dict[tuple[str, str], pd.DataFrame] = {}
+        self._per_run: dict[tuple[str, Run], object] = {}
+
+    def per_run(self, what: str, run: Run, make):
+        """``make()``, once per run: what one run contributes to a table (its templates, its samples line) is the
+        same in every pair it is in (five judges: each run in four of the ten pairs)."""
+        if (what, run) not in self._per_run:
+            self._per_run[(what, run)] = make()
+        return self._per_run[(what, run)]
 
     def _bench_params(self) -> tuple[str, list]:
         return ", ".join("?" for _ in self.benches), list(self.benches)
@@ -275,6 +283,11 @@ def prompt_templates(store: Store, run: Run) -> dict[str, dict]:
 
 
 def _templates(reads: _Reads, run: Run) -> dict[str, dict]:
+    """The run's templates (shared by every pair the run is in: read them, do not change them)."""
+    return reads.per_run("templates", run, lambda: _build_templates(reads, run))
+
+
+def _build_templates(reads: _Reads, run: Run) -> dict[str, dict]:
     rows = reads.prompt_rows[run]
     parsed = [(row, _messages(row[4])) for row in rows]
     # one look-up for every name whose stored prompt has no system message (all runs': they share the cache)
@@ -391,32 +404,35 @@ def _system_prompt(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
     return _row("system_prompt", text(vals[ra], ra), text(vals[rb], rb), differs, ev)
 
 
-def _samples(reads: _Reads, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
-    desc, per = {}, {}
+def _sample_side(reads: _Reads, df: pd.DataFrame, r: Run) -> tuple[str, int, str | None]:
+    """One run's samples line: (description, samples per item, an example of differing samples or None)."""
+    if df.empty:
+        return "no answers stored", 0, None
     example = None
+    g = df.groupby(["question_id", "turn"])
+    n = int(g["sample"].nunique().max())
+    text = f"{n} sample(s) per item"
+    if n > 1:
+        distinct = g["text"].nunique()
+        copies = int((distinct == 1).sum())
+        cats = sorted(df[df.set_index(["question_id", "turn"]).index.isin(distinct[distinct == 1].index)]
+                      ["category"].dropna().unique())
+        text += (f"; identical copies on {copies} of {len(distinct)} items"
+                 + (f" ({', '.join(cats)})" if cats else ""))
+        varied = distinct[distinct > 1]
+        if len(varied):
+            qid, turn = varied.index[0]
+            example = _example(r, qid, turn, 1)
+    judged = reads.stats[r]["judged_samples"]
+    return text + f"; {judged} judged per item", n, example
+
+
+def _samples(reads: _Reads, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    desc, per, examples = {}, {}, []
     for r in (ra, rb):
-        df = ans[r]
-        if df.empty:
-            desc[r], per[r] = "no answers stored", 0
-            continue
-        g = df.groupby(["question_id", "turn"])
-        n = int(g["sample"].nunique().max())
-        per[r] = n
-        text = f"{n} sample(s) per item"
-        if n > 1:
-            distinct = g["text"].nunique()
-            copies = int((distinct == 1).sum())
-            cats = sorted(df[df.set_index(["question_id", "turn"]).index.isin(distinct[distinct == 1].index)]
-                          ["category"].dropna().unique())
-            text += (f"; identical copies on {copies} of {len(distinct)} items"
-                     + (f" ({', '.join(cats)})" if cats else ""))
-            varied = distinct[distinct > 1]
-            if len(varied) and example is None:
-                qid, turn = varied.index[0]
-                example = _example(r, qid, turn, 1)
-        judged = reads.stats[r]["judged_samples"]
-        text += f"; {judged} judged per item"
-        desc[r] = text
+        desc[r], per[r], ex = reads.per_run("samples", r, lambda: _sample_side(reads, ans[r], r))
+        examples.append(ex)
+    example = next((ex for ex in examples if ex is not None), None)  # A's if it has one
     # are the two runs' first answers the same texts?
     same = ""
     a0 = ans[ra][ans[ra]["sample"] == 0][["question_id", "turn", "text"]]
