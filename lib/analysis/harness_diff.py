@@ -29,6 +29,9 @@ AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "sy
                "reasoning": "reasoning (<think>)", "references": "reference answers", "parse_failures":
                "parse failures", "scale": "score scale", "questions": "questions"}
 COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
+# Areas computed from the answers of the run's model in its bench alone: two runs of one model on one bench (two
+# judges of the same answers) read the same answers, so these never differ between them.
+ANSWER_AREAS = ("system_prompt", "samples", "temperature", "truncation", "reasoning")
 TRUNCATION_LIMITS = (8192, 6144)
 _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
 
@@ -99,6 +102,30 @@ class _Reads:
         cols = [c for c in df.columns if not c.startswith(("in_", "exact_"))]
         return {r: df.loc[df[f"in_{i}"], cols].assign(exact=df.loc[df[f"in_{i}"], f"exact_{i}"]).reset_index(drop=True)
                 for i, r in enumerate(self.runs)}
+
+    @cached_property
+    def example_answers(self) -> dict[tuple[Run, str, int], dict[int, str]]:
+        """(run, question, sample) -> {turn: text} for the question and sample of each run's example prompts
+        (``prompt_rows``), the answers named exactly as the run's model (``answers``' ``exact``), the newest file
+        winning: what ``example_context`` needs when nothing else reads the answers (the agreement page's setup
+        lines), in one query over a few rows instead of every answer text of the runs' models. Each name column
+        is matched in its own branch so that the model name filters the scan."""
+        wanted = sorted({(i, r.bench, r.model, row[1], int(row[3])) for i, r in enumerate(self.runs)
+                         for row in self.prompt_rows[r]})
+        if not wanted:
+            return {}
+        values = ", ".join(f"($i{n}, $b{n}, $m{n}, $q{n}, $s{n})" for n in range(len(wanted)))
+        params = {f"{k}{n}": v for n, row in enumerate(wanted) for k, v in zip("ibmqs", row)}
+        branches = " UNION ".join(f"""
+            SELECT w.i, w.q, w.s, a.source_id, a.turn, a.text FROM answers a JOIN w
+              ON a.bench = w.b AND a.{column} = w.m AND a.question_id = w.q AND a.sample = w.s"""
+                                  for column in ("model", "model_id", "file_model"))
+        out: dict[tuple[Run, str, int], dict[int, str]] = {}
+        for i, qid, sample, _source, turn, text in _rows(self.store, f"""
+                WITH w AS (SELECT * FROM (VALUES {values}) v(i, b, m, q, s))
+                SELECT * FROM ({branches}) ORDER BY i, q, s, source_id, turn""", params):
+            out.setdefault((self.runs[i], qid, int(sample)), {})[int(turn)] = text  # the newest file: written last
+        return out
 
     @cached_property
     def stats(self) -> dict[Run, dict]:
@@ -216,9 +243,12 @@ class _Reads:
         turns = self.questions[run.bench].get(qid)
         if turns is None:
             return None
-        df = self.answers[run]
-        df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
-        ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
+        if "answers" in self.__dict__:  # read already (the full table): no query
+            df = self.answers[run]
+            df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
+            ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
+        else:
+            ans = self.example_answers.get((run, qid, int(sample)), {})
         refs = [(j, t, x) for j, q, t, x in self.references[run.bench] if q == qid]
         judges = sorted({j for j, _, _ in refs})
         use = run.judge if run.judge in judges else (judges[0] if judges else None)
@@ -605,19 +635,29 @@ def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
     return _table(_Reads(store, ra, rb), ra, rb)  # each table read once, for both runs
 
 
-def harness_diffs(store: Store, pairs: list[tuple[Run, Run]]) -> list[pd.DataFrame]:
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas: tuple[str, ...] = AREAS) -> list[pd.DataFrame]:
     """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
-    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times)."""
+    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: only these
+    rows (in ``AREAS`` order); the answers are read only when an area of ``ANSWER_AREAS`` is asked for."""
+    unknown = sorted(set(areas) - set(AREAS))
+    if unknown:
+        raise ValueError(f"unknown setup area(s): {', '.join(unknown)}")
     reads = _Reads(store, *(r for pair in pairs for r in pair))
-    return [_table(reads, ra, rb) for ra, rb in pairs]
+    return [_table(reads, ra, rb, areas) for ra, rb in pairs]
 
 
-def _table(reads: _Reads, ra: Run, rb: Run) -> pd.DataFrame:
-    ans = reads.answers
-    rows = [_judge_model(reads, ra, rb), _judge_prompt(reads, ra, rb), _system_prompt(ans, ra, rb),
-            _samples(reads, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),
-            _reasoning(ans, ra, rb), _references(reads, ra, rb), _parse_failures(reads, ra, rb),
-            _scale(reads, ra, rb), _questions(reads, ra, rb)]
+def _table(reads: _Reads, ra: Run, rb: Run, areas: tuple[str, ...] = AREAS) -> pd.DataFrame:
+    row = {"judge_model": lambda: _judge_model(reads, ra, rb), "judge_prompt": lambda: _judge_prompt(reads, ra, rb),
+           "system_prompt": lambda: _system_prompt(reads.answers, ra, rb),
+           "samples": lambda: _samples(reads, reads.answers, ra, rb),
+           "temperature": lambda: _temperature(reads.answers, ra, rb),
+           "truncation": lambda: _truncation(reads.answers, ra, rb),
+           "reasoning": lambda: _reasoning(reads.answers, ra, rb), "references": lambda: _references(reads, ra, rb),
+           "parse_failures": lambda: _parse_failures(reads, ra, rb), "scale": lambda: _scale(reads, ra, rb),
+           "questions": lambda: _questions(reads, ra, rb)}
+    if any(a in areas for a in ANSWER_AREAS):
+        reads.answers  # noqa: B018 (read first: the prompt examples then come from it, no query of their own)
+    rows = [row[a]() for a in AREAS if a in areas]
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)
