@@ -29,6 +29,9 @@ AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "sy
                "reasoning": "reasoning (<think>)", "references": "reference answers", "parse_failures":
                "parse failures", "scale": "score scale", "questions": "questions"}
 COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
+# Areas computed from the answers of the run's model in its bench alone: two runs of one model on one bench (two
+# judges of the same answers) read the same answers, so these never differ between them.
+ANSWER_AREAS = ("system_prompt", "samples", "temperature", "truncation", "reasoning")
 TRUNCATION_LIMITS = (8192, 6144)
 _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
 
@@ -60,6 +63,14 @@ class _Reads:
         self.benches = sorted({r.bench for r in self.runs})
         self._system_prompts: dict[str, str | None] = {}
         self._links: dict[tuple[str, str], pd.DataFrame] = {}
+        self._per_run: dict[tuple[str, Run], object] = {}
+
+    def per_run(self, what: str, run: Run, make):
+        """``make()``, once per run: what one run contributes to a table (its templates, its samples line) is the
+        same in every pair it is in (five judges: each run in four of the ten pairs)."""
+        if (what, run) not in self._per_run:
+            self._per_run[(what, run)] = make()
+        return self._per_run[(what, run)]
 
     def _bench_params(self) -> tuple[str, list]:
         return ", ".join("?" for _ in self.benches), list(self.benches)
@@ -93,6 +104,30 @@ class _Reads:
                 for i, r in enumerate(self.runs)}
 
     @cached_property
+    def example_answers(self) -> dict[tuple[Run, str, int], dict[int, str]]:
+        """(run, question, sample) -> {turn: text} for the question and sample of each run's example prompts
+        (``prompt_rows``), the answers named exactly as the run's model (``answers``' ``exact``), the newest file
+        winning: what ``example_context`` needs when nothing else reads the answers (the agreement page's setup
+        lines), in one query over a few rows instead of every answer text of the runs' models. Each name column
+        is matched in its own branch so that the model name filters the scan."""
+        wanted = sorted({(i, r.bench, r.model, row[1], int(row[3])) for i, r in enumerate(self.runs)
+                         for row in self.prompt_rows[r]})
+        if not wanted:
+            return {}
+        values = ", ".join(f"($i{n}, $b{n}, $m{n}, $q{n}, $s{n})" for n in range(len(wanted)))
+        params = {f"{k}{n}": v for n, row in enumerate(wanted) for k, v in zip("ibmqs", row)}
+        branches = " UNION ".join(f"""
+            SELECT w.i, w.q, w.s, a.source_id, a.turn, a.text FROM answers a JOIN w
+              ON a.bench = w.b AND a.{column} = w.m AND a.question_id = w.q AND a.sample = w.s"""
+                                  for column in ("model", "model_id", "file_model"))
+        out: dict[tuple[Run, str, int], dict[int, str]] = {}
+        for i, qid, sample, _source, turn, text in _rows(self.store, f"""
+                WITH w AS (SELECT * FROM (VALUES {values}) v(i, b, m, q, s))
+                SELECT * FROM ({branches}) ORDER BY i, q, s, source_id, turn""", params):
+            out.setdefault((self.runs[i], qid, int(sample)), {})[int(turn)] = text  # the newest file: written last
+        return out
+
+    @cached_property
     def stats(self) -> dict[Run, dict]:
         """Per run: judgments, judgments without a rating (and the first such item), samples judged, score range."""
         where, params = _run_filter(self.runs)
@@ -114,17 +149,38 @@ class _Reads:
     @cached_property
     def prompt_rows(self) -> dict[Run, list[tuple]]:
         """Per run and prompt name: one stored rendered prompt (of the lowest question and turn, sample 0) with
-        the question, turn and sample it was rendered for (all from the same row)."""
+        the question, turn and sample it was rendered for (all from the same row).
+
+        The row is the lowest by (question number x 10 + turn, question id, source, prompt text): one row per name,
+        the same on every store. Found in two steps so that the prompt texts (a kilobyte or more each) are read
+        for that row alone: the lowest key without the text first, from the narrow columns; then the prompts of
+        the few rows with that key (several only when one file holds the same item twice), the lowest text
+        winning the tie. A run's rows lie scattered through the table (a file holds every model), so reading the
+        text of all of a run's rows decompresses the whole column: 0.9 s for five runs at a million judgments."""
         where, params = _run_filter(self.runs)
+        # the row's key: (t is fixed by k and q; it is there to find the row again)
+        key = ("{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id, 'src': source_id, "
+               "'t': turn} AS k")
         rows = _rows(self.store, f"""
-            SELECT harness, bench, judge, model, prompt_name, arg_min(question_id, k), arg_min(turn, k),
-                   arg_min(sample, k), arg_min(judge_prompt, k), count(*)
-            FROM (SELECT harness, bench, judge, model, prompt_name, question_id, turn, sample, judge_prompt,
-                         -- one row per name, the same on every store: ties broken down to the prompt text
-                         {{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
-                           'src': source_id, 'p': judge_prompt}} AS k
-                  FROM single_judgments WHERE {where} AND judge_prompt IS NOT NULL AND sample = 0)
-            GROUP BY ALL ORDER BY prompt_name""", params)
+            WITH with_prompt AS (
+                -- a bag difference: every row's key, less one copy per row without a prompt. ``IS NULL`` as a
+                -- filter is answered from each row group's statistics (no row group without nulls is read);
+                -- ``IS NOT NULL`` would read every text of the run's rows
+                SELECT harness, bench, judge, model, prompt_name, {key}
+                FROM single_judgments WHERE {where} AND sample = 0
+                EXCEPT ALL
+                SELECT harness, bench, judge, model, prompt_name, {key}
+                FROM single_judgments WHERE {where} AND sample = 0 AND judge_prompt IS NULL),
+            best AS (
+                SELECT harness, bench, judge, model, prompt_name, count(*) AS n, min(k) AS k
+                FROM with_prompt GROUP BY ALL)
+            SELECT b.harness, b.bench, b.judge, b.model, b.prompt_name, b.k.q, b.k.t, 0, min(j.judge_prompt), b.n
+            FROM best b JOIN single_judgments j
+              ON j.harness = b.harness AND j.bench = b.bench AND j.judge = b.judge AND j.model = b.model
+                 AND j.prompt_name IS NOT DISTINCT FROM b.prompt_name AND j.question_id = b.k.q AND j.turn = b.k.t
+                 AND j.source_id = b.k.src
+            WHERE j.sample = 0 AND j.judge_prompt IS NOT NULL
+            GROUP BY ALL ORDER BY b.prompt_name""", params)
         out = {r: [] for r in self.runs}
         for row in rows:
             out[Run(*row[:4])].append(row[4:])
@@ -187,9 +243,12 @@ class _Reads:
         turns = self.questions[run.bench].get(qid)
         if turns is None:
             return None
-        df = self.answers[run]
-        df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
-        ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
+        if "answers" in self.__dict__:  # read already (the full table): no query
+            df = self.answers[run]
+            df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
+            ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
+        else:
+            ans = self.example_answers.get((run, qid, int(sample)), {})
         refs = [(j, t, x) for j, q, t, x in self.references[run.bench] if q == qid]
         judges = sorted({j for j, _, _ in refs})
         use = run.judge if run.judge in judges else (judges[0] if judges else None)
@@ -254,6 +313,11 @@ def prompt_templates(store: Store, run: Run) -> dict[str, dict]:
 
 
 def _templates(reads: _Reads, run: Run) -> dict[str, dict]:
+    """The run's templates (shared by every pair the run is in: read them, do not change them)."""
+    return reads.per_run("templates", run, lambda: _build_templates(reads, run))
+
+
+def _build_templates(reads: _Reads, run: Run) -> dict[str, dict]:
     rows = reads.prompt_rows[run]
     parsed = [(row, _messages(row[4])) for row in rows]
     # one look-up for every name whose stored prompt has no system message (all runs': they share the cache)
@@ -370,32 +434,35 @@ def _system_prompt(ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
     return _row("system_prompt", text(vals[ra], ra), text(vals[rb], rb), differs, ev)
 
 
-def _samples(reads: _Reads, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
-    desc, per = {}, {}
+def _sample_side(reads: _Reads, df: pd.DataFrame, r: Run) -> tuple[str, int, str | None]:
+    """One run's samples line: (description, samples per item, an example of differing samples or None)."""
+    if df.empty:
+        return "no answers stored", 0, None
     example = None
+    g = df.groupby(["question_id", "turn"])
+    n = int(g["sample"].nunique().max())
+    text = f"{n} sample(s) per item"
+    if n > 1:
+        distinct = g["text"].nunique()
+        copies = int((distinct == 1).sum())
+        cats = sorted(df[df.set_index(["question_id", "turn"]).index.isin(distinct[distinct == 1].index)]
+                      ["category"].dropna().unique())
+        text += (f"; identical copies on {copies} of {len(distinct)} items"
+                 + (f" ({', '.join(cats)})" if cats else ""))
+        varied = distinct[distinct > 1]
+        if len(varied):
+            qid, turn = varied.index[0]
+            example = _example(r, qid, turn, 1)
+    judged = reads.stats[r]["judged_samples"]
+    return text + f"; {judged} judged per item", n, example
+
+
+def _samples(reads: _Reads, ans: dict[Run, pd.DataFrame], ra: Run, rb: Run) -> dict:
+    desc, per, examples = {}, {}, []
     for r in (ra, rb):
-        df = ans[r]
-        if df.empty:
-            desc[r], per[r] = "no answers stored", 0
-            continue
-        g = df.groupby(["question_id", "turn"])
-        n = int(g["sample"].nunique().max())
-        per[r] = n
-        text = f"{n} sample(s) per item"
-        if n > 1:
-            distinct = g["text"].nunique()
-            copies = int((distinct == 1).sum())
-            cats = sorted(df[df.set_index(["question_id", "turn"]).index.isin(distinct[distinct == 1].index)]
-                          ["category"].dropna().unique())
-            text += (f"; identical copies on {copies} of {len(distinct)} items"
-                     + (f" ({', '.join(cats)})" if cats else ""))
-            varied = distinct[distinct > 1]
-            if len(varied) and example is None:
-                qid, turn = varied.index[0]
-                example = _example(r, qid, turn, 1)
-        judged = reads.stats[r]["judged_samples"]
-        text += f"; {judged} judged per item"
-        desc[r] = text
+        desc[r], per[r], ex = reads.per_run("samples", r, lambda: _sample_side(reads, ans[r], r))
+        examples.append(ex)
+    example = next((ex for ex in examples if ex is not None), None)  # A's if it has one
     # are the two runs' first answers the same texts?
     same = ""
     a0 = ans[ra][ans[ra]["sample"] == 0][["question_id", "turn", "text"]]
@@ -568,19 +635,29 @@ def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
     return _table(_Reads(store, ra, rb), ra, rb)  # each table read once, for both runs
 
 
-def harness_diffs(store: Store, pairs: list[tuple[Run, Run]]) -> list[pd.DataFrame]:
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas: tuple[str, ...] = AREAS) -> list[pd.DataFrame]:
     """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
-    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times)."""
+    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: only these
+    rows (in ``AREAS`` order); the answers are read only when an area of ``ANSWER_AREAS`` is asked for."""
+    unknown = sorted(set(areas) - set(AREAS))
+    if unknown:
+        raise ValueError(f"unknown setup area(s): {', '.join(unknown)}")
     reads = _Reads(store, *(r for pair in pairs for r in pair))
-    return [_table(reads, ra, rb) for ra, rb in pairs]
+    return [_table(reads, ra, rb, areas) for ra, rb in pairs]
 
 
-def _table(reads: _Reads, ra: Run, rb: Run) -> pd.DataFrame:
-    ans = reads.answers
-    rows = [_judge_model(reads, ra, rb), _judge_prompt(reads, ra, rb), _system_prompt(ans, ra, rb),
-            _samples(reads, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),
-            _reasoning(ans, ra, rb), _references(reads, ra, rb), _parse_failures(reads, ra, rb),
-            _scale(reads, ra, rb), _questions(reads, ra, rb)]
+def _table(reads: _Reads, ra: Run, rb: Run, areas: tuple[str, ...] = AREAS) -> pd.DataFrame:
+    row = {"judge_model": lambda: _judge_model(reads, ra, rb), "judge_prompt": lambda: _judge_prompt(reads, ra, rb),
+           "system_prompt": lambda: _system_prompt(reads.answers, ra, rb),
+           "samples": lambda: _samples(reads, reads.answers, ra, rb),
+           "temperature": lambda: _temperature(reads.answers, ra, rb),
+           "truncation": lambda: _truncation(reads.answers, ra, rb),
+           "reasoning": lambda: _reasoning(reads.answers, ra, rb), "references": lambda: _references(reads, ra, rb),
+           "parse_failures": lambda: _parse_failures(reads, ra, rb), "scale": lambda: _scale(reads, ra, rb),
+           "questions": lambda: _questions(reads, ra, rb)}
+    if any(a in areas for a in ANSWER_AREAS):
+        reads.answers  # noqa: B018 (read first: the prompt examples then come from it, no query of their own)
+    rows = [row[a]() for a in AREAS if a in areas]
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)

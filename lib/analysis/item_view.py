@@ -361,19 +361,22 @@ def _key_params(keys: list[ItemKey]) -> dict:
             "sample": [int(k.sample) for k in keys]}
 
 
-def items_of(store: Store, keys: list[ItemKey]) -> list[dict]:
+def items_of(store: Store, keys: list[ItemKey], *, prompts: bool = True) -> list[dict]:
     """What ``question``, ``answer`` and ``verdicts`` return, for several items in three queries instead of three
     per item (a report's largest disagreements: each lookup of one item scans the judgments): per key, in
-    order, ``{"question": ..., "answer": ..., "verdicts": ...}``."""
+    order, ``{"question": ..., "answer": ..., "verdicts": ...}``. ``prompts=False``: the verdicts' judge_prompt
+    is left empty (None) and not read: the items of a filter lie scattered through the table, and their prompts
+    (a kilobyte or more each) cost 1.2 CPU-s of a report's 15 items at a million judgments."""
     if not keys:
         return []
     params = _key_params(keys)
+    prompt = "j.judge_prompt" if prompts else "NULL::VARCHAR AS judge_prompt"
     mk = model_key_sql("k.model")
     with store.read() as cur:
         found = cur.execute(
             f"""{_KEYS_CTE}
                SELECT k.i, j.harness, j.judge, j.prompt_name, j.sample, j.raw_score, j.score, j.parse_status,
-                      j.rationale, j.judge_prompt, j.source_id, j.tstamp
+                      j.rationale, {prompt}, j.source_id, j.tstamp
                FROM single_judgments j JOIN k ON j.bench = k.bench AND j.question_id = k.question_id
                     AND j.turn = k.turn AND j.model = k.model
                WHERE {H.sql_is_not("j.harness", H.where(multi_sample=True))} OR j.sample = k.sample

@@ -85,7 +85,8 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
 
     items = []
     keys = [ItemKey(r.bench, r.question_id, int(r.turn), r.model) for r in worst.itertuples()]
-    for r, key, found in zip(worst.itertuples(), keys, item_view.items_of(store, keys)):  # three queries, not 3 per item
+    found_items = item_view.items_of(store, keys, prompts=False)  # 3 queries, not 3 per item; no prompt is shown
+    for r, key, found in zip(worst.itertuples(), keys, found_items):
         verdicts = found["verdicts"]
         verdicts = verdicts[verdicts["judge"].isin(judges)]
         q = found["question"] or {"turns": [], "category": None}

@@ -224,3 +224,40 @@ def test_cli_compare_across_linked_benches(sample_store, capsys):
                          swallow_samples="first")
     assert [r["delta"] for r in rows] == pytest.approx(lib["delta"].tolist())
     assert main(["compare", "--db", str(sample_store.path), "--a", a, "--b", b, "--per-model"]) == 2
+
+
+PLAIN_PROMPT_ROWS = """
+    SELECT harness, bench, judge, model, prompt_name, arg_min(question_id, k), arg_min(turn, k),
+           arg_min(sample, k), arg_min(judge_prompt, k), count(*)
+    FROM (SELECT *, {'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
+                     'src': source_id, 'p': judge_prompt} AS k
+          FROM single_judgments WHERE judge_prompt IS NOT NULL AND sample = 0 AND harness = ? AND judge = ?
+          AND model = ?)
+    GROUP BY ALL ORDER BY prompt_name"""
+
+
+def test_the_prompt_row_read_in_two_steps_is_the_lowest_row_with_a_prompt(sample_store):
+    """The setup table's example prompt per run and prompt name is the lowest row by (question x 10 + turn, question,
+    source, prompt text) among the rows with a prompt; found without reading every prompt text of the run, it is the
+    same row the rule picks written plainly: also when the lowest rows have no prompt (the next row's is taken) and
+    when one file holds the lowest item three times with different prompts (the lowest text wins: a leading space)."""
+    run = R.Run("fastchat", "ja_mt_bench", "gpt-4o", L8)
+    where = "harness = 'fastchat' AND judge = 'gpt-4o' AND model = ? AND sample = 0"
+    with sample_store.write() as cur:
+        lowest = cur.execute(f"SELECT question_id, turn FROM single_judgments WHERE {where} "
+                             "ORDER BY TRY_CAST(question_id AS BIGINT), turn LIMIT 2", [L8]).fetchall()
+        (q1, t1), (q2, t2) = lowest
+        cur.execute(f"UPDATE single_judgments SET judge_prompt = NULL WHERE {where} AND question_id = ? AND turn = ?",
+                    [L8, q1, t1])  # the lowest item lost its prompt: the next one is the example
+        cur.execute(f"""INSERT INTO single_judgments SELECT * REPLACE (' lower text ' || judge_prompt AS judge_prompt)
+                        FROM single_judgments WHERE {where} AND question_id = ? AND turn = ?""", [L8, q2, t2])
+        cur.execute(f"""INSERT INTO single_judgments SELECT * REPLACE ('Z higher text ' || judge_prompt AS judge_prompt)
+                        FROM single_judgments WHERE {where} AND question_id = ? AND turn = ?
+                        AND NOT starts_with(judge_prompt, ' lower')""", [L8, q2, t2])
+        plain = cur.execute(PLAIN_PROMPT_ROWS, ["fastchat", "gpt-4o", L8]).fetchall()
+    templates = {t["prompt_name"]: t for t in H.prompt_templates(sample_store, run).values()}
+    assert len(plain) == len(templates) == 4
+    for name, qid, turn, sample, prompt, n in (row[4:] for row in plain):
+        assert (templates[name]["example"], templates[name]["judgments"]) == ((qid, turn, sample), n)
+    shown = [t for t in templates.values() if t["example"][:2] == (q2, t2)]
+    assert shown and all(" lower text " in t["text"] and "Z higher" not in t["text"] for t in shown)

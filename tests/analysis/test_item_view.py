@@ -1,6 +1,7 @@
 """lib.analysis.item_view lookups of one item."""
 from __future__ import annotations
 
+import pandas as pd
 from conftest import reads_counted
 
 from lib.analysis import item_view as iv
@@ -58,3 +59,10 @@ def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_s
     assert all(len(f["verdicts"]) and f["answer"] for f in got[:len(judged) + len(swallow)]) and got[-3]["question"] is None
     assert got[-2]["verdicts"].empty and got[-2]["answer"] is None
     assert iv.items_of(sample_store, []) == []
+    without = iv.items_of(sample_store, keys, prompts=False)  # a report's items: the same, judge prompts left empty
+    assert any(found["verdicts"]["judge_prompt"].notna().any() for found in got)
+    for found, bare in zip(got, without):
+        assert (bare["question"], bare["answer"]) == (found["question"], found["answer"])
+        assert bare["verdicts"]["judge_prompt"].isna().all()
+        pd.testing.assert_frame_equal(bare["verdicts"].drop(columns="judge_prompt"),
+                                      found["verdicts"].drop(columns="judge_prompt"))

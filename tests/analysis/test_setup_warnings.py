@@ -99,3 +99,30 @@ def test_the_setup_tables_of_many_pairs_read_each_table_once(sample_store):
     for (a, b), got in zip(pairs, together):
         pd.testing.assert_frame_equal(got, harness_diff.harness_diff(sample_store, a, b))
         assert got.attrs == harness_diff.harness_diff(sample_store, a, b).attrs
+
+
+def test_the_setup_lines_compute_only_the_areas_that_can_differ(sample_store):
+    """Two judges of one model on one bench read the same answers, so the answer areas never differ between them:
+    the setup lines leave those out (and the answer texts unread, the prompt examples' answers read on their own)
+    and the rows they compute are the full table's rows, example prompts rebuilt the same."""
+    import pandas as pd
+    import pytest
+
+    from lib.analysis import harness_diff, runs
+
+    table = runs.runs(sample_store)
+    every = [runs.Run(*r) for r in table[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    pairs = [(a, b) for a in every for b in every
+             if a.judge < b.judge and (a.bench, a.model) == (b.bench, b.model)][:6]
+    assert len(pairs) >= 3
+    areas = ("judge_prompt", "references", "scale")
+    restricted = harness_diff.harness_diffs(sample_store, pairs, areas)
+    for (a, b), got in zip(pairs, restricted):
+        full = harness_diff.harness_diff(sample_store, a, b)
+        assert not (full[full["area"].isin(harness_diff.ANSWER_AREAS)]["differs"] == True).any()  # noqa: E712
+        want = full[full["area"].isin(areas)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want)
+    prompts = [harness_diff.judge_prompt_diff(sample_store, a, b) for a, b in pairs]  # the examples read on their own
+    assert any("{answer" in d["a"]["text"] for p in prompts for d in p if d["a"])
+    with pytest.raises(ValueError, match="unknown setup area"):
+        harness_diff.harness_diffs(sample_store, pairs, ("judge_prompts",))
