@@ -19,14 +19,19 @@ Floors, all measured in the same run, interleaved per round with the pages (ever
 turn, the stores' order rotating per round): the hello-world page (a title, a line of text, a button) opened
 in a new tab, its button clicked (a rerun), a move through its sidebar, a page with one small Plotly chart,
 and per page the hello app drawing the same kinds and numbers of elements as that page (a census of its main
-area: 7 metrics, 3 select boxes, ..., trivially filled). Each row is judged against one of them (the table's
-"floor" column; ``summarise``):
+area and its sidebar's own content: 7 metrics, 3 select boxes, 20 columns over 6 column blocks, 11 help icons,
+..., trivially filled), opened in a new tab, opened cold (a fresh browser) and reached through the hello app's
+sidebar from a page drawing Overview's widgets. Each floor page's census is checked against its page's
+(``check_floor``: ``widgets_mismatch`` in the JSON and a WARNING if they differ). Each row is judged against
+one floor (the table's "floor" column; bench/browser_bench_table.py):
 
 - a page's new tab against its same-widgets floor: what remains is the page's own content (texts, tables,
   figures, queries), the rest is Streamlit's cost of those elements in a new tab;
-- a click, a choice or a tab (any step once a page is open) against the hello page's own click; a page
-  opened from Overview's sidebar against the hello app's sidebar move;
-- the first open after a server start (cold) against the cold hello new tab, by issue 11's bound only
+- a click, a choice or a tab (any step once a page is open) against the hello page's own click;
+- a page opened from Overview's sidebar against the hello app's sidebar move into its same widgets
+  ("same widgets, from the sidebar"; before: the move to a nearly empty page, "hello sidebar", still shown);
+- the first open after a server start (cold) against its same widgets opened cold ("same widgets, cold";
+  before: the cold hello page, without the page's widgets or Plotly, still shown), by issue 11's bound only
   (no run over floor + 1.5 s).
 
 Goals (issue 26): median - floor <= +0.3 s at 100k judgments, <= +0.5 s at 1M; on a lake, no row more than
@@ -50,7 +55,10 @@ Shapes: ``wide`` = 5 judges x (rows / 800) models (1,250 models at 1M); ``templa
 (rows / 1,280) re-judge templates (harness ``judgelens``, judge names like re-judge labels).
 Stores (gitignored): see bench/stores.py for their files; delete one to rebuild it.
 Writes ``OUT/browser_bench_<UTC time>.json`` with every run's seconds (``runs_s``, keys
-``size|store|page|what``; floors: store "hello", page "floor") and the table (``summary``).
+``size|store|page|what``; floors: store "hello", page "floor") and the table (``summary``), and prints the
+table of bench/browser_bench_results.md; ``--table-from JSON`` prints it again from a results file:
+
+    .venv/bin/python bench/browser_bench.py --table-from bench/out/browser_bench_20261125T190000Z.json
 """
 from __future__ import annotations
 
@@ -59,7 +67,6 @@ import datetime as dt
 import json
 import re
 import signal
-import statistics
 import sys
 import time
 from contextlib import ExitStack
@@ -74,12 +81,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import (launch_chromium, new_context, open_app, running_app, wait_for_app,  # noqa: E402
                              wait_for_rerun)
+from browser_bench_table import (COLD, FLOOR_CHART, FLOOR_CLICK, FLOOR_OPEN, FLOOR_SIDEBAR,  # noqa: E402
+                                 FLOOR_WIDGETS, FLOOR_WIDGETS_COLD, FLOOR_WIDGETS_SIDEBAR, HELLO_STORE, LAKE_RATIO,
+                                 markdown, print_table, summarise)
 from stores import OUT, STORES, fingerprint, parse_stores, stores_for  # noqa: E402
 
 from lib.analysis.deltas import LEVEL_LABELS  # noqa: E402  (the Rows choices' labels)
 from lib.errors import redact  # noqa: E402
-
-LAKE_RATIO = 1.3  # issue 26: no page on a lake more than 1.3x its time on the file store
 
 HELLO = '''import streamlit as st
 
@@ -102,69 +110,122 @@ def chart():
     st.plotly_chart(px.bar(x=[1, 2, 3], y=[3, 1, 2]))
 
 
-def small_chart(key):
+def small_chart(key, tip):
     import plotly.express as px
 
     st.plotly_chart(px.bar(x=[1, 2, 3], y=[3, 1, 2]), key=key)
 
 
+def heading(key, tip):
+    if key.endswith("_0"):  # a page's first heading is its title
+        st.title("A title", help=tip)
+    else:
+        st.subheader("A heading", help=tip)
+
+
 TABLE = {"model": ["a", "b", "c"], "score": [7.5, 6.0, 8.25]}
 DRAW = {  # one element of each kind a census can name (bench/browser_bench.py CENSUS), trivially filled
-    "stHeading": lambda k: st.subheader("A heading"),
-    "stMarkdown": lambda k: st.markdown("Some **bold** text."),
-    "stText": lambda k: st.text("Some plain text."),
-    "stMetric": lambda k: st.metric("A number", "1,000"),
-    "stAlert": lambda k: st.info("A note."),
-    "stSelectbox": lambda k: st.selectbox("Pick one", ["a", "b"], key=k),
-    "stMultiSelect": lambda k: st.multiselect("Pick some", ["a", "b", "c"], key=k),
-    "stNumberInput": lambda k: st.number_input("A number", 1, 10, 5, key=k),
-    "stTextInput": lambda k: st.text_input("Some text", key=k),
-    "stTextArea": lambda k: st.text_area("Some text", key=k),
-    "stRadio": lambda k: st.radio("One of", [1, 2], horizontal=True, key=k),
-    "stCheckbox": lambda k: st.checkbox("Yes or no", key=k),
-    "stButtonGroup": lambda k: st.segmented_control("One of", ["a", "b"], key=k),
-    "stSlider": lambda k: st.slider("A value", 0, 10, 5, key=k),
-    "stButton": lambda k: st.button("A button", key=k),
-    "stDownloadButton": lambda k: st.download_button("Download", "a,b", "t.csv", on_click="ignore", key=k),
-    "stPageLink": lambda k: st.page_link(PAGES[1], label="Another page"),
-    "stFileUploader": lambda k: st.file_uploader("Files", key=k),
-    "stExpander": lambda k: st.expander("Closed"),
-    "stTabs": lambda k: st.tabs(["One", "Two"]),
-    "stHorizontalBlock": lambda k: st.columns(2),
-    "stProgress": lambda k: st.progress(0.5),
-    "stCode": lambda k: st.code("x = 1", language=None),
-    "stHtml": lambda k: st.html("<b>bold</b>"),
+    "stHeading": heading,
+    "stMarkdown": lambda k, h: st.markdown("Some **bold** text."),
+    "stText": lambda k, h: st.text("Some plain text."),
+    "stMetric": lambda k, h: st.metric("A number", "1,000", help=h),
+    "stAlert": lambda k, h: st.info("A note."),
+    "stSelectbox": lambda k, h: st.selectbox("Pick one", ["a", "b"], key=k, help=h),
+    "stMultiSelect": lambda k, h: st.multiselect("Pick some", ["a", "b", "c"], key=k, help=h),
+    "stNumberInput": lambda k, h: st.number_input("A number", 1, 10, 5, key=k, help=h),
+    "stTextInput": lambda k, h: st.text_input("Some text", key=k, help=h),
+    "stTextArea": lambda k, h: st.text_area("Some text", key=k, help=h),
+    "stRadio": lambda k, h: st.radio("One of", [1, 2], horizontal=True, key=k, help=h),
+    "stCheckbox": lambda k, h: st.checkbox("Yes or no", key=k, help=h),
+    "stButtonGroup": lambda k, h: st.segmented_control("One of", ["a", "b"], key=k, help=h),
+    "stSlider": lambda k, h: st.slider("A value", 0, 10, 5, key=k, help=h),
+    "stButton": lambda k, h: st.button("A button", key=k),
+    "stDownloadButton": lambda k, h: st.download_button("Download", "a,b", "t.csv", on_click="ignore", key=k),
+    "stPageLink": lambda k, h: st.page_link(PAGES[1], label="Another page"),
+    "stFileUploader": lambda k, h: st.file_uploader("Files", key=k, help=h),
+    "stExpander": lambda k, h: st.expander("Closed"),
+    "stTabs": lambda k, h: st.tabs(["One", "Two"]),
+    "stHorizontalBlock": lambda k, h: st.columns(2),
+    "stProgress": lambda k, h: st.progress(0.5),
+    "stCode": lambda k, h: st.code("x = 1", language=None),
+    "stHtml": lambda k, h: st.html("<b>bold</b>"),
     "stPlotlyChart": small_chart,
-    "stDataFrame": lambda k: st.dataframe(TABLE, hide_index=True, key=k),
-    "stTable": lambda k: st.table(TABLE),
+    "stDataFrame": lambda k, h: st.dataframe(TABLE, hide_index=True, key=k),
+    "stTable": lambda k, h: st.table(TABLE),
 }
+# Parts a census counts that are not elements of their own: the columns of all column blocks, the tabs of all tab
+# groups, the help icons (widgets with ``help=``); spread over the blocks, groups and labelled widgets drawn.
+PARTS = {"stColumn": "stHorizontalBlock", "stTab": "stTabs", "stTooltipIcon": None}
+HELPED = ("stHeading", "stMetric", "stSelectbox", "stMultiSelect", "stNumberInput", "stTextInput", "stTextArea",
+          "stRadio", "stCheckbox", "stButtonGroup", "stSlider", "stFileUploader")
+
+
+def draw(counts, where=""):
+    """Draw ``counts`` (kind -> number) in the current container, the parts spread over their elements (keys
+    prefixed ``where``: the sidebar's widgets are other widgets than the main area's)."""
+    tips = counts.pop("stTooltipIcon", 0)
+    spread = {}
+    for part, owner in PARTS.items():
+        if owner and counts.get(owner):
+            total, n = counts.pop(part, 2 * counts[owner]), counts[owner]
+            spread[owner] = [total // n + (i < total % n) for i in range(n)]
+        counts.pop(part, None)
+    for kind, count in counts.items():
+        for i in range(count):
+            tip = "A tip." if tips and kind in HELPED else None
+            tips -= tip is not None
+            if kind == "stHorizontalBlock":
+                st.columns(max(1, spread[kind][i]))
+            elif kind == "stTabs":
+                st.tabs([f"Tab {j + 1}" for j in range(max(1, spread[kind][i]))])
+            else:
+                DRAW[kind](f"{where}{kind}_{i}", tip)
 
 
 def widgets():
     """Streamlit's own cost of a page's elements: the kinds and numbers a page drew (``?w=stMetric:7,...``, the
-    census the benchmark took of it), each with trivial content."""
-    st.title("The same widgets")
-    for part in filter(None, st.query_params.get("w", "").split(",")):
+    census the benchmark took of it; ``sb.`` kinds in the sidebar), each with trivial content. Reached from
+    the sidebar, the census is the one the Start page was given (``start?w=...``)."""
+    draw_census(st.query_params.get("w") or st.session_state.get("same_widgets", ""))
+
+
+def start():
+    """Where the same-widgets floor's sidebar move starts, as a page opened from Overview's sidebar does: Overview's
+    widgets (``?s=``; its Plotly chart loaded in the tab), and the census Widgets will draw (``?w=``)."""
+    st.session_state["same_widgets"] = st.query_params.get("w", "")
+    draw_census(st.query_params.get("s", ""))
+
+
+def draw_census(census):
+    main, side = {}, {}
+    for part in filter(None, census.split(",")):
         kind, _, count = part.partition(":")
-        for i in range(int(count or 1)):
-            DRAW[kind](f"{kind}_{i}")
+        where, kind = (side, kind[3:]) if kind.startswith("sb.") else (main, kind)
+        where[kind] = int(count or 1)
+    draw(main)
+    with st.sidebar:
+        draw(side, "sb.")
 
 
 PAGES = [st.Page(hello, title="Hello", default=True), st.Page(other, title="Another page", url_path="other"),
-         st.Page(chart, title="One chart", url_path="chart"), st.Page(widgets, title="Widgets", url_path="widgets")]
+         st.Page(chart, title="One chart", url_path="chart"), st.Page(widgets, title="Widgets", url_path="widgets"),
+         st.Page(start, title="Start", url_path="start")]
 st.navigation(PAGES).run()
 '''
 
-# What a page drew, by kind: the test ids of the elements in the main area that the hello app's DRAW can draw.
+# What a page drew, by kind: the test ids of the elements in the main area that the hello app's DRAW can draw and
+# of the parts it spreads over them (PARTS); in the sidebar's own content (not its page list) prefixed "sb.".
 CENSUS = """() => {
   const kinds = %s, seen = {};
-  for (const el of document.querySelectorAll('[data-testid="stMain"] [data-testid]')) {
-    const id = el.getAttribute('data-testid');
-    if (kinds.includes(id) && !el.closest('[data-stale="true"]')) seen[id] = (seen[id] || 0) + 1;
+  for (const [root, prefix] of [['stMain', ''], ['stSidebarUserContent', 'sb.']]) {
+    for (const el of document.querySelectorAll('[data-testid="' + root + '"] [data-testid]')) {
+      const id = el.getAttribute('data-testid');
+      if (kinds.includes(id) && !el.closest('[data-stale="true"]')) seen[prefix + id] = (seen[prefix + id] || 0) + 1;
+    }
   }
   return Object.entries(seen).sort().map(([k, n]) => k + ':' + n).join(',');
 }"""
-CENSUS_KINDS = re.findall(r'^    "(st\w+)": ', HELLO, re.MULTILINE)  # what the hello app's DRAW can draw
+CENSUS_KINDS = re.findall(r'^    "(st\w+)": ', HELLO, re.MULTILINE) + ["stColumn", "stTab", "stTooltipIcon"]
 
 ERRORS = '[data-testid="stException"]'
 # Found only in rationales ('…述べます。' + an md5), in 1 of 256 of them: ~390 hits at 100k, ~3,900 at 1M.
@@ -364,18 +425,6 @@ def sidebar(page, title: str, timeout_ms: float) -> float:
     return time.perf_counter() - t0
 
 
-HELLO_STORE = "hello"  # the floors' "store" in a result key: the hello-world app, no store
-COLD = ", cold (new browser, server just started)"
-FLOOR_OPEN = "open hello-world page (new tab)"
-FLOOR_CLICK = "click its button"
-FLOOR_SIDEBAR = "go to another page from the sidebar"
-FLOOR_CHART = "open a page with one small Plotly chart (new tab)"
-FLOOR_WIDGETS = "open a page with the same widgets as {}, trivially filled (new tab)"
-# The short names the table shows for the floor a row is judged against
-FLOOR_NAMES = {FLOOR_OPEN: "hello new tab", FLOOR_OPEN + COLD: "hello new tab, cold", FLOOR_CLICK: "hello click",
-               FLOOR_SIDEBAR: "hello sidebar", FLOOR_CHART: "hello + 1 chart"}
-
-
 def census(page) -> str:
     """The kinds and numbers of elements ``page`` shows, as the hello app's widgets page reads them."""
     return page.evaluate(CENSUS % json.dumps(CENSUS_KINDS))
@@ -394,19 +443,34 @@ def record(results: dict, key: str, fn) -> object:
     return extra if extra is not None else True
 
 
+def check_floor(info: dict, label: str, title: str, how: str, floor_page, results: dict) -> None:
+    """The same-widgets floor page ``floor_page`` (reached ``how``) must draw what ``title`` drew: its census,
+    kinds and numbers, equals the page's (``info["widgets"]``). A difference is kept in
+    ``info["widgets_mismatch"][title][how]`` and printed; an error on the floor page is one of the run's errors."""
+    if errs := errors_on(floor_page):
+        results.setdefault(f"{label}|errors", []).append(f"widgets of {title} ({how}): {errs}")
+    drawn, wanted = census(floor_page), info["widgets"][title]
+    info.setdefault("widgets_floor", {}).setdefault(title, {})[how] = drawn
+    if drawn != wanted and how not in info.get("widgets_mismatch", {}).get(title, {}):
+        info.setdefault("widgets_mismatch", {}).setdefault(title, {})[how] = drawn
+        print(f"  WARNING: the same-widgets floor of {title} ({how}) drew {drawn}, the page {wanted}", flush=True)
+
+
 def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: dict, repeat: int,
              only: set[str] | None, timeout_ms: float, results: dict) -> None:
     """Time every page on every store in ``apps`` (store kind -> the URL of an app server on it).
 
     First every page once in a fresh browser (cold HTTP cache) right after the servers started the way
     scripts/run-app.sh starts them (its start-up opens every page once, warming imports and query caches; the
-    seconds that took are each store's ``server_start_s``): the worst case, reported apart. Then ``repeat``
-    rounds in one browser context (static files cached, as for any returning user). Per page and round: the
-    floors (hello new tab, its click, its sidebar, the one-chart page, the same widgets as the page), then on
-    each store in turn (the order rotates every round, so no store always follows the floors) the page opened
-    in a new tab (a new session), and the page opened from the sidebar of a tab that opened on Overview (how a
-    user moves around), followed by its steps. Result keys: ``size|store|page|what`` (floors: store "hello",
-    page "floor")."""
+    seconds that took are each store's ``server_start_s``): the worst case, reported apart, beside the cold hello
+    page and the cold same-widgets page (each in a fresh browser too). Then ``repeat`` rounds in one browser
+    context (static files cached, as for any returning user). Per page and round: the floors (hello new tab, its
+    click, its sidebar, the one-chart page, the same widgets as the page in a new tab and through the hello
+    app's sidebar), then on each store in turn (the order rotates every round, so no store always follows the
+    floors) the page opened in a new tab (a new session), and the page opened from the sidebar of a tab that
+    opened on Overview (how a user moves around), followed by its steps. Result keys: ``size|store|page|what``
+    (floors: store "hello", page "floor"). Every same-widgets floor page's census is compared with its page's
+    (``check_floor``)."""
     scens = [s for s in scenarios(info) if not only or (s.page or "overview") in only]
     kinds = list(apps)
     tm = timeout_ms
@@ -416,16 +480,41 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
         page, s = open_page(ctx, base, scen, tm)
         return s, page
 
+    def same_widgets(title):  # the hello app's widgets page drawing what ``title`` drew (its census)
+        return Scenario(f"widgets?w={info['widgets'][title]}", "Widgets")
+
+    # The hello server imports Plotly on its first chart, as the app's server did before it listened (serve.py)
+    ctx = bench_context(browser)
+    open_page(ctx, hello_url, Scenario("chart", "One chart"), tm)[0].close()
+    ctx.close()
     for scen in scens:
         for kind in kinds:
             ctx = bench_context(browser)
             record(results, f"{floor}|{FLOOR_OPEN}{COLD}", lambda: tab_open(ctx, hello_url, hello_scenario()))
             page = record(results, f"{label}|{kind}|{scen.title}|open in a new tab{COLD}",
                           lambda: tab_open(ctx, apps[kind], scen))
-            if page not in (None, True):  # what the page draws, for its same-widgets floor (below)
+            if page not in (None, True):  # what the page draws, for its same-widgets floors
                 info.setdefault("widgets", {}).setdefault(scen.title, census(page))
                 info.setdefault("widgets_by_store", {}).setdefault(kind, {})[scen.title] = census(page)
             ctx.close()
+            if scen.title not in info.get("widgets", {}):
+                continue
+            # Its cold floor, as cold: a fresh browser whose first tab is open on another server of this site
+            # (the app's health check: nothing of Streamlit's), as the cold page opened beside a cold hello tab.
+            ctx = bench_context(browser)
+            ctx.new_page().goto(f"{apps[kind]}/_stcore/health")
+            wp = record(results, f"{floor}|{FLOOR_WIDGETS_COLD.format(scen.title)}",
+                        lambda: tab_open(ctx, hello_url, same_widgets(scen.title)))
+            if wp not in (None, True):
+                check_floor(info, label, scen.title, "new tab, cold", wp, results)
+            ctx.close()
+    if "Overview" not in info.get("widgets", {}):  # not timed (--only), but the sidebar moves start from it
+        ctx = bench_context(browser)
+        page = record(results, f"{label}|{kinds[0]}|Overview|(untimed: its census)",
+                      lambda: tab_open(ctx, apps[kinds[0]], scenarios(info)[0]))
+        if page not in (None, True):
+            info.setdefault("widgets", {})["Overview"] = census(page)
+        ctx.close()
     ctx = bench_context(browser)
     chart = Scenario("chart", "One chart")
     for r in range(repeat):
@@ -441,13 +530,21 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
                 cp.close()
             # Like every floor, with no other tab open: a tab still open keeps the code its elements loaded
             # compiled in the browser's memory, and a new tab drawing the same elements then opens 0.1-0.15 s faster.
-            if widgets := info.get("widgets", {}).get(scen.title):
+            if scen.title in info.get("widgets", {}):
                 wp = record(results, f"{floor}|{FLOOR_WIDGETS.format(scen.title)}",
-                            lambda: tab_open(ctx, hello_url, Scenario(f"widgets?w={widgets}", "Widgets")))
+                            lambda: tab_open(ctx, hello_url, same_widgets(scen.title)))
                 if wp not in (None, True):
-                    if errs := errors_on(wp):
-                        results.setdefault(f"{label}|errors", []).append(f"widgets of {scen.title}: {errs}")
+                    check_floor(info, label, scen.title, "new tab", wp, results)
                     wp.close()
+                if scen.page:  # its page is also opened from Overview's sidebar: from Overview's same widgets, then
+                    start = f"start?s={info['widgets'].get('Overview', '')}&w={info['widgets'][scen.title]}"
+                    sp = record(results, f"{floor}|(untimed: Overview's widgets, to start from, for {scen.title})",
+                                lambda: tab_open(ctx, hello_url, Scenario(start, "Start")))
+                    if sp not in (None, True):
+                        if record(results, f"{floor}|{FLOOR_WIDGETS_SIDEBAR.format(scen.title)}",
+                                  lambda: sidebar(sp, "Widgets", tm)) is not None:
+                            check_floor(info, label, scen.title, "from the sidebar", sp, results)
+                        sp.close()
             for kind in order:
                 run_page(ctx, label, kind, apps[kind], scen, info, tm, results)
         print(f"  {label}: repeat {r + 1}/{repeat} done", flush=True)
@@ -484,99 +581,6 @@ def run_page(ctx, label: str, kind: str, app_url: str, scen: Scenario, info: dic
     page.close()
 
 
-# --------------------------------------------------------------------------------------------------
-# The table
-
-def floor_of(row: dict, floors: dict) -> tuple[str | None, float | None, str]:
-    """-> (the floor's row name, its median, "tab" or "click" or "cold") for an app row."""
-    size, what, page = row["size"], row["what"], row["page"]
-    if what.endswith(COLD):
-        return FLOOR_OPEN + COLD, floors.get((size, FLOOR_OPEN + COLD)), "cold"
-    if what.startswith("open in a new tab"):
-        same = FLOOR_WIDGETS.format(page)
-        if (size, same) in floors:
-            return same, floors[(size, same)], "tab"
-        fallback = FLOOR_CHART if "(Plotly page)" in what else FLOOR_OPEN  # no census taken (its cold open failed)
-        return fallback, floors.get((size, fallback)), "tab"
-    if what == "open from the sidebar":
-        return FLOOR_SIDEBAR, floors.get((size, FLOOR_SIDEBAR)), "click"
-    return FLOOR_CLICK, floors.get((size, FLOOR_CLICK)), "click"
-
-
-def summarise(results: dict, goals: dict[str, float]) -> list[dict]:
-    """One row per size, store, page and what: n, median, max, the floor it is judged against, median - floor,
-    the goal, whether it is met and, for a lake row, its ratio to the file store's same row.
-
-    Floors (all measured in the same run, interleaved with the pages):
-    - a page's new tab: the hello app drawing the same widgets as that page (its census), trivially filled
-      (``same widgets``): what remains is the page's own content (texts, tables, figures, queries);
-    - a click, a choice or a tab (any step once a page is open): the hello page's own click, a rerun
-      (``hello click``); opening a page from Overview's sidebar: the hello app's sidebar move (``hello sidebar``);
-    - a cold row (the first open after the server started, a new browser): the cold hello new tab, judged only
-      by issue 11's bound on a single run (max <= floor + 1.5 s).
-    Goal: median - floor <= ``goals[size]`` (0.3 s at 100k, 0.5 s at 1M) and no run failed. A lake row's goal
-    also has ``ratio_to_file`` = its median / the file store's median for the same row <= 1.3 (``ratio_ok``).
-    ``max_over_1_5`` flags a row with a single run more than 1.5 s over its floor (issue 11's bound)."""
-    rows, floors = [], {}
-    for key, values in results.items():
-        if key.endswith("|errors") or "(untimed" in key:
-            continue
-        label, store, page, what = key.split("|", 3)
-        ok = [v for v in values if v is not None]
-        row = {"size": label, "store": store, "page": page, "what": what, "n": len(ok), "failed": len(values) - len(ok),
-               "first": values[0], "median": statistics.median(ok) if ok else None, "max": max(ok) if ok else None}
-        if store == HELLO_STORE:
-            floors[(label, what)] = row["median"]
-        rows.append(row)
-    file_medians = {(r["size"], r["page"], r["what"]): r["median"] for r in rows if r["store"] == "file"}
-    for row in rows:
-        if row["store"] == HELLO_STORE:
-            continue
-        name, floor, kind = floor_of(row, floors)
-        goal = goals.get(row["size"], 0.5)
-        row.update(floor=FLOOR_NAMES.get(name, "same widgets"), floor_row=name, floor_s=floor,
-                   goal_over_floor_s=None if kind == "cold" else goal)
-        if floor is None or row["median"] is None:
-            row["meets_goal"] = False
-            continue
-        row["over_floor"] = row["median"] - floor
-        row["max_over_1_5"] = row["max"] > floor + 1.5
-        if kind == "cold":
-            row["meets_goal"] = not row["max_over_1_5"] and not row["failed"]
-        else:
-            row["meets_goal"] = row["over_floor"] <= goal and not row["failed"]
-        file = file_medians.get((row["size"], row["page"], row["what"]))
-        if row["store"] != "file" and file:
-            row["ratio_to_file"] = row["median"] / file
-            row["ratio_ok"] = row["ratio_to_file"] <= LAKE_RATIO
-    stores = [HELLO_STORE, *STORES]
-    first = {}
-    for row in rows:
-        first.setdefault((row["size"], row["page"], row["what"]), len(first))
-    rows.sort(key=lambda r: (r["size"], r["store"] != HELLO_STORE, first[(r["size"], r["page"], r["what"])],
-                             stores.index(r["store"]) if r["store"] in stores else len(stores)))
-    return rows
-
-
-def print_table(rows: list[dict]) -> None:
-    print("\n| size | store | page | what | n | median s | max s | floor | floor s | median - floor | goal | met "
-          "| lake / file |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        def f(v, fmt="{:.2f}"):
-            return "—" if v is None else fmt.format(v)
-        n = f"{r['n']}{' + ' + str(r['failed']) + ' failed' if r['failed'] else ''}"
-        if r["store"] == HELLO_STORE:
-            print(f"| {r['size']} | floor | | {r['what']} | {n} | {f(r['median'])} | {f(r['max'])} | | | | | | |")
-            continue
-        goal = "max ≤ +1.5" if r["goal_over_floor_s"] is None else f"≤ +{r['goal_over_floor_s']:.1f}"
-        met = ("yes" if r["meets_goal"] else "**no**") + (" (max > +1.5)" if r.get("max_over_1_5") else "")
-        ratio = "" if "ratio_to_file" not in r else \
-            f"{r['ratio_to_file']:.2f}×" + ("" if r["ratio_ok"] else f" **> {LAKE_RATIO}**")
-        print(f"| {r['size']} | {r['store']} | {r['page']} | {r['what']} | {n} | {f(r['median'])} | {f(r['max'])}"
-              f" | {r['floor']} | {f(r['floor_s'])} | {f(r.get('over_floor'), '{:+.2f}')} | {goal} | {met} | {ratio} |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000],
@@ -593,7 +597,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT,
                         help="folder for the stores, the hello-world script and the results (default bench/out)")
     parser.add_argument("--json", type=Path, help="where to write the results (default OUT/browser_bench_<time>.json)")
+    parser.add_argument("--table-from", type=Path, metavar="JSON",
+                        help="time nothing: print the table of bench/browser_bench_results.md from a run's results")
     args = parser.parse_args()
+    if args.table_from:
+        print(markdown(json.loads(args.table_from.read_text())))
+        return
     if args.quick:
         args.sizes, args.repeat = [100_000], 3
     # Terminated (a test's timeout, Ctrl-C's cousin): unwind, so the app servers and PostgreSQL are stopped too
@@ -629,11 +638,15 @@ def main() -> None:
             if not about.get("unchanged", True):
                 print(f"\nWARNING: the run changed the {kind} store of {label} (rows per table, write clock: "
                       f"{about['changed']}): run it on a copy, or rebuild it", flush=True)
+    for label, info in infos.items():
+        for title, hows in info.get("widgets_mismatch", {}).items():
+            print(f"\nWARNING ({label}): the same-widgets floor of {title} drew other widgets than the page "
+                  f"({info['widgets'][title]}): {hows}", flush=True)
     out = args.json or out_dir / f"browser_bench_{started:%Y%m%dT%H%M%SZ}.json"
-    out.write_text(json.dumps({"started": started.isoformat(), "repeat": args.repeat,
-                               "interrupted": interrupted, "stores": infos,
-                               "goals_over_floor_s": goals, "lake_ratio_goal": LAKE_RATIO, "summary": rows,
-                               "runs_s": results}, indent=1, default=str))
+    result = {"started": started.isoformat(), "repeat": args.repeat, "interrupted": interrupted, "stores": infos,
+              "goals_over_floor_s": goals, "lake_ratio_goal": LAKE_RATIO, "summary": rows, "runs_s": results}
+    out.write_text(json.dumps(result, indent=1, default=str))
+    print("\n" + markdown(result))  # the table of bench/browser_bench_results.md (also: --table-from JSON)
     print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     if interrupted:
         sys.exit(1)

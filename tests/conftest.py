@@ -163,12 +163,23 @@ def app_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory, app_env) -> str:
-    """Base URL of ``streamlit run app.py`` on a free port, with a fresh database (empty: first start
-    loads the bundled sample). Shared by the tests of one module, so they see each other's imports."""
+def app_starts_empty() -> bool:
+    """False (default): the module's app server opens a copy of the bundled sample the session built once
+    (``_sample_db``), the data its first start would load, without loading it again in every module's server.
+    Override with True in a module that tests the first start itself (an empty database loads the sample)."""
+    return False
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory, app_env, app_starts_empty, request) -> str:
+    """Base URL of ``streamlit run app.py`` on a free port, on a database of the module's own: a copy of the
+    bundled sample, or empty (``app_starts_empty``: its first start loads the sample), unless ``app_env`` points
+    the app at another store. Shared by the tests of one module, so they see each other's imports."""
     from browser_support import running_app
 
     db = tmp_path_factory.mktemp("browser-db") / "judgelens.duckdb"
+    if not app_starts_empty and not {"JUDGELENS_DB", "JUDGELENS_STORE"} & set(app_env):  # (else it opens that)
+        shutil.copy(request.getfixturevalue("_sample_db"), db)
     with running_app(db, env=app_env) as url:
         yield url
 

@@ -1,7 +1,7 @@
 """The real app in headless Chromium: first start loads the sample, the overview shows it, the Import page opens.
 
-One server (fresh database) for this module; fixtures ``app_url``, ``chromium`` and ``page`` are in
-conftest.py, helpers in browser_support.py.
+One server (fresh database: ``app_starts_empty``) for this module; fixtures ``app_url``, ``chromium`` and ``page``
+are in conftest.py, helpers in browser_support.py.
 
 Reading ``st.dataframe``: it draws on a canvas (glide-data-grid), but glide also keeps an accessible
 ``<table role="grid">`` of the rendered cells inside ``[data-testid="stDataFrame"]``; its ``td`` texts are
@@ -26,6 +26,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "bench" / "out" / "overview.png"
 FIRST_START_MS = 180_000  # the first start imports ~14 MB of sample data; allow for a loaded machine
 MODELS = ["shisa-ai/shisa-v2-llama3.1-8b", "shisa-ai/shisa-v2-llama3.3-70b", "hosted_vllm/fake-org/Fake-JA-Chat-8B"]
+
+
+@pytest.fixture(scope="module")
+def app_starts_empty() -> bool:
+    """This module tests the first start: its server opens an empty database, and the first run loads the sample."""
+    return True
 
 
 def metric(page, label: str):
