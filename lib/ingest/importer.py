@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+import duckdb
+
 from lib import harness as H
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
-from lib.ingest import lfs
+from lib.ingest import lfs, resources
 from lib.ingest.formats import human, registry
 from lib.ingest.formats.base import BLANK_NOTE, Reader
 from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
@@ -381,8 +383,6 @@ def insert_fast(cur, item: ImportFile, source_id: int) -> int:
            f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
            f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')} "
            f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
-    import duckdb
-
     with _pattern_free_name(item.path) as name:
         if name is None:
             raise FastPathRefused(item, "no pattern-free name for DuckDB")
@@ -390,15 +390,16 @@ def insert_fast(cur, item: ImportFile, source_id: int) -> int:
             # INSERT returns the number of rows it wrote
             return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": name,
                                      "marked": search_index.marked_class()}).fetchone()[0]
-        except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
+        except INPUT_ERRORS as exc:  # NOT NULL violated by a row flagged bad, malformed JSON, …: line by line
             raise FastPathRefused(item, str(exc)) from exc
+        # anything else (out of memory, disk full, a DuckLake commit conflict) says nothing about the file's
+        # lines: it goes up as it is (_write makes a resource error a titled one), never to the line reader
 
 
-# DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default),
-# so without a limit a big file's import grows the process by about the file's size. Above the limit the
-# blocks are evicted (they are already in the database file), which measured no slower
-# (bench/ingest_bench.py; JUDGELENS_IMPORT_MEMORY overrides the limit).
-IMPORT_MEMORY_LIMIT = os.environ.get("JUDGELENS_IMPORT_MEMORY", "1GB")
+# What DuckDB raises on input the fast select cannot express (tests/ingest/test_ingest_fastchat.py): a row it flags
+# bad violates NOT NULL; malformed JSON, invalid UTF-8, a line that is not an object are invalid input.
+INPUT_ERRORS = (duckdb.ConstraintException, duckdb.InvalidInputException, duckdb.ConversionException,
+                duckdb.OutOfRangeException)
 
 
 def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress,
@@ -410,7 +411,16 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
             _reset(todo, known or {})
         _write_items(store, cur, todo, progress)
 
-    store.transaction(write, memory_limit=IMPORT_MEMORY_LIMIT)
+    limit = resources.import_memory_limit()
+    try:
+        store.transaction(write, memory_limit=limit)
+    except duckdb.Error as exc:  # rolled back: nothing of the import was written
+        kind = resources.resource_kind(exc)
+        if kind is None:
+            raise
+        pending = [i.display for i in todo if i.status == "pending"][:1]  # the file being written, else all of them
+        raise resources.resource_error(kind, pending or [i.display for i in todo],
+                                       None if store.lake else store.path.parent, limit) from exc
 
 
 def _reset(items: list[ImportFile], known: dict) -> None:
