@@ -444,13 +444,11 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
             source_id = store.next_id(cur, "sources")
             inserted = source_id, insert_fast(cur, item, source_id)
             item.await_hash()
-        existing = cur.execute(  # checked again under the write lock: another session may have won
-            "SELECT source_id FROM sources WHERE sha256 IN (?, ?) AND bench IS NOT DISTINCT FROM ? AND kind = ?",
-            [item.sha256, item.legacy_sha256 or item.sha256, item.bench, item.kind]).fetchone()
-        if existing:
+        existing = stored_source(cur, item)  # checked again under the write lock: another session may have won
+        if existing is not None:
             if inserted:  # another session or process imported the same bytes meanwhile
                 cur.execute("DELETE FROM single_judgments WHERE source_id = ?", [inserted[0]])
-            item.status, item.existing_source = "unchanged", existing[0]
+            item.status, item.existing_source = "unchanged", existing
             continue
         skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
         source_id = inserted[0] if inserted else store.next_id(cur, "sources")
@@ -481,6 +479,20 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
     refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
                               and SCORED_TABLES.intersection(i.table_names)],
                         marked=[i.source_id for i in todo if i.status == "imported" and i.fast])
+
+
+def stored_source(cur, item: ImportFile) -> int | None:
+    """The source that already holds the file's bytes (bench and kind alike), asked under the write lock, whatever
+    key it was stored under: ``content_key``, or sha256 for a source a JudgeLens from before issue 26 wrote, maybe
+    since this import read the sources table (e.g. running beside this one). The file is sha256'd here only when
+    such a source has its size (``item.legacy_sha256``: once)."""
+    rows = cur.execute(
+        "SELECT source_id, sha256 FROM sources WHERE (sha256 = ? OR (bytes = ? AND NOT starts_with(sha256, ?))) "
+        "AND bench IS NOT DISTINCT FROM ? AND kind = ? ORDER BY source_id",
+        [item.sha256, item.size, CONTENT_KEY_PREFIX, item.bench, item.kind]).fetchall()
+    if any(key != item.sha256 for _, key in rows) and not item.legacy_sha256:
+        item.legacy_sha256 = sha256_of(item.path)[0]
+    return next((sid for sid, key in rows if key in (item.sha256, item.legacy_sha256)), None)
 
 
 def _question_set_notes(cur, items: list[ImportFile]) -> None:
