@@ -485,7 +485,9 @@ def stored_source(cur, item: ImportFile) -> int | None:
     """The source that already holds the file's bytes (bench and kind alike), asked under the write lock, whatever
     key it was stored under: ``content_key``, or sha256 for a source a JudgeLens from before issue 26 wrote, maybe
     since this import read the sources table (e.g. running beside this one). The file is sha256'd here only when
-    such a source has its size (``item.legacy_sha256``: once)."""
+    such a source has its size (``item.legacy_sha256``: once). The other way round (this import commits first) an
+    older JudgeLens looks for its sha256 only and lands the file a second time: only keying every file by sha256
+    again (the CPU issue 26 took off) or making older versions refuse the store would prevent that."""
     rows = cur.execute(
         "SELECT source_id, sha256 FROM sources WHERE (sha256 = ? OR (bytes = ? AND NOT starts_with(sha256, ?))) "
         "AND bench IS NOT DISTINCT FROM ? AND kind = ? ORDER BY source_id",
