@@ -118,6 +118,18 @@ class DatabaseFileError(JudgeLensError):
     title = "Cannot use this database file"
 
 
+class ImportResourceError(JudgeLensError):
+    """An import ran out of memory or disk space (``lib.ingest.resources``). Its transaction was rolled back:
+    nothing of the import was written. ``kind``: memory | disk."""
+
+    title = "Import stopped: out of memory; nothing was imported"
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message, title=None if kind == "memory" else
+                         "Import stopped: out of disk space; nothing was imported")
+        self.kind = kind
+
+
 class FormatError(JudgeLensError):
     """The file is not in a format JudgeLens knows (or a known format it cannot read)."""
 

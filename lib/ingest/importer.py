@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+import duckdb
+
 from lib import harness as H
 from lib.errors import FormatError, IngestError, LineProblem, PathNotAllowed
-from lib.ingest import lfs
+from lib.ingest import lfs, resources
 from lib.ingest.formats import human, registry
 from lib.ingest.formats.base import BLANK_NOTE, Reader
 from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
@@ -381,8 +383,6 @@ def insert_fast(cur, item: ImportFile, source_id: int) -> int:
            f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
            f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')} "
            f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
-    import duckdb
-
     with _pattern_free_name(item.path) as name:
         if name is None:
             raise FastPathRefused(item, "no pattern-free name for DuckDB")
@@ -390,15 +390,16 @@ def insert_fast(cur, item: ImportFile, source_id: int) -> int:
             # INSERT returns the number of rows it wrote
             return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": name,
                                      "marked": search_index.marked_class()}).fetchone()[0]
-        except duckdb.Error as exc:  # NOT NULL violated by a bad row, malformed JSON, …: explain line by line
+        except INPUT_ERRORS as exc:  # NOT NULL violated by a row flagged bad, malformed JSON, …: line by line
             raise FastPathRefused(item, str(exc)) from exc
+        # anything else (out of memory, disk full, a DuckLake commit conflict) says nothing about the file's
+        # lines: it goes up as it is (_write makes a resource error a titled one), never to the line reader
 
 
-# DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default),
-# so without a limit a big file's import grows the process by about the file's size. Above the limit the
-# blocks are evicted (they are already in the database file), which measured no slower
-# (bench/ingest_bench.py; JUDGELENS_IMPORT_MEMORY overrides the limit).
-IMPORT_MEMORY_LIMIT = os.environ.get("JUDGELENS_IMPORT_MEMORY", "1GB")
+# What DuckDB raises on input the fast select cannot express (tests/ingest/test_ingest_fastchat.py): a row it flags
+# bad violates NOT NULL; malformed JSON, invalid UTF-8, a line that is not an object are invalid input.
+INPUT_ERRORS = (duckdb.ConstraintException, duckdb.InvalidInputException, duckdb.ConversionException,
+                duckdb.OutOfRangeException)
 
 
 def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress: Progress,
@@ -410,7 +411,16 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
             _reset(todo, known or {})
         _write_items(store, cur, todo, progress)
 
-    store.transaction(write, memory_limit=IMPORT_MEMORY_LIMIT)
+    limit = resources.import_memory_limit()
+    try:
+        store.transaction(write, memory_limit=limit)
+    except duckdb.Error as exc:  # rolled back: nothing of the import was written
+        kind = resources.resource_kind(exc)
+        if kind is None:
+            raise
+        pending = [i.display for i in todo if i.status == "pending"][:1]  # the file being written, else all of them
+        raise resources.resource_error(kind, pending or [i.display for i in todo],
+                                       None if store.lake else store.path.parent, limit) from exc
 
 
 def _reset(items: list[ImportFile], known: dict) -> None:
@@ -434,13 +444,11 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
             source_id = store.next_id(cur, "sources")
             inserted = source_id, insert_fast(cur, item, source_id)
             item.await_hash()
-        existing = cur.execute(  # checked again under the write lock: another session may have won
-            "SELECT source_id FROM sources WHERE sha256 IN (?, ?) AND bench IS NOT DISTINCT FROM ? AND kind = ?",
-            [item.sha256, item.legacy_sha256 or item.sha256, item.bench, item.kind]).fetchone()
-        if existing:
+        existing = stored_source(cur, item)  # checked again under the write lock: another session may have won
+        if existing is not None:
             if inserted:  # another session or process imported the same bytes meanwhile
                 cur.execute("DELETE FROM single_judgments WHERE source_id = ?", [inserted[0]])
-            item.status, item.existing_source = "unchanged", existing[0]
+            item.status, item.existing_source = "unchanged", existing
             continue
         skipped = [{"line": p.line, "reason": p.reason} for p in item.skipped]
         source_id = inserted[0] if inserted else store.next_id(cur, "sources")
@@ -471,6 +479,22 @@ def _write_items(store: Store, cur, todo: list[ImportFile], progress: Progress) 
     refresh_item_scores(cur, [i.bench for i in todo if i.status == "imported"
                               and SCORED_TABLES.intersection(i.table_names)],
                         marked=[i.source_id for i in todo if i.status == "imported" and i.fast])
+
+
+def stored_source(cur, item: ImportFile) -> int | None:
+    """The source that already holds the file's bytes (bench and kind alike), asked under the write lock, whatever
+    key it was stored under: ``content_key``, or sha256 for a source a JudgeLens from before issue 26 wrote, maybe
+    since this import read the sources table (e.g. running beside this one). The file is sha256'd here only when
+    such a source has its size (``item.legacy_sha256``: once). The other way round (this import commits first) an
+    older JudgeLens looks for its sha256 only and lands the file a second time: only keying every file by sha256
+    again (the CPU issue 26 took off) or making older versions refuse the store would prevent that."""
+    rows = cur.execute(
+        "SELECT source_id, sha256 FROM sources WHERE (sha256 = ? OR (bytes = ? AND NOT starts_with(sha256, ?))) "
+        "AND bench IS NOT DISTINCT FROM ? AND kind = ? ORDER BY source_id",
+        [item.sha256, item.size, CONTENT_KEY_PREFIX, item.bench, item.kind]).fetchall()
+    if any(key != item.sha256 for _, key in rows) and not item.legacy_sha256:
+        item.legacy_sha256 = sha256_of(item.path)[0]
+    return next((sid for sid, key in rows if key in (item.sha256, item.legacy_sha256)), None)
 
 
 def _question_set_notes(cur, items: list[ImportFile]) -> None:

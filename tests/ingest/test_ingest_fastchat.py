@@ -440,3 +440,29 @@ def test_en_fork_sample(sample_store):
     assert rows_of(sample_store, "SELECT DISTINCT model FROM single_judgments WHERE bench = 'mt_bench'") == [("phi-3-dpo",)]
     assert rows_of(sample_store, "SELECT count(DISTINCT question_id) FROM reference_answers WHERE bench = 'mt_bench'") == [(30,)]
     assert (EN / "mt_bench" / "model_judgment" / "gpt-4_single.jsonl").exists()
+
+
+def test_out_of_memory_stops_the_import_with_a_titled_error(store, fast_spy, monkeypatch):
+    """DuckDB running out of the import's memory limit (a real file, a real 32MB limit) is no reason to read the
+    file line by line (the line reader holds every row: 14 GB at 1M judgments): the import stops with a titled
+    error naming the file and the fix, nothing is written, and the same import within the default limit works."""
+    from lib.errors import ImportResourceError
+
+    path = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+    read_by_lines = []
+    monkeypatch.setattr(lib.ingest.importer, "read_item", lambda *a: read_by_lines.append(a[0].display))
+    monkeypatch.setenv("JUDGELENS_IMPORT_MEMORY", "32MB")
+    with pytest.raises(ImportResourceError) as info:
+        ingest(store, [path])
+    assert info.value.title == "Import stopped: out of memory; nothing was imported"
+    assert info.value.message == (
+        f"{path}: the import ran out of memory within its limit of 32MB, so nothing was imported. Import again "
+        "with a higher limit, e.g. JUDGELENS_IMPORT_MEMORY=4GB in the environment of the app or the CLI, or on a "
+        "machine with more free memory.")
+    assert fast_spy == [] and read_by_lines == []  # the fast path raised it as it is; no line reader
+    assert rows_of(store, "SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM single_judgments)") == [
+        (0, 0)]
+    monkeypatch.delenv("JUDGELENS_IMPORT_MEMORY")
+    monkeypatch.undo()
+    report = ingest(store, [path])
+    assert report.imported[0].fast and report.imported[0].rows == 320

@@ -147,3 +147,20 @@ def test_removing_the_judgments_gives_the_question_file_back(files, tmp_path):
         q2 = item_view.question(s, BENCH, "2")
         left = frame(s, "SELECT count(*) AS n FROM judge_prompt_questions", plain=True)["n"].tolist()
     assert q2["turns"] == QUESTION[1]["turns"] and q2["differs"] == [False, False] and left == [0]
+
+
+def test_a_groups_question_is_read_from_its_first_models_prompt(tmp_path):
+    """One judgment file, judge, prompt name and question turn give one prompt: the smallest prompt of the group's
+    first model by name (only that model's prompts are read back at import). Here model "a" saw one question text
+    and "b" another whose prompt is the smaller string: "a"'s text is the one counted."""
+    seen_a, seen_b = "Bの質問ではありません。", "Aの質問"  # "Aの…" < "Bの…": b's prompt is the smaller one
+    rows = [{"question_id": 1, "model": model, "judge": ["gpt-4", "single-v1"], "turn": 1, "score": 7,
+             "judgment": "Rating: [[7]]", "user_prompt": SINGLE.format(q=q, a="答え")}
+            for model, q in (("b", seen_b), ("a", seen_a))]
+    path = _write(tmp_path / "data" / BENCH / "model_judgment" / "gpt-4_single.jsonl", rows)
+    assert min(r["user_prompt"] for r in rows) == rows[0]["user_prompt"]  # b's: what min() over all would pick
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, [path])
+        with store.read() as cur:
+            assert cur.execute("SELECT question_id, turn, text, n_prompts FROM judge_questions").fetchall() == [
+                ("1", 1, seen_a, 1)]

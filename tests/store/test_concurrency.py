@@ -206,3 +206,36 @@ def test_an_import_bounds_memory_only_while_it_writes(store, monkeypatch):
     ingest_module.ingest(store, [JA / "ja_mt_bench" / "question.jsonl"])
     assert seen and seen[0] != before and seen[0].replace(" ", "").upper().startswith("95")  # 1 GB = 953.6 MiB
     assert limit() == before
+
+
+OLD_JUDGELENS_IMPORT = (  # what a JudgeLens from before issue 26 leaves: the file's source keyed by its sha256
+    "import sys\n"
+    "from lib.ingest.importer import ingest, sha256_of\n"
+    "from lib.store import Store\n"
+    "with Store(sys.argv[1]) as s:\n"
+    "    (item,) = ingest(s, [sys.argv[2]]).imported\n"
+    "    with s.write() as cur:\n"
+    "        cur.execute('UPDATE sources SET sha256 = ? WHERE source_id = ?', [sha256_of(item.path)[0], item.source_id])\n"
+    "    print(item.source_id)\n")
+
+
+def test_a_file_an_older_judgelens_imported_meanwhile_lands_once(store):
+    """Another process (standing in for a JudgeLens from before issue 26, which keys a file by its sha256) imports
+    the same new file after this import read the sources table and before it writes: this import's re-check under
+    the write lock finds that source by its sha256 (the file is inserted while its xxh3 is computed, so no sha256
+    was known), takes its rows out again and reports the file unchanged."""
+    other = []
+
+    def progress(fraction, message):
+        if not other:  # the sources table is read; nothing of this import is written yet
+            proc = subprocess.run([sys.executable, "-c", OLD_JUDGELENS_IMPORT, str(store.path), str(GPT4O)], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            other.append(int(proc.stdout))
+
+    report = ingest(store, [GPT4O], progress=progress)
+    assert [(f.status, f.existing_source) for f in report.files] == [("unchanged", other[0])]
+    with store.read() as cur:
+        assert cur.execute("SELECT source_id, sha256 FROM sources").fetchall() == [
+            (other[0], report.files[0].legacy_sha256)]
+        assert cur.execute("SELECT count(*) FROM single_judgments").fetchone()[0] == 320

@@ -1,0 +1,58 @@
+"""What an import may use of the machine, and the error when it ran out (issue 26).
+
+The import's fast path hands a file to DuckDB; DuckDB stops with an out-of-memory error when the import's memory
+limit is too small for what it holds at once (its JSON reader's buffers per thread, the rows of a row group), and
+with an I/O error when the disk under the store or its temporary folder is full. Neither says anything about the
+file's content, so neither is a reason to read it line by line (the line reader holds every row in memory: 14 GB
+for 1M judgments): the import stops with an ``ImportResourceError`` naming the file and what to change, and its
+transaction is rolled back (nothing half-imported)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lib.errors import ImportResourceError
+
+MEMORY_ENV = "JUDGELENS_IMPORT_MEMORY"
+DEFAULT_MEMORY = "1GB"
+_DISK_WORDS = ("no space left on device", "disk full", "disk is full", "max_temp_directory_size",
+               "not enough space on the disk")
+
+
+def import_memory_limit() -> str:
+    """DuckDB's memory_limit for an import's transaction: ``JUDGELENS_IMPORT_MEMORY``, else 1GB.
+
+    DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default), so
+    without a limit a big file's import grows the process by about the file's size. Above the limit the blocks are
+    evicted (they are already in the database file), which measured no slower (bench/ingest_bench.py)."""
+    return os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY
+
+
+def resource_kind(exc: BaseException) -> str | None:
+    """'memory' or 'disk' when a DuckDB error says the machine ran out of it, else None (a real problem of the
+    input or a bug, which the caller handles as before)."""
+    import duckdb
+
+    if not isinstance(exc, duckdb.Error):
+        return None
+    text = str(exc).lower()
+    if isinstance(exc, (duckdb.OutOfMemoryException, duckdb.IOException)) and any(w in text for w in _DISK_WORDS):
+        return "disk"
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return "memory"
+    return None
+
+
+def resource_error(kind: str, files: list[str], store_folder: Path | None, limit: str) -> ImportResourceError:
+    """The titled error for an import that ran out of ``kind`` while writing ``files`` (display names)."""
+    named = files[0] if len(files) == 1 else f"{len(files)} files ({', '.join(files)})"
+    if kind == "memory":
+        return ImportResourceError(
+            f"{named}: the import ran out of memory within its limit of {limit}, so nothing was imported. "
+            f"Import again with a higher limit, e.g. {MEMORY_ENV}=4GB in the environment of the app or the CLI, "
+            "or on a machine with more free memory.", "memory")
+    where = f" ({store_folder})" if store_folder is not None else ""
+    return ImportResourceError(
+        f"{named}: the disk ran out of space while the import was writing, so nothing was imported. Free space on "
+        f"the disk of the store{where} and of the temporary folder (an import needs about the file's size free on "
+        "each), then import again.", "disk")
