@@ -113,22 +113,48 @@ class _Reads:
 
     @cached_property
     def prompt_rows(self) -> dict[Run, list[tuple]]:
-        """Per run and prompt name: one stored rendered prompt (of the lowest question and turn, sample 0) with
-        the question, turn and sample it was rendered for (all from the same row)."""
+        """Per run and prompt name (in name order): one stored rendered prompt, of the lowest question and turn,
+        sample 0, as ``(prompt_name, question_id, turn, sample, judge_prompt)`` (all from the same row).
+
+        Two reads, and only the few chosen rows' prompt texts: which row is wanted needs its keys alone, and a
+        text costs its whole compressed vector (and a Parquet page on a lake) for every row read, or even tested
+        for NULL; reading (or testing) every prompt of two runs to keep one per name was most of a Compare click
+        at a million judgments. A name whose first row stored no prompt (rare) is read the thorough way."""
         where, params = _run_filter(self.runs)
-        rows = _rows(self.store, f"""
-            SELECT harness, bench, judge, model, prompt_name, arg_min(question_id, k), arg_min(turn, k),
-                   arg_min(sample, k), arg_min(judge_prompt, k), count(*)
-            FROM (SELECT harness, bench, judge, model, prompt_name, question_id, turn, sample, judge_prompt,
-                         -- one row per name, the same on every store: ties broken down to the prompt text
-                         {{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
-                           'src': source_id, 'p': judge_prompt}} AS k
-                  FROM single_judgments WHERE {where} AND judge_prompt IS NOT NULL AND sample = 0)
-            GROUP BY ALL ORDER BY prompt_name""", params)
-        out = {r: [] for r in self.runs}
-        for row in rows:
-            out[Run(*row[:4])].append(row[4:])
-        return out
+        keys = ("harness", "bench", "judge", "model", "prompt_name", "question_id", "turn", "source_id")
+        # the order of the rows of one name, the same on every store (ties broken down to the prompt text, below)
+        order = "coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, question_id, source_id"
+        firsts = _rows(self.store, f"""
+            SELECT {', '.join(keys)} FROM (
+                SELECT {', '.join(keys)}, row_number() OVER (PARTITION BY harness, bench, judge, model, prompt_name
+                                                            ORDER BY {order}) AS n
+                FROM single_judgments WHERE {where} AND sample = 0)
+            WHERE n = 1""", params)
+        texts: dict[tuple, list[str | None]] = {}
+        if firsts:  # every row with a first row's keys (ties included), chosen by constant IN lists: exact rows
+            values = [sorted({row[i] for row in firsts}, key=str) for i in range(len(keys))]
+            conds = " AND ".join(f"{k} IN ({', '.join('?' * len(v))})" for k, v in zip(keys, values))
+            for *key, text in _rows(self.store, f"SELECT {', '.join(keys)}, judge_prompt FROM single_judgments "
+                                                f"WHERE {conds} AND sample = 0", [x for v in values for x in v]):
+                texts.setdefault(tuple(key), []).append(text)
+        out: dict[Run, list[tuple]] = {r: [] for r in self.runs}
+        thorough = set()
+        for row in firsts:
+            stored = [t for t in texts.get(tuple(row), []) if t is not None]
+            if not stored:
+                thorough.add(Run(*row[:4]))
+                continue
+            out[Run(*row[:4])].append((row[4], row[5], row[6], 0, min(stored)))
+        for run in thorough:  # a first row without a prompt: the lowest row that has one, read as before
+            where1, params1 = _run_filter((run,))
+            out[run] = [tuple(r) for r in _rows(self.store, f"""
+                SELECT prompt_name, arg_min(question_id, k), arg_min(turn, k), arg_min(sample, k), arg_min(judge_prompt, k)
+                FROM (SELECT prompt_name, question_id, turn, sample, judge_prompt,
+                             {{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
+                               'src': source_id, 'p': judge_prompt}} AS k
+                      FROM single_judgments WHERE {where1} AND judge_prompt IS NOT NULL AND sample = 0)
+                GROUP BY ALL""", params1)]
+        return {r: sorted(rows, key=lambda row: (row[0] is None, row[0] or "")) for r, rows in out.items()}  # NULLS LAST
 
     @cached_property
     def questions(self) -> dict[str, dict[str, list[str]]]:
@@ -260,7 +286,7 @@ def _templates(reads: _Reads, run: Run) -> dict[str, dict]:
     reads.system_prompts([row[0] for r in reads.runs for row in reads.prompt_rows[r]
                           if not any(m["role"] == "system" for m in _messages(row[4]))])
     out = {}
-    for (name, qid, turn, sample, _stored, n), msgs in parsed:
+    for (name, qid, turn, sample, _stored), msgs in parsed:
         values = _placeholders(reads.example_context(run, qid, int(sample)), int(turn))
         for m in msgs:
             for key, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
@@ -274,7 +300,7 @@ def _templates(reads: _Reads, run: Run) -> dict[str, dict]:
             else:
                 system_note = "system prompt not recorded"
         text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in msgs)
-        out[_kind(name)] = {"prompt_name": name, "text": text, "messages": msgs, "judgments": int(n),
+        out[_kind(name)] = {"prompt_name": name, "text": text, "messages": msgs,
                             "example": (qid, int(turn), int(sample)), "note": system_note}
     return out
 

@@ -224,3 +224,48 @@ def test_cli_compare_across_linked_benches(sample_store, capsys):
                          swallow_samples="first")
     assert [r["delta"] for r in rows] == pytest.approx(lib["delta"].tolist())
     assert main(["compare", "--db", str(sample_store.path), "--a", a, "--b", b, "--per-model"]) == 2
+
+
+
+def _prompt_rows_by_one_query(store: Store, run: R.Run) -> list[tuple]:
+    """(prompt name, question, turn, sample) of the stored prompt per name, as one query over every prompt text of
+    the run chose it (the lowest question and turn of sample 0 with a stored prompt, ties down to the text)."""
+    with store.read() as cur:
+        return [tuple(r) for r in cur.execute("""
+            SELECT prompt_name, arg_min(question_id, k), arg_min(turn, k), arg_min(sample, k)
+            FROM (SELECT prompt_name, question_id, turn, sample, judge_prompt,
+                         {'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
+                          'src': source_id, 'p': judge_prompt} AS k
+                  FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND model = ?
+                    AND judge_prompt IS NOT NULL AND sample = 0)
+            GROUP BY ALL ORDER BY prompt_name""", list(run.selector.values())).fetchall()]
+
+
+def _rebuilt_from(store: Store, run: R.Run) -> list[tuple]:
+    """(prompt name, question, turn, sample) of the stored prompt each of the run's templates was rebuilt from."""
+    return sorted((t["prompt_name"], *t["example"]) for t in H.prompt_templates(store, run).values())
+
+
+def test_setup_table_reads_only_the_chosen_prompts_and_picks_the_same_ones(sample_store):
+    """The prompt per name is chosen by its keys and only those rows' texts are read (a text costs its whole
+    vector: reading every prompt of two runs was most of a Compare click at 1M); the rows are those one query over
+    every text picks, also when the lowest question's row stored no prompt (then the next one that did)."""
+    picked = [R.Run(*row) for row in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)
+              if not row.judge.startswith("human:")]
+    assert len(picked) >= 6
+    for run in picked:
+        assert _rebuilt_from(sample_store, run) == _prompt_rows_by_one_query(sample_store, run), run
+    run = next(r for r in picked if r.harness == "fastchat" and r.judge == "gpt-4o")
+    first = _prompt_rows_by_one_query(sample_store, run)[0]
+    with sample_store.write() as cur:  # the first row of a name without its prompt
+        cur.execute("UPDATE single_judgments SET judge_prompt = NULL WHERE harness = ? AND bench = ? AND judge = ? "
+                    "AND model = ? AND prompt_name = ? AND question_id = ? AND turn = ? AND sample = 0",
+                    [*run.selector.values(), *first[:3]])
+    after = _prompt_rows_by_one_query(sample_store, run)
+    assert after[0][:3] != first[:3] and after[0][0] == first[0]  # the same name, from the next question
+    assert _rebuilt_from(sample_store, run) == after
+    seen = count_queries(sample_store)
+    H.prompt_templates(sample_store, picked[0])
+    prompts = [sql for sql in seen if "FROM single_judgments" in sql]
+    assert len(prompts) == 2 and "judge_prompt" not in prompts[0]  # the keys alone, then the chosen rows' texts
+    assert "judge_prompt FROM single_judgments WHERE harness IN (?) AND bench IN (?)" in prompts[1]
