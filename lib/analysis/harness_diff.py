@@ -28,6 +28,9 @@ AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "sy
                "samples": "samples per item", "temperature": "generation temperature", "truncation": "truncation",
                "reasoning": "reasoning (<think>)", "references": "reference answers", "parse_failures":
                "parse failures", "scale": "score scale", "questions": "questions"}
+# Read from the answers the runs' judges saw (their model's answers on their bench): two runs of one model on one
+# bench share them, so these rows never differ there.
+ANSWER_AREAS = ("system_prompt", "samples", "temperature", "truncation", "reasoning")
 COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
 TRUNCATION_LIMITS = (8192, 6144)
 _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
@@ -69,9 +72,27 @@ class _Reads:
         """Per run, the answers its judge saw: the run's model in its bench (judgment names match an answer
         file's model, model_id or file name, '/' and '__' alike, as the item view matches them); ``exact``
         marks rows whose model, model_id or file name is the run's model as written (the prompt examples)."""
+        return self._answers()
+
+    @cached_property
+    def example_answers(self) -> dict[Run, pd.DataFrame]:
+        """``answers`` of the questions and samples the stored prompts were rendered for, alone (a table without the
+        answer areas needs no other answer text: each costs its compressed vector); ``answers`` when read."""
+        if "answers" in self.__dict__:
+            return self.answers
+        wanted = {(row[1], row[3]) for r in self.runs for row in self.prompt_rows[r]}
+        if not wanted:
+            return {r: self._answers("false") for r in self.runs}
+        qids = sorted({q for q, _ in wanted})
+        samples = sorted({s for _, s in wanted})
+        return self._answers(f"a.question_id IN ({', '.join(f'$q{i}' for i in range(len(qids)))}) AND a.sample IN "
+                             f"({', '.join(f'$s{i}' for i in range(len(samples)))})",
+                             {f"q{i}": q for i, q in enumerate(qids)} | {f"s{i}": x for i, x in enumerate(samples)})
+
+    def _answers(self, narrow: str = "true", narrow_params: dict | None = None) -> dict[Run, pd.DataFrame]:
         mk = MODEL_KEY_SQL
         keys = (mk.format('a.model'), mk.format("coalesce(a.model_id, '')"), mk.format("coalesce(a.file_model, '')"))
-        flags, params = [], {}
+        flags, params = [], dict(narrow_params or {})
         for i, r in enumerate(self.runs):
             params.update({f"bench{i}": r.bench, f"model{i}": r.model})
             flags.append(f"(a.bench = $bench{i} AND {mk.format(f'$model{i}')} IN ({', '.join(keys)})) AS in_{i}")
@@ -85,7 +106,7 @@ class _Reads:
                            a.source_id, q.category, length(coalesce(a.text, '')) AS chars,
                            contains(coalesce(a.text, ''), '<think>') AS think, {', '.join(flags)}
                     FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
-                    WHERE a.bench IN ({benches}))
+                    WHERE a.bench IN ({benches}) AND {narrow})
                 WHERE {' OR '.join(f'in_{i}' for i in range(len(self.runs)))}
                 ORDER BY source_id, {qid_order()}, turn, sample""", params).df()
         cols = [c for c in df.columns if not c.startswith(("in_", "exact_"))]
@@ -213,7 +234,7 @@ class _Reads:
         turns = self.questions[run.bench].get(qid)
         if turns is None:
             return None
-        df = self.answers[run]
+        df = self.example_answers[run]
         df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
         ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
         refs = [(j, t, x) for j, q, t, x in self.references[run.bench] if q == qid]
@@ -594,20 +615,23 @@ def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
     return _table(_Reads(store, ra, rb), ra, rb)  # each table read once, for both runs
 
 
-def harness_diffs(store: Store, pairs: list[tuple[Run, Run]]) -> list[pd.DataFrame]:
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> list[pd.DataFrame]:
     """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
-    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times)."""
+    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: the rows
+    wanted, in ``AREAS`` order (the answer areas' rows read every answer text of the runs' models)."""
     reads = _Reads(store, *(r for pair in pairs for r in pair))
-    return [_table(reads, ra, rb) for ra, rb in pairs]
+    return [_table(reads, ra, rb, areas) for ra, rb in pairs]
 
 
-def _table(reads: _Reads, ra: Run, rb: Run) -> pd.DataFrame:
-    ans = reads.answers
-    rows = [_judge_model(reads, ra, rb), _judge_prompt(reads, ra, rb), _system_prompt(ans, ra, rb),
-            _samples(reads, ans, ra, rb), _temperature(ans, ra, rb), _truncation(ans, ra, rb),
-            _reasoning(ans, ra, rb), _references(reads, ra, rb), _parse_failures(reads, ra, rb),
-            _scale(reads, ra, rb), _questions(reads, ra, rb)]
-    df = pd.DataFrame(rows, columns=COLUMNS)
+def _table(reads: _Reads, ra: Run, rb: Run, areas=AREAS) -> pd.DataFrame:
+    make = {"judge_model": lambda: _judge_model(reads, ra, rb), "judge_prompt": lambda: _judge_prompt(reads, ra, rb),
+            "system_prompt": lambda: _system_prompt(reads.answers, ra, rb),
+            "samples": lambda: _samples(reads, reads.answers, ra, rb),
+            "temperature": lambda: _temperature(reads.answers, ra, rb),
+            "truncation": lambda: _truncation(reads.answers, ra, rb), "reasoning": lambda: _reasoning(reads.answers, ra, rb),
+            "references": lambda: _references(reads, ra, rb), "parse_failures": lambda: _parse_failures(reads, ra, rb),
+            "scale": lambda: _scale(reads, ra, rb), "questions": lambda: _questions(reads, ra, rb)}
+    df = pd.DataFrame([make[area]() for area in AREAS if area in areas], columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)
     df.attrs.update(run_a=ra.selector, run_b=rb.selector, label_a=ra.label, label_b=rb.label)

@@ -99,3 +99,24 @@ def test_the_setup_tables_of_many_pairs_read_each_table_once(sample_store):
     for (a, b), got in zip(pairs, together):
         pd.testing.assert_frame_equal(got, harness_diff.harness_diff(sample_store, a, b))
         assert got.attrs == harness_diff.harness_diff(sample_store, a, b).attrs
+
+
+def test_some_areas_of_the_setup_table_are_the_full_tables_rows(sample_store):
+    """The warnings ask for the areas that can differ between two judges of one model's answers on one bench: those
+    rows are the full table's, and the answer areas they leave out never differ there (one set of answers)."""
+    import pandas as pd
+
+    from lib.analysis import harness_diff, runs
+
+    table = runs.runs(sample_store)
+    every = [runs.Run(*r) for r in table[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    model = every[0].model
+    ja = [r for r in every if r.bench == "ja_mt_bench" and r.model == model and not r.judge.startswith("human:")]
+    pairs = [(a, b) for i, a in enumerate(ja) for b in ja[i + 1:]]
+    assert len(pairs) >= 3
+    areas = [a for a in harness_diff.AREAS if a not in sw.IGNORED_AREAS + harness_diff.ANSWER_AREAS]
+    for (a, b), some, full in zip(pairs, harness_diff.harness_diffs(sample_store, pairs, areas),
+                                  harness_diff.harness_diffs(sample_store, pairs)):
+        assert list(some["area"]) == areas
+        pd.testing.assert_frame_equal(some, full[full["area"].isin(areas)].reset_index(drop=True))
+        assert not full[full["area"].isin(harness_diff.ANSWER_AREAS)]["differs"].eq(True).any()
