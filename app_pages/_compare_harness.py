@@ -87,7 +87,10 @@ def harness_compare(store, version: tuple) -> None:
     try:
         head = cached_query(runs.compare_runs, version, a=ra, b=rb, levels=("all", "category"),
                             swallow_samples=samples, exclude_links=excl)
-        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb)
+        # the answers per model and bench, kept: another judge of run A or B reads none again
+        answers = tuple(cached_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
+                        for r in (ra, rb))
+        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers)
     except JudgeLensError as exc:
         show_error(exc)
         return

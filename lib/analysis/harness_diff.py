@@ -609,10 +609,23 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
                 bool(s["edited"] or s["fuzzy"] or s["linked"] < max(n[ra], n[rb])), ev, example)
 
 
-def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
-    """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link)."""
+def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None) -> pd.DataFrame:
+    """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link).
+
+    ``answers``: ``(model_answers of A's bench and model, model_answers of B's)`` when the caller keeps them (every
+    run of a model on a bench was judged on the same answers: a page picking another judge reads none again)."""
     ra, rb = resolve_pair(store, a, b)
-    return _table(_Reads(store, ra, rb), ra, rb)  # each table read once, for both runs
+    reads = _Reads(store, ra, rb)  # each table read once, for both runs
+    if answers is not None:
+        reads.__dict__["answers"] = {ra: answers[0], rb: answers[1]}  # the cached property, filled
+    return _table(reads, ra, rb)
+
+
+def model_answers(store: Store, bench: str, model: str) -> pd.DataFrame:
+    """The answers every run of ``model`` on ``bench`` was judged on, as the setup table reads them (for
+    ``harness_diff(..., answers=...)``; each answer text read costs its compressed vector or Parquet page)."""
+    run = Run("", bench, "", model)
+    return _Reads(store, run).answers[run]
 
 
 def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> list[pd.DataFrame]:
@@ -631,6 +644,8 @@ def _table(reads: _Reads, ra: Run, rb: Run, areas=AREAS) -> pd.DataFrame:
             "truncation": lambda: _truncation(reads.answers, ra, rb), "reasoning": lambda: _reasoning(reads.answers, ra, rb),
             "references": lambda: _references(reads, ra, rb), "parse_failures": lambda: _parse_failures(reads, ra, rb),
             "scale": lambda: _scale(reads, ra, rb), "questions": lambda: _questions(reads, ra, rb)}
+    if any(area in ANSWER_AREAS for area in areas):
+        reads.answers  # before the judge prompt's examples: they come from it then, not from a read of their own
     df = pd.DataFrame([make[area]() for area in AREAS if area in areas], columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)

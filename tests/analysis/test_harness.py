@@ -269,3 +269,15 @@ def test_setup_table_reads_only_the_chosen_prompts_and_picks_the_same_ones(sampl
     prompts = [sql for sql in seen if "FROM single_judgments" in sql]
     assert len(prompts) == 2 and "judge_prompt" not in prompts[0]  # the keys alone, then the chosen rows' texts
     assert "judge_prompt FROM single_judgments WHERE harness IN (?) AND bench IN (?)" in prompts[1]
+
+
+def test_setup_table_from_answers_kept_per_model_is_the_same_table(sample_store):
+    """A page keeps each model's answers (``model_answers``, per bench and model) and hands them to the setup table:
+    the same table as the one that reads them, across harnesses and for two judges of one model alike."""
+    every = [R.Run(*r) for r in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    fc = [r for r in every if r.harness == "fastchat" and r.model == L8]
+    sw = next(r for r in every if r.harness == "swallow" and r.model.endswith(L8))
+    assert len(fc) >= 2
+    for a, b in [(fc[0], sw), (fc[1], sw), (fc[0], fc[1])]:
+        kept = tuple(H.model_answers(sample_store, r.bench, r.model) for r in (a, b))
+        pd.testing.assert_frame_equal(H.harness_diff(sample_store, a, b, answers=kept), H.harness_diff(sample_store, a, b))
