@@ -29,8 +29,10 @@ def _stored_view(store, version, ra, rb) -> None:
     st.caption("Per run: samples per item, the share of samples that are exact copies of sample 0 (Swallow at "
                "temperature 0), sample 0 vs the N-sample mean and the per-sample spread, and the share of answers "
                "that are not Japanese. " + answer_stats.NOTE)
-    try:
-        view = cached_query(answer_stats.stored_view, version, runs=[ra, rb])
+    try:  # the answers' facts per model: another judge of run A (or of B) reads no answer again
+        view = pd.DataFrame([answer_stats.view_row(
+            run, cached_query(answer_stats.model_answer_facts, version, bench=run.bench, model=run.model),
+            cached_query(answer_stats.sample_scores, version, run=run)) for run in (ra, rb)])
     except JudgeLensError as exc:
         show_error(exc)
         return

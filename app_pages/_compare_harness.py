@@ -87,7 +87,10 @@ def harness_compare(store, version: tuple) -> None:
     try:
         head = cached_query(runs.compare_runs, version, a=ra, b=rb, levels=("all", "category"),
                             swallow_samples=samples, exclude_links=excl)
-        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb)
+        # the answers per model and bench, kept: another judge of run A or B reads none again
+        answers = tuple(cached_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
+                        for r in (ra, rb))
+        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers)
     except JudgeLensError as exc:
         show_error(exc)
         return
@@ -111,11 +114,14 @@ def harness_compare(store, version: tuple) -> None:
                    + "). Questions are the unit; 95% t interval; p_adjusted is Holm over the rows shown. "
                    "Red: significant after Holm; grey: inside the noise.")
         show_chart(cached_chart(charts.delta_forest, gap, "A", "B"), "harness_gap")
-        with st.expander("Paired items (edited and fuzzy links marked in the link column)"):
-            pairs = cached_query(runs.paired_runs, version, a=ra, b=rb, swallow_samples=samples,
-                                 exclude_links=excl)
-            show_table(pairs.drop(columns=["question"]), "harness_pairs",
-                       column_config={"link": st.column_config.TextColumn("link", help="exact, edited, fuzzy, manual")})
+        with st.expander("Paired items (edited and fuzzy links marked in the link column)", key="hx_pairs_open",
+                         on_change="rerun") as pairs_box:
+            if pairs_box.open:  # read and drawn when opened, not on every pick of a run
+                pairs = cached_query(runs.paired_runs, version, a=ra, b=rb, swallow_samples=samples,
+                                     exclude_links=excl)
+                show_table(pairs.drop(columns=["question"]), "harness_pairs",
+                           column_config={"link": st.column_config.TextColumn("link",
+                                                                              help="exact, edited, fuzzy, manual")})
         show_table(gap.drop(columns=["model", "level"]), "harness_gap",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
@@ -185,7 +191,9 @@ def _setup_cards(rows) -> None:
 
 
 def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
-    with st.expander("Linked questions (confirm, change or remove)"):
+    with st.expander("Linked questions (confirm, change or remove)", key="hx_links_open", on_change="rerun") as box:
+        if not box.open:  # the links and the alias suggestions (names compared pairwise) when opened
+            return
         df = cached_query(linking.links, version, bench_a=bench_a, bench_b=bench_b)
         loose = df[df["method"].isin(["edited", "fuzzy"])]
         if not loose.empty:

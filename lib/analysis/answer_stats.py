@@ -31,7 +31,7 @@ NOTE = ("copy_share: samples 1.. that are exact copies of sample 0; not_japanese
         "characters; sample0_minus_mean with a 95% question-level t interval (ci_low, ci_high).")
 
 
-def _answers(store: Store, run: Run) -> pd.DataFrame:
+def _answers(store: Store, bench: str, model: str) -> pd.DataFrame:
     keys = ", ".join(model_key_sql(f"coalesce(a.{c}, '')") for c in ("model", "model_id", "file_model"))
     with store.read() as cur:
         return cur.execute(
@@ -39,12 +39,18 @@ def _answers(store: Store, run: Run) -> pd.DataFrame:
                 WHERE a.bench = $bench AND {model_key_sql('$model')} IN ({keys})
                   AND a.source_id = (SELECT max(source_id) FROM answers b WHERE b.bench = $bench
                                      AND {model_key_sql('$model')} IN ({keys.replace('a.', 'b.')}))""",
-            {"bench": run.bench, "model": run.model}).df()
+            {"bench": bench, "model": model}).df()
 
 
 def answer_facts(store: Store, run: Run) -> dict:
     """Answers per item, exact-copy share of samples 1.., not-Japanese share (all answers and sample 0)."""
-    df = _answers(store, run)
+    return model_answer_facts(store, run.bench, run.model)
+
+
+def model_answer_facts(store: Store, bench: str, model: str) -> dict:
+    """``answer_facts`` of every run of ``model`` on ``bench``: they were judged on the same answers (a page keeps
+    it per model, so another judge of the model reads no answer again)."""
+    df = _answers(store, bench, model)
     if df.empty:
         return {"answers": 0, "items": 0, "samples_per_item": 0, "copy_share": None, "not_japanese_share": None,
                 "not_japanese_share_sample0": None}
@@ -97,14 +103,15 @@ def _f(x) -> float | None:
 
 def stored_view(store: Store, runs: list[Run]) -> pd.DataFrame:
     """One row per run: answer facts and sample-score facts (no endpoint needed)."""
-    out = []
-    for r in runs:
-        a, s = answer_facts(store, r), sample_scores(store, r)
-        out.append({"run": r.label, "samples_per_item": a["samples_per_item"], "answers": a["answers"],
-                    "copy_share": a["copy_share"], "not_japanese_share": a["not_japanese_share"],
-                    "not_japanese_share_sample0": a["not_japanese_share_sample0"], "items_scored": s["items"],
-                    "mean_sample0": s["mean_sample0"], "mean_all_samples": s["mean_all"],
-                    "sample0_minus_mean": s["delta"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
-                    "mean_per_sample": s["per_sample"], "within_item_sd": s["spread"],
-                    "share_items_scored_differently": s["share_varied"]})
-    return pd.DataFrame(out)
+    return pd.DataFrame([view_row(r, answer_facts(store, r), sample_scores(store, r)) for r in runs])
+
+
+def view_row(run: Run, a: dict, s: dict) -> dict:
+    """``stored_view``'s row of ``run`` from its ``answer_facts`` and ``sample_scores``."""
+    return {"run": run.label, "samples_per_item": a["samples_per_item"], "answers": a["answers"],
+            "copy_share": a["copy_share"], "not_japanese_share": a["not_japanese_share"],
+            "not_japanese_share_sample0": a["not_japanese_share_sample0"], "items_scored": s["items"],
+            "mean_sample0": s["mean_sample0"], "mean_all_samples": s["mean_all"],
+            "sample0_minus_mean": s["delta"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
+            "mean_per_sample": s["per_sample"], "within_item_sd": s["spread"],
+            "share_items_scored_differently": s["share_varied"]}

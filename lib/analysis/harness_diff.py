@@ -28,10 +28,10 @@ AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "sy
                "samples": "samples per item", "temperature": "generation temperature", "truncation": "truncation",
                "reasoning": "reasoning (<think>)", "references": "reference answers", "parse_failures":
                "parse failures", "scale": "score scale", "questions": "questions"}
-COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
-# Areas computed from the answers of the run's model in its bench alone: two runs of one model on one bench (two
-# judges of the same answers) read the same answers, so these never differ between them.
+# Read from the answers the runs' judges saw (their model's answers on their bench): two runs of one model on one
+# bench share them, so these rows never differ there.
 ANSWER_AREAS = ("system_prompt", "samples", "temperature", "truncation", "reasoning")
+COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
 TRUNCATION_LIMITS = (8192, 6144)
 _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
 
@@ -80,9 +80,27 @@ class _Reads:
         """Per run, the answers its judge saw: the run's model in its bench (judgment names match an answer
         file's model, model_id or file name, '/' and '__' alike, as the item view matches them); ``exact``
         marks rows whose model, model_id or file name is the run's model as written (the prompt examples)."""
+        return self._answers()
+
+    @cached_property
+    def example_answers(self) -> dict[Run, pd.DataFrame]:
+        """``answers`` of the questions and samples the stored prompts were rendered for, alone (a table without the
+        answer areas needs no other answer text: each costs its compressed vector); ``answers`` when read."""
+        if "answers" in self.__dict__:
+            return self.answers
+        wanted = {(row[1], row[3]) for r in self.runs for row in self.prompt_rows[r]}
+        if not wanted:
+            return {r: self._answers("false") for r in self.runs}
+        qids = sorted({q for q, _ in wanted})
+        samples = sorted({s for _, s in wanted})
+        return self._answers(f"a.question_id IN ({', '.join(f'$q{i}' for i in range(len(qids)))}) AND a.sample IN "
+                             f"({', '.join(f'$s{i}' for i in range(len(samples)))})",
+                             {f"q{i}": q for i, q in enumerate(qids)} | {f"s{i}": x for i, x in enumerate(samples)})
+
+    def _answers(self, narrow: str = "true", narrow_params: dict | None = None) -> dict[Run, pd.DataFrame]:
         mk = MODEL_KEY_SQL
         keys = (mk.format('a.model'), mk.format("coalesce(a.model_id, '')"), mk.format("coalesce(a.file_model, '')"))
-        flags, params = [], {}
+        flags, params = [], dict(narrow_params or {})
         for i, r in enumerate(self.runs):
             params.update({f"bench{i}": r.bench, f"model{i}": r.model})
             flags.append(f"(a.bench = $bench{i} AND {mk.format(f'$model{i}')} IN ({', '.join(keys)})) AS in_{i}")
@@ -96,36 +114,12 @@ class _Reads:
                            a.source_id, q.category, length(coalesce(a.text, '')) AS chars,
                            contains(coalesce(a.text, ''), '<think>') AS think, {', '.join(flags)}
                     FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
-                    WHERE a.bench IN ({benches}))
+                    WHERE a.bench IN ({benches}) AND {narrow})
                 WHERE {' OR '.join(f'in_{i}' for i in range(len(self.runs)))}
                 ORDER BY source_id, {qid_order()}, turn, sample""", params).df()
         cols = [c for c in df.columns if not c.startswith(("in_", "exact_"))]
         return {r: df.loc[df[f"in_{i}"], cols].assign(exact=df.loc[df[f"in_{i}"], f"exact_{i}"]).reset_index(drop=True)
                 for i, r in enumerate(self.runs)}
-
-    @cached_property
-    def example_answers(self) -> dict[tuple[Run, str, int], dict[int, str]]:
-        """(run, question, sample) -> {turn: text} for the question and sample of each run's example prompts
-        (``prompt_rows``), the answers named exactly as the run's model (``answers``' ``exact``), the newest file
-        winning: what ``example_context`` needs when nothing else reads the answers (the agreement page's setup
-        lines), in one query over a few rows instead of every answer text of the runs' models. Each name column
-        is matched in its own branch so that the model name filters the scan."""
-        wanted = sorted({(i, r.bench, r.model, row[1], int(row[3])) for i, r in enumerate(self.runs)
-                         for row in self.prompt_rows[r]})
-        if not wanted:
-            return {}
-        values = ", ".join(f"($i{n}, $b{n}, $m{n}, $q{n}, $s{n})" for n in range(len(wanted)))
-        params = {f"{k}{n}": v for n, row in enumerate(wanted) for k, v in zip("ibmqs", row)}
-        branches = " UNION ".join(f"""
-            SELECT w.i, w.q, w.s, a.source_id, a.turn, a.text FROM answers a JOIN w
-              ON a.bench = w.b AND a.{column} = w.m AND a.question_id = w.q AND a.sample = w.s"""
-                                  for column in ("model", "model_id", "file_model"))
-        out: dict[tuple[Run, str, int], dict[int, str]] = {}
-        for i, qid, sample, _source, turn, text in _rows(self.store, f"""
-                WITH w AS (SELECT * FROM (VALUES {values}) v(i, b, m, q, s))
-                SELECT * FROM ({branches}) ORDER BY i, q, s, source_id, turn""", params):
-            out.setdefault((self.runs[i], qid, int(sample)), {})[int(turn)] = text  # the newest file: written last
-        return out
 
     @cached_property
     def stats(self) -> dict[Run, dict]:
@@ -148,43 +142,48 @@ class _Reads:
 
     @cached_property
     def prompt_rows(self) -> dict[Run, list[tuple]]:
-        """Per run and prompt name: one stored rendered prompt (of the lowest question and turn, sample 0) with
-        the question, turn and sample it was rendered for (all from the same row).
+        """Per run and prompt name (in name order): one stored rendered prompt, of the lowest question and turn,
+        sample 0, as ``(prompt_name, question_id, turn, sample, judge_prompt)`` (all from the same row).
 
-        The row is the lowest by (question number x 10 + turn, question id, source, prompt text): one row per name,
-        the same on every store. Found in two steps so that the prompt texts (a kilobyte or more each) are read
-        for that row alone: the lowest key without the text first, from the narrow columns; then the prompts of
-        the few rows with that key (several only when one file holds the same item twice), the lowest text
-        winning the tie. A run's rows lie scattered through the table (a file holds every model), so reading the
-        text of all of a run's rows decompresses the whole column: 0.9 s for five runs at a million judgments."""
+        Two reads, and only the few chosen rows' prompt texts: which row is wanted needs its keys alone, and a
+        text costs its whole compressed vector (and a Parquet page on a lake) for every row read, or even tested
+        for NULL; reading (or testing) every prompt of two runs to keep one per name was most of a Compare click
+        at a million judgments. A name whose first row stored no prompt (rare) is read the thorough way."""
         where, params = _run_filter(self.runs)
-        # the row's key: (t is fixed by k and q; it is there to find the row again)
-        key = ("{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id, 'src': source_id, "
-               "'t': turn} AS k")
-        rows = _rows(self.store, f"""
-            WITH with_prompt AS (
-                -- a bag difference: every row's key, less one copy per row without a prompt. ``IS NULL`` as a
-                -- filter is answered from each row group's statistics (no row group without nulls is read);
-                -- ``IS NOT NULL`` would read every text of the run's rows
-                SELECT harness, bench, judge, model, prompt_name, {key}
-                FROM single_judgments WHERE {where} AND sample = 0
-                EXCEPT ALL
-                SELECT harness, bench, judge, model, prompt_name, {key}
-                FROM single_judgments WHERE {where} AND sample = 0 AND judge_prompt IS NULL),
-            best AS (
-                SELECT harness, bench, judge, model, prompt_name, count(*) AS n, min(k) AS k
-                FROM with_prompt GROUP BY ALL)
-            SELECT b.harness, b.bench, b.judge, b.model, b.prompt_name, b.k.q, b.k.t, 0, min(j.judge_prompt), b.n
-            FROM best b JOIN single_judgments j
-              ON j.harness = b.harness AND j.bench = b.bench AND j.judge = b.judge AND j.model = b.model
-                 AND j.prompt_name IS NOT DISTINCT FROM b.prompt_name AND j.question_id = b.k.q AND j.turn = b.k.t
-                 AND j.source_id = b.k.src
-            WHERE j.sample = 0 AND j.judge_prompt IS NOT NULL
-            GROUP BY ALL ORDER BY b.prompt_name""", params)
-        out = {r: [] for r in self.runs}
-        for row in rows:
-            out[Run(*row[:4])].append(row[4:])
-        return out
+        keys = ("harness", "bench", "judge", "model", "prompt_name", "question_id", "turn", "source_id")
+        # the order of the rows of one name, the same on every store (ties broken down to the prompt text, below)
+        order = "coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, question_id, source_id"
+        firsts = _rows(self.store, f"""
+            SELECT {', '.join(keys)} FROM (
+                SELECT {', '.join(keys)}, row_number() OVER (PARTITION BY harness, bench, judge, model, prompt_name
+                                                            ORDER BY {order}) AS n
+                FROM single_judgments WHERE {where} AND sample = 0)
+            WHERE n = 1""", params)
+        texts: dict[tuple, list[str | None]] = {}
+        if firsts:  # every row with a first row's keys (ties included), chosen by constant IN lists: exact rows
+            values = [sorted({row[i] for row in firsts}, key=str) for i in range(len(keys))]
+            conds = " AND ".join(f"{k} IN ({', '.join('?' * len(v))})" for k, v in zip(keys, values))
+            for *key, text in _rows(self.store, f"SELECT {', '.join(keys)}, judge_prompt FROM single_judgments "
+                                                f"WHERE {conds} AND sample = 0", [x for v in values for x in v]):
+                texts.setdefault(tuple(key), []).append(text)
+        out: dict[Run, list[tuple]] = {r: [] for r in self.runs}
+        thorough = set()
+        for row in firsts:
+            stored = [t for t in texts.get(tuple(row), []) if t is not None]
+            if not stored:
+                thorough.add(Run(*row[:4]))
+                continue
+            out[Run(*row[:4])].append((row[4], row[5], row[6], 0, min(stored)))
+        for run in thorough:  # a first row without a prompt: the lowest row that has one, read as before
+            where1, params1 = _run_filter((run,))
+            out[run] = [tuple(r) for r in _rows(self.store, f"""
+                SELECT prompt_name, arg_min(question_id, k), arg_min(turn, k), arg_min(sample, k), arg_min(judge_prompt, k)
+                FROM (SELECT prompt_name, question_id, turn, sample, judge_prompt,
+                             {{'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
+                               'src': source_id, 'p': judge_prompt}} AS k
+                      FROM single_judgments WHERE {where1} AND judge_prompt IS NOT NULL AND sample = 0)
+                GROUP BY ALL""", params1)]
+        return {r: sorted(rows, key=lambda row: (row[0] is None, row[0] or "")) for r, rows in out.items()}  # NULLS LAST
 
     @cached_property
     def questions(self) -> dict[str, dict[str, list[str]]]:
@@ -243,12 +242,9 @@ class _Reads:
         turns = self.questions[run.bench].get(qid)
         if turns is None:
             return None
-        if "answers" in self.__dict__:  # read already (the full table): no query
-            df = self.answers[run]
-            df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
-            ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
-        else:
-            ans = self.example_answers.get((run, qid, int(sample)), {})
+        df = self.example_answers[run]
+        df = df[df["exact"] & (df["question_id"] == qid) & (df["sample"] == sample)]
+        ans = {int(t): x for t, x in zip(df["turn"], df["text"])}  # ordered by source_id: the newest file wins
         refs = [(j, t, x) for j, q, t, x in self.references[run.bench] if q == qid]
         judges = sorted({j for j, _, _ in refs})
         use = run.judge if run.judge in judges else (judges[0] if judges else None)
@@ -324,7 +320,7 @@ def _build_templates(reads: _Reads, run: Run) -> dict[str, dict]:
     reads.system_prompts([row[0] for r in reads.runs for row in reads.prompt_rows[r]
                           if not any(m["role"] == "system" for m in _messages(row[4]))])
     out = {}
-    for (name, qid, turn, sample, _stored, n), msgs in parsed:
+    for (name, qid, turn, sample, _stored), msgs in parsed:
         values = _placeholders(reads.example_context(run, qid, int(sample)), int(turn))
         for m in msgs:
             for key, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
@@ -338,7 +334,7 @@ def _build_templates(reads: _Reads, run: Run) -> dict[str, dict]:
             else:
                 system_note = "system prompt not recorded"
         text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in msgs)
-        out[_kind(name)] = {"prompt_name": name, "text": text, "messages": msgs, "judgments": int(n),
+        out[_kind(name)] = {"prompt_name": name, "text": text, "messages": msgs,
                             "example": (qid, int(turn), int(sample)), "note": system_note}
     return out
 
@@ -629,16 +625,29 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
                 bool(s["edited"] or s["fuzzy"] or s["linked"] < max(n[ra], n[rb])), ev, example)
 
 
-def harness_diff(store: Store, a: dict | Run, b: dict | Run) -> pd.DataFrame:
-    """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link)."""
+def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None) -> pd.DataFrame:
+    """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link).
+
+    ``answers``: ``(model_answers of A's bench and model, model_answers of B's)`` when the caller keeps them (every
+    run of a model on a bench was judged on the same answers: a page picking another judge reads none again)."""
     ra, rb = resolve_pair(store, a, b)
-    return _table(_Reads(store, ra, rb), ra, rb)  # each table read once, for both runs
+    reads = _Reads(store, ra, rb)  # each table read once, for both runs
+    if answers is not None:
+        reads.__dict__["answers"] = {ra: answers[0], rb: answers[1]}  # the cached property, filled
+    return _table(reads, ra, rb)
 
 
-def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas: tuple[str, ...] = AREAS) -> list[pd.DataFrame]:
+def model_answers(store: Store, bench: str, model: str) -> pd.DataFrame:
+    """The answers every run of ``model`` on ``bench`` was judged on, as the setup table reads them (for
+    ``harness_diff(..., answers=...)``; each answer text read costs its compressed vector or Parquet page)."""
+    run = Run("", bench, "", model)
+    return _Reads(store, run).answers[run]
+
+
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> list[pd.DataFrame]:
     """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
-    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: only these
-    rows (in ``AREAS`` order); the answers are read only when an area of ``ANSWER_AREAS`` is asked for."""
+    setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: the rows
+    wanted, in ``AREAS`` order (the answer areas' rows read every answer text of the runs' models)."""
     unknown = sorted(set(areas) - set(AREAS))
     if unknown:
         raise ValueError(f"unknown setup area(s): {', '.join(unknown)}")
@@ -646,19 +655,17 @@ def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas: tuple[str, 
     return [_table(reads, ra, rb, areas) for ra, rb in pairs]
 
 
-def _table(reads: _Reads, ra: Run, rb: Run, areas: tuple[str, ...] = AREAS) -> pd.DataFrame:
-    row = {"judge_model": lambda: _judge_model(reads, ra, rb), "judge_prompt": lambda: _judge_prompt(reads, ra, rb),
-           "system_prompt": lambda: _system_prompt(reads.answers, ra, rb),
-           "samples": lambda: _samples(reads, reads.answers, ra, rb),
-           "temperature": lambda: _temperature(reads.answers, ra, rb),
-           "truncation": lambda: _truncation(reads.answers, ra, rb),
-           "reasoning": lambda: _reasoning(reads.answers, ra, rb), "references": lambda: _references(reads, ra, rb),
-           "parse_failures": lambda: _parse_failures(reads, ra, rb), "scale": lambda: _scale(reads, ra, rb),
-           "questions": lambda: _questions(reads, ra, rb)}
-    if any(a in areas for a in ANSWER_AREAS):
-        reads.answers  # noqa: B018 (read first: the prompt examples then come from it, no query of their own)
-    rows = [row[a]() for a in AREAS if a in areas]
-    df = pd.DataFrame(rows, columns=COLUMNS)
+def _table(reads: _Reads, ra: Run, rb: Run, areas=AREAS) -> pd.DataFrame:
+    make = {"judge_model": lambda: _judge_model(reads, ra, rb), "judge_prompt": lambda: _judge_prompt(reads, ra, rb),
+            "system_prompt": lambda: _system_prompt(reads.answers, ra, rb),
+            "samples": lambda: _samples(reads, reads.answers, ra, rb),
+            "temperature": lambda: _temperature(reads.answers, ra, rb),
+            "truncation": lambda: _truncation(reads.answers, ra, rb), "reasoning": lambda: _reasoning(reads.answers, ra, rb),
+            "references": lambda: _references(reads, ra, rb), "parse_failures": lambda: _parse_failures(reads, ra, rb),
+            "scale": lambda: _scale(reads, ra, rb), "questions": lambda: _questions(reads, ra, rb)}
+    if any(area in ANSWER_AREAS for area in areas):
+        reads.answers  # before the judge prompt's examples: they come from it then, not from a read of their own
+    df = pd.DataFrame([make[area]() for area in AREAS if area in areas], columns=COLUMNS)
     df["differs"] = df["differs"].astype(object)
     df["example"] = df["example"].astype(object).where(df["example"].notna(), None)
     df.attrs.update(run_a=ra.selector, run_b=rb.selector, label_a=ra.label, label_b=rb.label)

@@ -55,8 +55,9 @@ def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | N
     shared = _shared_models(store, bench, llm, model)
     pairs = [(runs.Run(ha, bench, ja, m), runs.Run(hb, bench, jb, m))
              for (ja, jb), (ha, hb, m) in shared.items()]
-    # both runs of a pair are one model's on one bench: the answer areas never differ, so they are not computed
-    areas = tuple(a for a in harness_diff.AREAS if a not in IGNORED_AREAS + harness_diff.ANSWER_AREAS)
+    # the two judges of a pair scored one model's answers on one bench: the rows read from those answers (every
+    # answer text of the model) are the same on both sides and never warn, so they are not made
+    areas = [a for a in harness_diff.AREAS if a not in IGNORED_AREAS + harness_diff.ANSWER_AREAS]
     for (ra, rb), table in zip(pairs, harness_diff.harness_diffs(store, pairs, areas) if pairs else []):
         ja, jb, m = ra.judge, rb.judge, ra.model
         differ = table[(table["differs"] == True) & ~table["area"].isin(IGNORED_AREAS)]  # noqa: E712 (None = unknown)

@@ -175,7 +175,7 @@ def test_setup_table_reads_each_table_once_and_a_lake_gives_the_same_table(sampl
              ({**SWALLOW, "model": L70}, {**FASTCHAT_4O, "model": L70})]
     seen = count_queries(sample_store)
     H.harness_diff(sample_store, *pairs[0])
-    assert 0 < len(seen) <= 11, seen
+    assert 0 < len(seen) <= 12, seen  # the stored prompts in two reads: their keys, then the chosen rows
     on_file = [(H.harness_diff(sample_store, a, b), H.judge_prompt_diff(sample_store, a, b)) for a, b in pairs]
 
     table = on_file[0][0].set_index("area")
@@ -257,7 +257,62 @@ def test_the_prompt_row_read_in_two_steps_is_the_lowest_row_with_a_prompt(sample
         plain = cur.execute(PLAIN_PROMPT_ROWS, ["fastchat", "gpt-4o", L8]).fetchall()
     templates = {t["prompt_name"]: t for t in H.prompt_templates(sample_store, run).values()}
     assert len(plain) == len(templates) == 4
-    for name, qid, turn, sample, prompt, n in (row[4:] for row in plain):
-        assert (templates[name]["example"], templates[name]["judgments"]) == ((qid, turn, sample), n)
+    for name, qid, turn, sample, _prompt, _n in (row[4:] for row in plain):
+        assert templates[name]["example"] == (qid, turn, sample)
     shown = [t for t in templates.values() if t["example"][:2] == (q2, t2)]
     assert shown and all(" lower text " in t["text"] and "Z higher" not in t["text"] for t in shown)
+
+def _prompt_rows_by_one_query(store: Store, run: R.Run) -> list[tuple]:
+    """(prompt name, question, turn, sample) of the stored prompt per name, as one query over every prompt text of
+    the run chose it (the lowest question and turn of sample 0 with a stored prompt, ties down to the text)."""
+    with store.read() as cur:
+        return [tuple(r) for r in cur.execute("""
+            SELECT prompt_name, arg_min(question_id, k), arg_min(turn, k), arg_min(sample, k)
+            FROM (SELECT prompt_name, question_id, turn, sample, judge_prompt,
+                         {'k': coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, 'q': question_id,
+                          'src': source_id, 'p': judge_prompt} AS k
+                  FROM single_judgments WHERE harness = ? AND bench = ? AND judge = ? AND model = ?
+                    AND judge_prompt IS NOT NULL AND sample = 0)
+            GROUP BY ALL ORDER BY prompt_name""", list(run.selector.values())).fetchall()]
+
+
+def _rebuilt_from(store: Store, run: R.Run) -> list[tuple]:
+    """(prompt name, question, turn, sample) of the stored prompt each of the run's templates was rebuilt from."""
+    return sorted((t["prompt_name"], *t["example"]) for t in H.prompt_templates(store, run).values())
+
+
+def test_setup_table_reads_only_the_chosen_prompts_and_picks_the_same_ones(sample_store):
+    """The prompt per name is chosen by its keys and only those rows' texts are read (a text costs its whole
+    vector: reading every prompt of two runs was most of a Compare click at 1M); the rows are those one query over
+    every text picks, also when the lowest question's row stored no prompt (then the next one that did)."""
+    picked = [R.Run(*row) for row in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)
+              if not row.judge.startswith("human:")]
+    assert len(picked) >= 6
+    for run in picked:
+        assert _rebuilt_from(sample_store, run) == _prompt_rows_by_one_query(sample_store, run), run
+    run = next(r for r in picked if r.harness == "fastchat" and r.judge == "gpt-4o")
+    first = _prompt_rows_by_one_query(sample_store, run)[0]
+    with sample_store.write() as cur:  # the first row of a name without its prompt
+        cur.execute("UPDATE single_judgments SET judge_prompt = NULL WHERE harness = ? AND bench = ? AND judge = ? "
+                    "AND model = ? AND prompt_name = ? AND question_id = ? AND turn = ? AND sample = 0",
+                    [*run.selector.values(), *first[:3]])
+    after = _prompt_rows_by_one_query(sample_store, run)
+    assert after[0][:3] != first[:3] and after[0][0] == first[0]  # the same name, from the next question
+    assert _rebuilt_from(sample_store, run) == after
+    seen = count_queries(sample_store)
+    H.prompt_templates(sample_store, picked[0])
+    prompts = [sql for sql in seen if "FROM single_judgments" in sql]
+    assert len(prompts) == 2 and "judge_prompt" not in prompts[0]  # the keys alone, then the chosen rows' texts
+    assert "judge_prompt FROM single_judgments WHERE harness IN (?) AND bench IN (?)" in prompts[1]
+
+
+def test_setup_table_from_answers_kept_per_model_is_the_same_table(sample_store):
+    """A page keeps each model's answers (``model_answers``, per bench and model) and hands them to the setup table:
+    the same table as the one that reads them, across harnesses and for two judges of one model alike."""
+    every = [R.Run(*r) for r in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    fc = [r for r in every if r.harness == "fastchat" and r.model == L8]
+    sw = next(r for r in every if r.harness == "swallow" and r.model.endswith(L8))
+    assert len(fc) >= 2
+    for a, b in [(fc[0], sw), (fc[1], sw), (fc[0], fc[1])]:
+        kept = tuple(H.model_answers(sample_store, r.bench, r.model) for r in (a, b))
+        pd.testing.assert_frame_equal(H.harness_diff(sample_store, a, b, answers=kept), H.harness_diff(sample_store, a, b))

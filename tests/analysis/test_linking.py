@@ -245,3 +245,21 @@ def test_cli_links_and_aliases(sample_store, capsys):
     capsys.readouterr()
     assert main(["aliases", "--db", db, "--format", "json"]) == 0
     assert "phi-3-dpo" not in {r["name"] for r in json.loads(capsys.readouterr().out)}
+
+
+@pytest.mark.parametrize("lake", [False, True], ids=["file", "lake"])
+def test_every_link_and_alias_change_moves_the_cache_key(store, lake_store, lake):
+    """Cross-bench results are cached on ``data_version + links_version``: on a DuckDB file links_version moves with
+    each link and alias; on a DuckLake store it is empty (no two more table reads per rerun) because every write
+    moves data_version there (its write clock), a link or an alias too."""
+    s = lake_store if lake else store
+    put_questions(s, "ja", [("1", "math", Q1), ("2", "writing", Q2)])
+    put_questions(s, "fork", [("1", "math", Q1), ("2", "writing", Q2)])
+    assert (L.links_version(s) == ()) == lake
+    keys = [s.data_version() + L.links_version(s)]
+    for change in (lambda: L.link_benches(s, "ja", "fork"), lambda: L.set_link(s, "ja:1", "fork:2"),
+                   lambda: L.remove_link(s, "ja:1", "fork:2"), lambda: A.set_alias(s, "org__m", "org/m"),
+                   lambda: A.remove_alias(s, "org__m")):
+        change()
+        keys.append(s.data_version() + L.links_version(s))
+        assert keys[-1] != keys[-2], len(keys)

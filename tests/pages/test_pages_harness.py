@@ -35,8 +35,15 @@ def test_compare_one_model_under_two_harnesses(app):
     # the setup: one card per differing row, the others in an expander, the full table one click away
     cards = [m.value for m in app.markdown if " · differs: " in m.value]
     assert cards[:2] == ["**judge\\_model** · differs: yes", "**judge\\_prompt** · differs: yes"]
+    # the links editor and the paired items: read and drawn once their expanders open
+    assert not any({"question_id_a", "question_id_b"} & set(d.value.columns) for d in app.dataframe)
+    app.session_state["hx_links_open"] = True
+    app.session_state["hx_pairs_open"] = True
     app.session_state["hx_setup_table_open"] = True
     app.run()
+    links = next(d.value for d in app.dataframe if "method" in d.value.columns and "question_id_b" in d.value.columns)
+    pairs = next(d.value for d in app.dataframe if "link" in d.value.columns and "score_a" in d.value.columns)
+    assert set(links["method"]) == {"exact"} and set(pairs["link"]) == {"exact"} and len(pairs) >= len(links)
     setup = next(d.value for d in app.dataframe if "area" in d.value.columns)
     assert setup["area"].tolist()[:3] == ["judge_model", "judge_prompt", "system_prompt"]
     assert setup.set_index("area").loc["system_prompt", "differs"] == "cannot tell"   # FastChat does not record it
