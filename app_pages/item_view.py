@@ -62,7 +62,7 @@ keep_valid("iv_turn", [1, 2], 1)
 # --- navigation callbacks (run before widgets are drawn) ------------------------------------------
 def go(delta: int) -> None:
     where = {"bench": st.session_state["iv_bench"], "model": st.session_state["iv_model"]}
-    order = (iv.item_order_of(cached_item_query(iv.model_items, data_version(store), **where)) if store.lake
+    order = (iv.item_order_of(cached_item_query(iv.model_keys, data_version(store), **where)) if store.lake
              else cached_query(iv.item_order, data_version(store), **where))
     st.session_state["iv_q"], st.session_state["iv_turn"] = iv.step(
         order, (st.session_state["iv_q"], st.session_state["iv_turn"]), delta)
@@ -84,10 +84,10 @@ c2.selectbox("Question", qids, key="iv_q", format_func=lambda q: labels.get(q, q
 c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
 c4.selectbox("Model", models, key="iv_model")
 key = ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
-# DuckLake: every query pays catalog look-ups (tens of ms each), so the lake reads a whole model's items (and a
-# bench's questions and references) once per data version and Previous / Next read them from memory; the file
-# answers one item's queries in milliseconds and reads only that item.
-lake_items = (cached_item_query(iv.model_items, version, bench=bench, model=key.model),
+# DuckLake: every query pays catalog look-ups (tens of ms each), so the lake reads a model's item keys (order and
+# samples) and a bench's questions and references once per data version; the texts of the item shown (answer,
+# verdicts) are read for that item alone, as on the file (a whole model's texts lie spread over every Parquet page).
+lake_items = (cached_item_query(iv.model_keys, version, bench=bench, model=key.model),
               cached_item_query(iv.bench_items, version, bench=bench)) if store.lake else None
 sample_options = (iv.item_samples(lake_items[0], key) if lake_items
                   else cached_item_query(iv.samples, version, key=key))
@@ -142,7 +142,7 @@ with left:
                 show_text(marked(ref.text, "reference"))
 with right:
     st.subheader("Answer")
-    ans = iv.item_answer(lake_items[0], key) if lake_items else cached_item_query(iv.answer, version, key=key)
+    ans = cached_item_query(iv.answer, version, key=key)
     if ans is None:
         st.warning("No answer text for this model and question (import its model_answer file).")
     else:
@@ -172,7 +172,7 @@ verdict_panel(store, key)  # the analyst's own verdict, keyboard first (app_page
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
-verdicts = iv.item_verdicts(lake_items[0], key) if lake_items else cached_item_query(iv.verdicts, version, key=key)
+verdicts = cached_item_query(iv.verdicts, version, key=key)
 if verdicts.empty:
     st.info("No judge has scored this item.")
     st.stop()
