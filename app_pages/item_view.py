@@ -172,7 +172,14 @@ verdict_panel(store, key)  # the analyst's own verdict, keyboard first (app_page
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
-verdicts = cached_item_query(iv.verdicts, version, key=key)
+verdicts = cached_item_query(iv.verdicts, version, key=key, prompts=False)
+
+
+def with_prompts():
+    """This item's verdicts with their rendered judge prompts (read only while a prompt or the diff is shown)."""
+    return cached_item_query(iv.verdicts, version, key=key).set_index("column_id")
+
+
 if verdicts.empty:
     st.info("No judge has scored this item.")
     st.stop()
@@ -213,7 +220,7 @@ for start in range(0, len(chosen), 3):
             # lazy: drawn only while open (it stays open for this column while you step through items)
             with st.expander("Rendered judge prompt", key=f"iv_prompt_open_{cid}", on_change="rerun") as prompt_box:
                 if prompt_box.open:
-                    show_text(v.judge_prompt or "(not recorded)", height=420)
+                    show_text(with_prompts().loc[cid].judge_prompt or "(not recorded)", height=420)
 
 # --- diff (a lazy expander: drawn, and computed, only while open; a deep link naming a diff opens it) ---------
 diff_box = st.expander("Character diff (rationales, judge prompts, answers)", key="iv_diff_open", on_change="rerun",
@@ -221,7 +228,7 @@ diff_box = st.expander("Character diff (rationales, judge prompts, answers)", ke
 if diff_box.open:
     with diff_box:
         texts: dict[str, tuple[str, str]] = {}
-        for v in verdicts.itertuples():
+        for v in with_prompts().reset_index().itertuples():
             texts[f"rationale:{v.column_id}"] = (f"Rationale · {v.column_id}", v.rationale or "")
             texts[f"prompt:{v.column_id}"] = (f"Judge prompt · {v.column_id}", v.judge_prompt or "")
         # Answers: this model's, and those of the models picked here (not all of them: a bench may have 1,250).

@@ -126,14 +126,17 @@ VERDICT_COLUMNS = ("harness, judge, prompt_name, sample, raw_score, score, parse
 VERDICT_ORDER = "harness, judge, source_id, tstamp NULLS LAST"
 
 
-def verdicts(store: Store, key: ItemKey) -> pd.DataFrame:
+def verdicts(store: Store, key: ItemKey, prompts: bool = True) -> pd.DataFrame:
     """Every single judgment of this item (all judges, repeats and, for Swallow, the chosen sample).
 
-    ``column_id`` names a verdict stably for links: harness:judge, plus #n for the n-th repeat.
+    ``column_id`` names a verdict stably for links: harness:judge, plus #n for the n-th repeat. ``prompts=False``
+    leaves out ``judge_prompt`` (the largest text: on a DuckLake store reading it costs as much as the rest of the
+    item together), for a view that shows prompts only on request.
     """
+    columns = VERDICT_COLUMNS if prompts else VERDICT_COLUMNS.replace(" judge_prompt,", "")
     with store.read() as cur:
         df = cur.execute(
-            f"""SELECT {VERDICT_COLUMNS}
+            f"""SELECT {columns}
                FROM single_judgments
                WHERE bench = ? AND question_id = ? AND turn = ? AND model = ?
                  AND ({H.sql_is_not("harness", H.where(multi_sample=True))} OR sample = ?)
