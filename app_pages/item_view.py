@@ -168,7 +168,7 @@ with right:
                        f"({found} in this answer).")
         show_text(marked(ans["visible"], "answer"), height=420)
 
-verdict_panel(store, key)  # the analyst's own verdict, keyboard first (app_pages/_item_view_extras.py)
+verdict_panel(store, key, version)  # the analyst's own verdict, keyboard first (app_pages/_item_view_extras.py)
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
