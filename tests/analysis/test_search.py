@@ -279,6 +279,24 @@ def test_the_search_page_indexes_a_store_made_before_the_index(app_db):
         store.close()
 
 
+def test_a_search_rerun_reads_only_the_data_version(app_db):
+    """A rerun of a search's page (nothing changed) asks the store for its data version alone: the index check, the
+    facets and the page of results are cached per data version."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("app_pages/search.py").run()
+    at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
+    assert not at.exception and any("snippet" in d.value.columns for d in at.dataframe)
+    with reads_counted(get_store()) as seen:
+        at.run()
+    assert not at.exception
+    assert len(seen) == 1  # Store.data_version
+
+
 def _store(path):
     """A second handle on the page's database, as any other reader would open it."""
     from lib.store import Store

@@ -83,3 +83,20 @@ def test_an_items_judge_prompts_are_read_only_when_shown(sample_app):
     at.run()
     assert not at.exception
     assert {f"Judge prompt · {c}" for c in full["column_id"]} <= set(at.selectbox(key="iv_a").options)
+
+
+def test_a_rerun_on_the_same_item_reads_only_the_data_version(sample_app):
+    """With a name set (the verdict panel and the review queue's progress shown), a rerun on the same item asks the
+    store for its data version alone: everything else it shows is cached per data version."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    at = sample_app
+    at.switch_page("app_pages/item_view.py").run()
+    at.text_input(key="jl_author_input").set_value("rin").run()
+    assert not at.exception and any("Review queue" in str(p.proto) for p in at.get("progress"))
+    with reads_counted(get_store()) as seen:
+        at.run()
+    assert not at.exception
+    assert len(seen) == 1  # Store.data_version

@@ -356,3 +356,24 @@ def test_reliability_tab_with_one_judge_still_splits_the_variance(app):
     parts = next(f for f in frames(app) if "component" in f.columns).set_index("component")
     assert parts.loc["sample", "share"] > 0 and parts.loc["judge", "variance"] == 0
     assert any(c.value.startswith("One judge:") for c in app.caption)
+
+
+@pytest.mark.parametrize("tab", ["My review queue", "All verdicts"])
+def test_a_review_rerun_reads_only_the_data_version(sample_app, tab):
+    """With a name set, a rerun of the Review page (the queue, or every verdict with its export) asks the store for
+    its data version alone: the bench list, the queue, the authors and the export are cached per data version."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    at = sample_app
+    at.switch_page("app_pages/review.py").run()
+    at.text_input(key="jl_author_input").set_value("rin").run()
+    at.session_state["rv_tab"] = tab
+    at.run()
+    assert not at.exception
+    assert ({s.key for s in at.selectbox} >= {"rv_author"}) == (tab == "All verdicts")  # the tab asked for is open
+    with reads_counted(get_store()) as seen:
+        at.run()
+    assert not at.exception
+    assert len(seen) == 1  # Store.data_version
