@@ -263,3 +263,19 @@ def test_the_prompt_diff_reads_the_stored_judges_own_prompt(app, server):
     sent = "\n\n".join(m["content"] for m in new["messages"] if m["role"] == "user")
     assert stored_prompt and sent
     assert [h.proto.body for h in app.get("html")][-1] == diff_html(char_diff(stored_prompt, sent))
+
+
+def test_a_workbench_rerun_reads_only_the_data_version(sample_app):
+    """A rerun of the Workbench on the same item (nothing changed) asks the store for its data version alone."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    sample_app.query_params.update(ITEM)
+    sample_app.switch_page("app_pages/workbench.py").run()
+    sample_app.run()  # the first open stored the built-in templates: a new data version
+    assert not sample_app.exception
+    with reads_counted(get_store()) as seen:
+        sample_app.run()
+    assert not sample_app.exception
+    assert len(seen) == 1  # Store.data_version
