@@ -76,7 +76,7 @@ def references(store: Store, bench: str, question_id: str, turn: int) -> pd.Data
 
 
 def bench_items(store: Store, bench: str) -> dict:
-    """``question`` and ``references`` of every question of a bench, in two queries (``model_items``' partner:
+    """``question`` and ``references`` of every question of a bench, in two queries (``model_keys``' partner:
     read items out with ``item_question`` / ``item_references``)."""
     with store.read() as cur:
         rows = cur.execute("SELECT question_id, category, turns, file_turns, question_set FROM current_questions "
