@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages._store import cached_item_query, cached_query, data_version
+
 
 def search_box(bench: str) -> None:
     """Search everything from the Item view: Enter opens the Search page on this bench."""
@@ -100,10 +102,19 @@ def _save(store, key, score, clear=()) -> None:
         st.session_state["iv_v_note"] = ""
 
 
+def review_queue(store, version: tuple, author_name: str, bench: str):
+    """The analyst's review queue on this bench, cached per data version (a verdict changes the version): the same
+    cache entry as the Review page's. Uncached, every rerun of the Item view ranked the bench's disagreements anew."""
+    from lib.judging import human
+
+    return cached_query(human.review_queue, version, author=author_name, bench=bench,
+                        n=int(st.session_state.get("jl_queue_n", 20)))
+
+
 def _go_next(store, key, author_name) -> None:
     from lib.judging import human
 
-    queue = human.review_queue(store, author_name, bench=key.bench, n=int(st.session_state.get("jl_queue_n", 20)))
+    queue = review_queue(store, data_version(store), author_name, key.bench)
     found = human.next_undecided(queue, (key.question_id, key.turn, key.model))
     if found:
         st.session_state["iv_q"], st.session_state["iv_turn"], st.session_state["iv_model"] = found
@@ -114,7 +125,7 @@ def _go_next(store, key, author_name) -> None:
 NO_LABEL = "(no label)"
 
 
-def verdict_panel(store, key) -> None:
+def verdict_panel(store, key, version: tuple) -> None:
     """Your verdict on this item (on the sample shown, for Swallow), keyboard first: 1-9 and 0 (= 10) record a
     score with the label and note set below; "Label only" records them without touching your score; U jumps to
     the next undecided item of your review queue. Every press adds a row (history stays); each field of your
@@ -132,10 +143,11 @@ def verdict_panel(store, key) -> None:
         st.success(md_escape(msg))
     if msg := st.session_state.pop("iv_v_error", None):
         st.error(msg)
-    hist = human.history(store, bench=key.bench, question_id=key.question_id, turn=key.turn, model=key.model,
-                         sample=key.sample)
-    item = human.latest(store, author=name, bench=key.bench, question_id=key.question_id, turn=key.turn,
-                        model=key.model)  # every sample of the item
+    # per data version (a verdict changes it): a rerun on the same item reads neither again
+    hist = cached_item_query(human.history, version, bench=key.bench, question_id=key.question_id, turn=key.turn,
+                             model=key.model, sample=key.sample)
+    item = cached_item_query(human.latest, version, author=name, bench=key.bench, question_id=key.question_id,
+                             turn=key.turn, model=key.model)  # every sample of the item
     here = item[item["sample"] == key.sample]
     mine = here.iloc[0] if len(here) else None
     st.caption(f"Your verdict{f' on sample {key.sample}' if key.sample else ''} now: "
@@ -174,7 +186,7 @@ def verdict_panel(store, key) -> None:
     k2.button("Clear label", key="iv_v_clear_label", on_click=_save, args=(store, key, None, ["label"]),
               disabled=mine is None or not isinstance(mine["label"], str), icon=":material/label_off:",
               help="Remove your label on this item (your score and note stay)")
-    queue = human.review_queue(store, name, bench=key.bench, n=int(st.session_state.get("jl_queue_n", 20)))
+    queue = review_queue(store, version, name, key.bench)
     if len(queue):
         done = int(queue["decided"].sum())
         q1, q2 = st.columns([3, 1])

@@ -62,7 +62,7 @@ keep_valid("iv_turn", [1, 2], 1)
 # --- navigation callbacks (run before widgets are drawn) ------------------------------------------
 def go(delta: int) -> None:
     where = {"bench": st.session_state["iv_bench"], "model": st.session_state["iv_model"]}
-    order = (iv.item_order_of(cached_item_query(iv.model_items, data_version(store), **where)) if store.lake
+    order = (iv.item_order_of(cached_item_query(iv.model_keys, data_version(store), **where)) if store.lake
              else cached_query(iv.item_order, data_version(store), **where))
     st.session_state["iv_q"], st.session_state["iv_turn"] = iv.step(
         order, (st.session_state["iv_q"], st.session_state["iv_turn"]), delta)
@@ -84,10 +84,10 @@ c2.selectbox("Question", qids, key="iv_q", format_func=lambda q: labels.get(q, q
 c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
 c4.selectbox("Model", models, key="iv_model")
 key = ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
-# DuckLake: every query pays catalog look-ups (tens of ms each), so the lake reads a whole model's items (and a
-# bench's questions and references) once per data version and Previous / Next read them from memory; the file
-# answers one item's queries in milliseconds and reads only that item.
-lake_items = (cached_item_query(iv.model_items, version, bench=bench, model=key.model),
+# DuckLake: every query pays catalog look-ups (tens of ms each), so the lake reads a model's item keys (order and
+# samples) and a bench's questions and references once per data version; the texts of the item shown (answer,
+# verdicts) are read for that item alone, as on the file (a whole model's texts lie spread over every Parquet page).
+lake_items = (cached_item_query(iv.model_keys, version, bench=bench, model=key.model),
               cached_item_query(iv.bench_items, version, bench=bench)) if store.lake else None
 sample_options = (iv.item_samples(lake_items[0], key) if lake_items
                   else cached_item_query(iv.samples, version, key=key))
@@ -142,7 +142,7 @@ with left:
                 show_text(marked(ref.text, "reference"))
 with right:
     st.subheader("Answer")
-    ans = iv.item_answer(lake_items[0], key) if lake_items else cached_item_query(iv.answer, version, key=key)
+    ans = cached_item_query(iv.answer, version, key=key)
     if ans is None:
         st.warning("No answer text for this model and question (import its model_answer file).")
     else:
@@ -168,11 +168,18 @@ with right:
                        f"({found} in this answer).")
         show_text(marked(ans["visible"], "answer"), height=420)
 
-verdict_panel(store, key)  # the analyst's own verdict, keyboard first (app_pages/_item_view_extras.py)
+verdict_panel(store, key, version)  # the analyst's own verdict, keyboard first (app_pages/_item_view_extras.py)
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
-verdicts = iv.item_verdicts(lake_items[0], key) if lake_items else cached_item_query(iv.verdicts, version, key=key)
+verdicts = cached_item_query(iv.verdicts, version, key=key, prompts=False)
+
+
+def with_prompts():
+    """This item's verdicts with their rendered judge prompts (read only while a prompt or the diff is shown)."""
+    return cached_item_query(iv.verdicts, version, key=key).set_index("column_id")
+
+
 if verdicts.empty:
     st.info("No judge has scored this item.")
     st.stop()
@@ -213,7 +220,7 @@ for start in range(0, len(chosen), 3):
             # lazy: drawn only while open (it stays open for this column while you step through items)
             with st.expander("Rendered judge prompt", key=f"iv_prompt_open_{cid}", on_change="rerun") as prompt_box:
                 if prompt_box.open:
-                    show_text(v.judge_prompt or "(not recorded)", height=420)
+                    show_text(with_prompts().loc[cid].judge_prompt or "(not recorded)", height=420)
 
 # --- diff (a lazy expander: drawn, and computed, only while open; a deep link naming a diff opens it) ---------
 diff_box = st.expander("Character diff (rationales, judge prompts, answers)", key="iv_diff_open", on_change="rerun",
@@ -221,7 +228,7 @@ diff_box = st.expander("Character diff (rationales, judge prompts, answers)", ke
 if diff_box.open:
     with diff_box:
         texts: dict[str, tuple[str, str]] = {}
-        for v in verdicts.itertuples():
+        for v in with_prompts().reset_index().itertuples():
             texts[f"rationale:{v.column_id}"] = (f"Rationale · {v.column_id}", v.rationale or "")
             texts[f"prompt:{v.column_id}"] = (f"Judge prompt · {v.column_id}", v.judge_prompt or "")
         # Answers: this model's, and those of the models picked here (not all of them: a bench may have 1,250).

@@ -26,7 +26,7 @@ tab_queue, tab_random, tab_all, tab_pairs = st.tabs(
 def bench_and_size(bench_key: str, size_key: str, label: str, default: int, most: int, least: int = 1):
     """A bench and a number of items, side by side; the number kept across pages (``keep_values``)."""
     c1, c2 = st.columns([2, 1])
-    bench = c1.selectbox("Bench", item_view.benches(store), key=bench_key)
+    bench = c1.selectbox("Bench", cached_query(item_view.benches, version), key=bench_key)
     st.session_state.setdefault(size_key, default)
     keep_values(size_key)
     return bench, int(c2.number_input(label, least, most, key=size_key))
@@ -104,14 +104,14 @@ with tab_random:
 
 with tab_all:
     if tab_all.open:
-        everyone = human.authors(store)
+        everyone = cached_query(human.authors, version)
         who = st.selectbox("Author", ["(everyone)", *everyone], key="rv_author")
         full = st.toggle("Whole history (every edit, as recorded)", key="rv_history",
                          help="Off: each author's current verdict per item, each field their latest value for it (a "
                               "label recorded after a score keeps the score).")
         df = cached_query(human.history if full else human.latest, version, author=None if who == "(everyone)" else who)
         show_table(df, "verdicts")
-        records = human.export_records(store, None if who == "(everyone)" else who)
+        records = cached_query(human.export_records, version, author=None if who == "(everyone)" else who)
         st.download_button("Export as JSONL (import elsewhere on the Import page or with ingest)",
                            data="".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(),
                            file_name="verdicts.jsonl", mime="application/jsonl", on_click="ignore",

@@ -25,7 +25,8 @@ PAGE_SIZE = 50
 ANY = "(any)"
 
 store, version = page_start("Search")
-S.ensure_index(store)  # stores made before search existed: index them once
+if cached_query(S.index_pending, version):  # stores made before search existed: index them once (the check is
+    S.ensure_index(store)                    # cached per data version: a rerun asks the store nothing)
 
 seed_from_url("sr", {"q": "sr_q", "in": "sr_in", "re": "sr_re", "bench": "sr_bench", "harness": "sr_harness",
                      "judge": "sr_judge", "model": "sr_model", "cat": "sr_cat", "turn": "sr_turn",

@@ -66,7 +66,9 @@ c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
 c4.selectbox("Model", models, key="wb_model")
 item = ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
-stored = cached_item_query(iv.verdicts, version, key=item)
+# without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the item):
+# the stored prompt is read only for the prompt diff below
+stored = cached_item_query(iv.verdicts, version, key=item, prompts=False)
 judges = stored["judge"].drop_duplicates().tolist()
 if judges:
     keep_valid("wb_judge", judges)
@@ -208,7 +210,11 @@ if result and result[0] == item:
                     + (f", ~${new['cost']:.4f}" if new["cost"] is not None else "")))
     if old is not None:
         which = st.segmented_control("Diff", ["rationale", "prompt"], default="rationale", key="wb_diff")
-        old_text = old["rationale"] if which != "prompt" else old["judge_prompt"]
+        if which == "prompt":
+            full = cached_item_query(iv.verdicts, version, key=item)
+            old_text = full[full["judge"] == old["judge"]]["judge_prompt"].iloc[0]
+        else:
+            old_text = old["rationale"]
         new_text = new["text"] if which != "prompt" else "\n\n".join(m["content"] for m in new["messages"]
                                                                     if m["role"] == "user")
         ops = char_diff(old_text or "", new_text or "")

@@ -76,7 +76,7 @@ def references(store: Store, bench: str, question_id: str, turn: int) -> pd.Data
 
 
 def bench_items(store: Store, bench: str) -> dict:
-    """``question`` and ``references`` of every question of a bench, in two queries (``model_items``' partner:
+    """``question`` and ``references`` of every question of a bench, in two queries (``model_keys``' partner:
     read items out with ``item_question`` / ``item_references``)."""
     with store.read() as cur:
         rows = cur.execute("SELECT question_id, category, turns, file_turns, question_set FROM current_questions "
@@ -126,14 +126,17 @@ VERDICT_COLUMNS = ("harness, judge, prompt_name, sample, raw_score, score, parse
 VERDICT_ORDER = "harness, judge, source_id, tstamp NULLS LAST"
 
 
-def verdicts(store: Store, key: ItemKey) -> pd.DataFrame:
+def verdicts(store: Store, key: ItemKey, prompts: bool = True) -> pd.DataFrame:
     """Every single judgment of this item (all judges, repeats and, for Swallow, the chosen sample).
 
-    ``column_id`` names a verdict stably for links: harness:judge, plus #n for the n-th repeat.
+    ``column_id`` names a verdict stably for links: harness:judge, plus #n for the n-th repeat. ``prompts=False``
+    leaves out ``judge_prompt`` (the largest text: on a DuckLake store reading it costs as much as the rest of the
+    item together), for a view that shows prompts only on request.
     """
+    columns = VERDICT_COLUMNS if prompts else VERDICT_COLUMNS.replace(" judge_prompt,", "")
     with store.read() as cur:
         df = cur.execute(
-            f"""SELECT {VERDICT_COLUMNS}
+            f"""SELECT {columns}
                FROM single_judgments
                WHERE bench = ? AND question_id = ? AND turn = ? AND model = ?
                  AND ({H.sql_is_not("harness", H.where(multi_sample=True))} OR sample = ?)
@@ -151,56 +154,30 @@ def _with_column_ids(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def model_items(store: Store, bench: str, model: str) -> dict:
-    """What the Item view shows of every item of one model on one bench, in two queries: each judgment (as
-    ``verdicts`` selects them) and each answer that ``answer`` could pick. Cache it per data version and read
-    items out with ``item_samples`` / ``item_answer`` / ``item_verdicts``: stepping through a model's items then
-    reads the store once, not once per item and part (on a DuckLake store every query pays catalog look-ups)."""
-    mk = model_key_sql("?")
+def model_keys(store: Store, bench: str, model: str) -> dict:
+    """The judged items of one model on one bench, keys only, in one query: ``order`` (``item_order``'s pairs) and
+    each item's ``samples`` (``samples``' lists). Cache it per data version and read it with ``item_order_of`` /
+    ``item_samples``. No text: a model's judgments lie spread over the whole table (imports are not sorted by
+    model), so on a DuckLake store reading their rationales and prompts decompresses every Parquet page of those
+    columns (0.35 s of CPU at 1M judgments) where one item's text decompresses a few; the page reads the shown
+    item's text on its own (``verdicts`` / ``answer``)."""
     with store.read() as cur:
-        judged = cur.execute(
-            f"""SELECT question_id, turn, {VERDICT_COLUMNS},
-                       {H.sql_is_not("harness", H.where(multi_sample=True))} AS any_sample
-               FROM single_judgments WHERE bench = ? AND model = ?
-               ORDER BY {QID_ORDER}, turn, {VERDICT_ORDER}""", [bench, model]).df()
-        answers = cur.execute(
-            f"""SELECT question_id, turn, sample, text, model, max_chars, system_prompt, temperature FROM answers
-                WHERE bench = ? AND {mk} IN ({model_key_sql('model')}, {model_key_sql("coalesce(model_id, '')")},
-                                            {model_key_sql("coalesce(file_model, '')")})
-                ORDER BY question_id, turn, sample, source_id DESC""", [bench, model]).fetchall()
-    first: dict = {}
-    for row in answers:  # the newest source's answer of each (question, turn, sample), as ``answer`` picks it
-        first.setdefault((row[0], int(row[1]), int(row[2])), row[3:])
-    return {"bench": bench, "model": model, "verdicts": judged, "answers": first}
+        rows = cur.execute(
+            f"""SELECT question_id, turn, list(DISTINCT sample ORDER BY sample) FROM single_judgments
+               WHERE bench = ? AND model = ? GROUP BY question_id, turn ORDER BY {QID_ORDER}, turn""",
+            [bench, model]).fetchall()
+    return {"bench": bench, "model": model, "order": [(r[0], int(r[1])) for r in rows],
+            "samples": {(r[0], int(r[1])): [int(x) for x in r[2]] for r in rows}}
 
 
-def _judged_rows(items: dict, key: ItemKey) -> pd.DataFrame:
-    df = items["verdicts"]
-    return df[(df["question_id"] == key.question_id) & (df["turn"] == key.turn)]
+def item_order_of(keys: dict) -> list[tuple[str, int]]:
+    """``item_order(store, bench, model)`` read from ``model_keys``."""
+    return list(keys["order"])
 
 
-def item_order_of(items: dict) -> list[tuple[str, int]]:
-    """``item_order(store, bench, model)`` read from ``model_items``."""
-    df = items["verdicts"]
-    return list(dict.fromkeys(zip(df["question_id"], (int(t) for t in df["turn"]))))
-
-
-def item_samples(items: dict, key: ItemKey) -> list[int]:
-    """``samples(store, key)`` read from ``model_items``."""
-    return sorted(int(s) for s in _judged_rows(items, key)["sample"].unique()) or [0]
-
-
-def item_answer(items: dict, key: ItemKey) -> dict | None:
-    """``answer(store, key)`` read from ``model_items``."""
-    return _answer(items["answers"].get((key.question_id, key.turn, key.sample)))
-
-
-def item_verdicts(items: dict, key: ItemKey) -> pd.DataFrame:
-    """``verdicts(store, key)`` read from ``model_items``."""
-    rows = _judged_rows(items, key)
-    rows = rows[rows["any_sample"] | (rows["sample"] == key.sample)]
-    df = rows.drop(columns=["question_id", "turn", "any_sample"]).reset_index(drop=True)
-    return _with_column_ids(df)
+def item_samples(keys: dict, key: ItemKey) -> list[int]:
+    """``samples(store, key)`` read from ``model_keys``."""
+    return list(keys["samples"].get((key.question_id, int(key.turn)), [])) or [0]
 
 
 def item_order(store: Store, bench: str, model: str) -> list[tuple[str, int]]:

@@ -213,12 +213,17 @@ def _check_pattern_cost(cur, pattern: str) -> None:
             "minutes. Use a simpler pattern: fewer or shorter counted repetitions such as .{0,30}, fewer nested groups.")
 
 
+def index_pending(store: Store) -> int:
+    """How many sources wait for the search index (``ensure_index`` indexes them). Depends only on the data: a page
+    may cache it per data version and call ``ensure_index`` only while it is not 0."""
+    with store.read() as cur:
+        return unindexed(cur)
+
+
 def ensure_index(store: Store) -> None:
     """Index what is not indexed yet (stores made before search or before its current index; an import indexes
     what it brings). Cheap when up to date."""
-    with store.read() as cur:
-        stale = unindexed(cur)
-    if stale:
+    if index_pending(store):
         store.transaction(index_new_sources)
 
 

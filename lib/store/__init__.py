@@ -54,8 +54,9 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 - Every lake query pays DuckLake's catalog look-ups (table and file statistics: ~5-40 ms of CPU per table read,
   on a SQLite and a PostgreSQL catalog alike), so readers ask it little: ``Store.data_version`` (the app's
   cache key) asks only for the newest snapshot id while nothing changed, and the Item view reads a model's
-  items at once (``lib.analysis.item_view.model_items``). The lake writes row groups of ``LAKE_ROW_GROUP`` rows,
-  which bounds an import's memory (not sorted by item: a sorted insert sorts the whole import in memory).
+  item keys at once (``lib.analysis.item_view.model_keys``; the shown item's texts on their own). The lake writes
+  row groups of ``LAKE_ROW_GROUP`` rows, which bounds an import's memory (not sorted by item: a sorted insert
+  sorts the whole import in memory), and one item's texts decompress a few small Parquet pages.
 
 Modules, each above the next it imports: ``core`` (``Store``: read, write, transaction, next_id, the data clock;
 ``frame``), ``migrate`` (a file into a new DuckLake store), ``claims`` (work claims), ``schema`` (the DDL, its

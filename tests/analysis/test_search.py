@@ -252,6 +252,51 @@ def test_search_page_opens_from_a_deep_link(app_db):
     assert any(f"{expected:,} matching" in h.value for h in at.subheader)
 
 
+def test_the_search_page_indexes_a_store_made_before_the_index(app_db):
+    """Sources without the search index (a store made before it) are indexed when the Search page opens: the check
+    is cached per data version, so its reruns ask nothing more, and the page then finds their texts."""
+    store = _store(app_db)
+    try:
+        with store.write() as cur:  # as a store made before search: nothing indexed
+            cur.execute("DELETE FROM search_text")
+            cur.execute("DELETE FROM search_sources")
+        pending = S.index_pending(store)
+        with store.read() as cur:
+            assert pending == cur.execute("SELECT count(*) FROM sources").fetchone()[0] > 0
+    finally:
+        store.close()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("app_pages/search.py").run()
+    assert not at.exception
+    at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
+    assert not at.exception
+    assert [h.value for h in at.subheader if "matching" in h.value] == ["More than 50 matching records"]
+    store = _store(app_db)
+    try:
+        assert S.index_pending(store) == 0
+    finally:
+        store.close()
+
+
+def test_a_search_rerun_reads_only_the_data_version(app_db):
+    """A rerun of a search's page (nothing changed) asks the store for its data version alone: the index check, the
+    facets and the page of results are cached per data version."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("app_pages/search.py").run()
+    at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
+    assert not at.exception and any("snippet" in d.value.columns for d in at.dataframe)
+    with reads_counted(get_store()) as seen:
+        at.run()
+    assert not at.exception
+    assert len(seen) == 1  # Store.data_version
+
+
 def _store(path):
     """A second handle on the page's database, as any other reader would open it."""
     from lib.store import Store

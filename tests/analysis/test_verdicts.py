@@ -502,3 +502,33 @@ def test_the_panel_records_on_the_sample_shown(app):
     assert app.button(key="iv_v_s5").proto.type == "secondary"  # sample 0 has no verdict of yours
     captions = [c.value.replace("\\", "") for c in app.caption]  # md_escape'd
     assert any("sample 2: score 5" in c for c in captions), captions
+
+
+def test_the_item_views_review_queue_is_ranked_once_per_data_version(app, monkeypatch):
+    """With a name set, the Item view shows the review queue's progress: ranked once per data version (a rerun or
+    Next reads it from the cache, as the Review page does), again after a verdict (which changes the version), and
+    the progress counts that verdict."""
+    import functools
+
+    ranked = []
+    real = human.review_queue
+
+    @functools.wraps(real)
+    def counting(*args, **kwargs):
+        ranked.append(kwargs.get("author"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(human, "review_queue", counting)
+    app.switch_page("app_pages/item_view.py").run()
+    app.text_input(key="jl_author_input").set_value("rin").run()
+    assert not app.exception and ranked == ["rin"]
+    app.run()
+    next(b for b in app.button if b.label == "Next").click().run()
+    assert not app.exception and ranked == ["rin"]  # a rerun and another item: from the cache
+    app.button(key="iv_v_s7").click().run()
+    assert not app.exception and ranked == ["rin", "rin"]  # a verdict: a new data version, ranked again
+    from app_pages._store import get_store
+
+    queue = real(get_store(), "rin", bench=app.session_state["iv_bench"], n=20)
+    progress = [str(p.proto) for p in app.get("progress")]
+    assert any(f"{int(queue['decided'].sum())} of the {len(queue)} largest" in p for p in progress), progress

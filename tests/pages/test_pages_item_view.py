@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 
 from conftest import JA
 
@@ -52,3 +53,50 @@ def test_an_item_shows_a_judgment_imported_after_it_was_first_shown(sample_app, 
     assert [m.value for m in at.metric] == ["3"]
     at.run()
     assert at.multiselect(key="iv_cols").value == [new]
+
+
+def test_an_items_judge_prompts_are_read_only_when_shown(sample_app):
+    """The verdict columns come without the rendered judge prompts (the largest text); opening a column's prompt
+    shows that verdict's own prompt, and the diff offers every verdict's prompt."""
+    from lib.analysis import item_view as iv
+    from lib.keys import ItemKey
+
+    at = sample_app
+    at.switch_page("app_pages/item_view.py").run()
+    assert not at.exception
+    key = ItemKey(at.session_state["iv_bench"], at.session_state["iv_q"], int(at.session_state["iv_turn"]),
+                  at.session_state["iv_model"])
+    store = Store(os.environ["JUDGELENS_DB"], read_only=True)
+    try:
+        full, light = iv.verdicts(store, key), iv.verdicts(store, key, prompts=False)
+    finally:
+        store.close()
+    assert "judge_prompt" not in light.columns
+    assert light.equals(full.drop(columns="judge_prompt"))
+    prompt = textwrap.dedent(full["judge_prompt"].iloc[0]).strip()  # as st.text shows it
+    assert prompt and not any(t.value == prompt for t in at.text)  # closed: not drawn
+    at.session_state[f"iv_prompt_open_{full['column_id'].iloc[0]}"] = True  # the user opens the first column's prompt
+    at.run()
+    assert not at.exception
+    assert [t.value for t in at.text].count(prompt) == 1
+    at.session_state["iv_diff_open"] = True
+    at.run()
+    assert not at.exception
+    assert {f"Judge prompt · {c}" for c in full["column_id"]} <= set(at.selectbox(key="iv_a").options)
+
+
+def test_a_rerun_on_the_same_item_reads_only_the_data_version(sample_app):
+    """With a name set (the verdict panel and the review queue's progress shown), a rerun on the same item asks the
+    store for its data version alone: everything else it shows is cached per data version."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    at = sample_app
+    at.switch_page("app_pages/item_view.py").run()
+    at.text_input(key="jl_author_input").set_value("rin").run()
+    assert not at.exception and any("Review queue" in str(p.proto) for p in at.get("progress"))
+    with reads_counted(get_store()) as seen:
+        at.run()
+    assert not at.exception
+    assert len(seen) == 1  # Store.data_version

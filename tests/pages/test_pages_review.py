@@ -391,3 +391,24 @@ def test_distributions_page_draws_the_libs_numbers(app, app_db):
     shown = next(f for f in frames(app) if "spearman_rho" in f.columns)
     assert shown["n"].tolist() == stats["n"].tolist()
     assert [float(v) for v in shown["spearman_rho"]] == pytest.approx(stats["spearman_rho"].tolist())
+
+
+@pytest.mark.parametrize("tab", ["My review queue", "All verdicts"])
+def test_a_review_rerun_reads_only_the_data_version(sample_app, tab):
+    """With a name set, a rerun of the Review page (the queue, or every verdict with its export) asks the store for
+    its data version alone: the bench list, the queue, the authors and the export are cached per data version."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    at = sample_app
+    at.switch_page("app_pages/review.py").run()
+    at.text_input(key="jl_author_input").set_value("rin").run()
+    at.session_state["rv_tab"] = tab
+    at.run()
+    assert not at.exception
+    assert ({s.key for s in at.selectbox} >= {"rv_author"}) == (tab == "All verdicts")  # the tab asked for is open
+    with reads_counted(get_store()) as seen:
+        at.run()
+    assert not at.exception
+    assert len(seen) == 1  # Store.data_version

@@ -240,3 +240,42 @@ def test_the_endpoint_url_and_model_survive_a_reload_but_the_key_never_leaves_th
     shown = [e.value for e in (*reloaded.warning, *reloaded.exception, *reloaded.error)]
     assert not any("Session State API" in str(v) for v in shown)
     assert "Session State API" not in caplog.text
+
+
+def test_the_prompt_diff_reads_the_stored_judges_own_prompt(app, server):
+    """The stored verdict is shown without its rendered prompt; the prompt diff reads it then, for that judge."""
+    from lib.analysis import item_view as iv
+    from lib.keys import ItemKey
+    from lib.render.textdiff import char_diff, diff_html
+
+    button(app, "Re-judge").click().run()
+    assert not app.exception
+    app.session_state["wb_diff"] = "prompt"
+    app.run()
+    assert not app.exception
+    store = Store(os.environ["JUDGELENS_DB"], read_only=True)
+    try:
+        stored = iv.verdicts(store, ItemKey(ITEM["bench"], ITEM["q"], int(ITEM["turn"]), ITEM["model"]))
+    finally:
+        store.close()
+    stored_prompt = stored[stored["judge"] == ITEM["judge"]]["judge_prompt"].iloc[0]
+    new = app.session_state["wb_result"][1]
+    sent = "\n\n".join(m["content"] for m in new["messages"] if m["role"] == "user")
+    assert stored_prompt and sent
+    assert [h.proto.body for h in app.get("html")][-1] == diff_html(char_diff(stored_prompt, sent))
+
+
+def test_a_workbench_rerun_reads_only_the_data_version(sample_app):
+    """A rerun of the Workbench on the same item (nothing changed) asks the store for its data version alone."""
+    from conftest import reads_counted
+
+    from app_pages._store import get_store
+
+    sample_app.query_params.update(ITEM)
+    sample_app.switch_page("app_pages/workbench.py").run()
+    sample_app.run()  # the first open stored the built-in templates: a new data version
+    assert not sample_app.exception
+    with reads_counted(get_store()) as seen:
+        sample_app.run()
+    assert not sample_app.exception
+    assert len(seen) == 1  # Store.data_version

@@ -1,6 +1,6 @@
 """Reads from a DuckLake store that pay the catalog less: the data version asked with one catalog look-up when
-nothing changed, the Item view's whole-model / whole-bench reads giving what its per-item queries give, and the
-big tables written sorted by item in small row groups. Each on a SQLite and a PostgreSQL catalog (``lake_store``)."""
+nothing changed, the Item view's whole-model (keys only) / whole-bench reads giving what its per-item queries
+give, and the big tables written in small row groups. Each on a SQLite and a PostgreSQL catalog (``lake_store``)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -69,9 +69,9 @@ def test_the_file_answers_its_data_version_from_its_tables(store):
 
 
 def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_store):
-    """``model_items`` / ``bench_items`` (what the Item view reads on a lake) against ``samples``, ``question``,
-    ``references``, ``answer`` and ``verdicts`` item by item, on three questions of two models of each bench,
-    Swallow's samples included, on the lake and on the file."""
+    """``model_keys`` / ``bench_items`` (what the Item view reads per model and per bench on a lake) against
+    ``item_order``, ``samples``, ``question`` and ``references`` item by item, on three questions of two models of
+    each bench, Swallow's samples included, on the lake and on the file."""
     ingest(lake_store, [SAMPLE])
     checked = 0
     for store in (lake_store, sample_store):
@@ -85,23 +85,36 @@ def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_st
                 "FROM single_judgments)) WHERE q <= 3 ORDER BY ALL").fetchall()
         assert any(sample > 0 for *_, sample in items)  # Swallow's samples are in the sample
         for bench, model in picks:
-            by_model, by_bench = iv.model_items(store, bench, model), iv.bench_items(store, bench)
+            by_model, by_bench = iv.model_keys(store, bench, model), iv.bench_items(store, bench)
             assert iv.item_order_of(by_model) == iv.item_order(store, bench, model)
             for b, m, qid, turn, sample in items:
                 if (b, m) != (bench, model):
                     continue
                 key = ItemKey(bench, qid, turn, model, sample)
                 assert iv.item_samples(by_model, key) == iv.samples(store, key)
-                assert iv.item_answer(by_model, key) == iv.answer(store, key)
-                pd.testing.assert_frame_equal(iv.item_verdicts(by_model, key), iv.verdicts(store, key))
                 assert iv.item_question(by_bench, qid) == iv.question(store, bench, qid)
                 pd.testing.assert_frame_equal(  # dtypes aside: an empty query result's text column is object
                     iv.item_references(by_bench, qid, turn), iv.references(store, bench, qid, turn), check_dtype=False)
                 checked += 1
     assert checked > 30
     key = ItemKey("no_such_bench", "1", 1, "nobody")
-    assert iv.item_verdicts(iv.model_items(lake_store, key.bench, key.model), key).empty
+    assert iv.item_order_of(iv.model_keys(lake_store, key.bench, key.model)) == []
+    assert iv.item_samples(iv.model_keys(lake_store, key.bench, key.model), key) == iv.samples(lake_store, key) == [0]
     assert iv.item_question(iv.bench_items(lake_store, key.bench), "1") is None
+
+
+def test_a_models_keys_read_no_text(lake_store):
+    """Stepping to another model on a lake reads that model's keys, not its rationales, prompts or answers: a model's
+    judgments lie spread over the whole table, so their text would decompress every Parquet page of it."""
+    ingest(lake_store, [JA / "ja_mt_bench" / "question.jsonl", JA / "ja_mt_bench" / "model_answer",
+                        JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"])
+    with lake_store.read() as cur:
+        model = cur.execute("SELECT min(model) FROM single_judgments").fetchone()[0]
+    with counted(lake_store) as seen:
+        keys = iv.model_keys(lake_store, "ja_mt_bench", model)
+    assert len(seen) == 1 and "FROM single_judgments" in seen[0]
+    assert not any(word in seen[0] for word in ("rationale", "judge_prompt", "text", "*"))
+    assert len(keys["order"]) == 160 and keys["order"][:2] == [("1", 1), ("1", 2)]
 
 
 def test_a_migrated_lake_writes_row_groups_of_lake_row_group_rows(lake_store, sample_store):
@@ -134,8 +147,8 @@ def test_a_lake_made_before_the_layout_gets_it_when_opened(lake_store):
 
 
 def test_the_item_view_on_a_lake_steps_through_a_models_items(lake_store, monkeypatch):
-    """On a lake the Item view reads a model's items once (``model_items``): Next shows the next item's own
-    verdicts and question, the same as the per-item queries give."""
+    """On a lake the Item view reads a model's keys and a bench's questions once (``model_keys``, ``bench_items``):
+    Next shows the next item's own verdicts and question, the same as the per-item queries give."""
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
