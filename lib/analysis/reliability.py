@@ -30,7 +30,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lib.analysis.agreement import check_judges, item_matrix
+from lib.analysis.agreement import check_choice, item_matrix
 from lib.analysis.agreement_ci import FEW_QUESTIONS, N_BOOT, seeded_cluster_weights, interval, question_key
 from lib.store import Store
 
@@ -166,7 +166,7 @@ def reliability(store: Store, judges: list[str], *, bench: str | None = None, mo
                 seed: int = 0) -> dict:
     """Alpha of the judges over the store's items (filters as ``agreement.item_matrix``): ``overall``
     (the reliability table, all units then per category and turn) and ``without`` (``without_each``)."""
-    judges = check_judges(store, judges, minimum=2)
+    judges = check_choice(judges, minimum=2)  # item_matrix checks the names against the store
     matrix = item_matrix(store, judges, bench=bench, model=model, turn=turn, category=category)
     by = tuple(c for c, v in (("category", category), ("turn", turn)) if v is None)
     return {"overall": reliability_table(matrix, judges, by=by, n_boot=n_boot, seed=seed),
