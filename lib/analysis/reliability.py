@@ -118,14 +118,16 @@ def alpha_with_interval(matrix: pd.DataFrame, raters: list[str], *, n_boot: int 
     g = len(per_q)
     flat = per_q.reshape(g, -1)
     weights = seeded_cluster_weights(g, n_boot, seed) if g >= 2 else None
+    # the replicates' coincidence matrices, made once for both metrics (in chunks of 200 replicates)
+    replicates = [] if weights is None else [(weights[s:s + 200] @ flat).reshape(-1, *per_q.shape[1:])
+                                             for s in range(0, n_boot, 200)]
     for m in METRICS:
         est = alpha_from_coincidences(per_q.sum(0), values, m)
         out[f"alpha_{m}"] = float(est)
         if weights is None:
             out[f"alpha_{m}_ci_low"] = out[f"alpha_{m}_ci_high"] = math.nan
             continue
-        boot = np.concatenate([alpha_from_coincidences((weights[s:s + 200] @ flat).reshape(-1, *per_q.shape[1:]),
-                                                       values, m) for s in range(0, n_boot, 200)])
+        boot = np.concatenate([alpha_from_coincidences(o, values, m) for o in replicates])
         lo, hi = interval(est, boot, None, alpha, "expanded", g)
         out[f"alpha_{m}_ci_low"], out[f"alpha_{m}_ci_high"] = float(lo), float(hi)
     return out
