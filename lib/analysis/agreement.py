@@ -57,9 +57,10 @@ def known_judges(store: Store) -> list[str]:
                                           "ORDER BY judge", [H.HUMAN.name]).fetchall()]
 
 
-def check_judges(store: Store, judges: list[str], minimum: int = 1) -> list[str]:
-    """The judges as a list. Raises UnknownJudgeError (listing the known judges) for a name the store
-    does not have, JudgeChoiceError for repeats, too few judges or a name that clashes with a column."""
+def check_choice(judges: list[str], minimum: int = 1) -> list[str]:
+    """The judges as a list, checked without the store: JudgeChoiceError for repeats, too few judges or a name
+    that clashes with a column. ``check_judges`` adds the store's check; ``item_matrix`` and ``disagreements``
+    make it after their one query, so a caller about to read the matrix checks the choice alone."""
     judges = list(judges)
     if len(set(judges)) != len(judges):
         raise JudgeChoiceError(f"Each judge may be named once; got {', '.join(judges)}.")
@@ -68,6 +69,18 @@ def check_judges(store: Store, judges: list[str], minimum: int = 1) -> list[str]
     clash = [j for j in judges if j in MATRIX_KEYS + ("spread",)]
     if clash:
         raise JudgeChoiceError(f"A judge named {clash[0]!r} clashes with a column name.")
+    return judges
+
+
+def check_judges(store: Store, judges: list[str], minimum: int = 1, *, scored=()) -> list[str]:
+    """``check_choice``, then UnknownJudgeError (listing the known judges) for a name the store does not have.
+
+    ``scored``: judges just read with a score from the store, known without asking: the store's judge list
+    (a scan of every judgment's judge, and a catalog round on a lake) is read only for a judge not among them."""
+    judges = check_choice(judges, minimum)
+    seen = set(scored)
+    if all(j in seen for j in judges):
+        return judges
     known = known_judges(store)
     unknown = [j for j in judges if j not in known]
     if unknown:
@@ -120,7 +133,7 @@ def item_matrix(store: Store, judges: list[str], *, bench: str | None = None, mo
     same item under two harnesses, the two harness means are averaged. Rows are ordered by bench, question id
     (numeric ids numerically), model, turn.
     """
-    judges = check_judges(store, judges)
+    judges = check_choice(judges)
     pivot, params = _pivot_sql(judges, bench, model, turn, category)
     cols = ", ".join(f"p.c{i}" for i in range(len(judges)))
     df = frame(store, f"""
@@ -128,7 +141,13 @@ def item_matrix(store: Store, judges: list[str], *, bench: str | None = None, mo
         SELECT p.bench, p.question_id, p.model, p.turn, q.category, {cols}
         FROM p LEFT JOIN current_questions q ON q.bench = p.bench AND q.question_id = p.question_id
         ORDER BY p.bench, {qid_order('p')}, p.model, p.turn""", params)
+    check_judges(store, judges, scored=_scored(df, judges))
     return df.rename(columns={f"c{i}": j for i, j in enumerate(judges)})
+
+
+def _scored(df: pd.DataFrame, judges: list[str]) -> list[str]:
+    """The judges whose column c<i> of a pivot holds a score: known to the store."""
+    return [j for i, j in enumerate(judges) if df[f"c{i}"].notna().any()]
 
 
 def round_half_up(values) -> np.ndarray:
@@ -263,7 +282,7 @@ def disagreements(store: Store, judges: list[str], *, bench: str | None = None, 
     texts for the rows you show. Columns: bench, question_id, model, turn, category, spread, then one
     score column per judge (NaN where that judge has no score).
     """
-    judges = check_judges(store, judges, minimum=2)
+    judges = check_choice(judges, minimum=2)
     pivot, params = _pivot_sql(judges, bench, model, turn, category)
     params["limit"] = int(limit)
     cols = [f"c{i}" for i in range(len(judges))]
@@ -280,6 +299,7 @@ def disagreements(store: Store, judges: list[str], *, bench: str | None = None, 
         FROM top t LEFT JOIN current_questions q ON q.bench = t.bench AND q.question_id = t.question_id
         ORDER BY t.spread DESC, t.bench, {qid_order('t')}, t.model, t.turn
         """, params)
+    check_judges(store, judges, scored=_scored(df, judges))
     return df.rename(columns={f"c{i}": j for i, j in enumerate(judges)})
 
 

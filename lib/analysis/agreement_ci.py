@@ -60,7 +60,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from lib.analysis.agreement import check_judges, item_matrix, round_half_up
+from lib.analysis.agreement import check_choice, item_matrix, round_half_up
 from lib.errors import JudgeChoiceError, UsageError
 from lib.store import Store
 
@@ -266,8 +266,10 @@ def pair_intervals(a, b, cluster, *, n_boot: int = N_BOOT, alpha: float = 0.05, 
     """One judge pair: ``{stat: (estimate, low, high)}`` for every ``CI_STATS`` plus ``n_questions``."""
     tables, xv, yv, clusters = question_tables(a, b, cluster)
     g = len(clusters)
-    point = table_stats(tables.sum(0), xv, yv)
     out: dict = {"n_questions": g}
+    if g == 0:  # no item both scored (a filter to a model one of them never judged): nothing to estimate
+        return out | {s: (math.nan, math.nan, math.nan) for s in CI_STATS}
+    point = table_stats(tables.sum(0), xv, yv)
     if g < 2:
         return out | {s: (float(point[s]), math.nan, math.nan) for s in CI_STATS}
     boot = replicate_stats(tables, seeded_cluster_weights(g, n_boot, seed), xv, yv)
@@ -328,7 +330,7 @@ def agreement_ci(store: Store, judges: list[str], *, bench: str | None = None, m
                  turn: int | None = None, category: str | None = None, n_boot: int = N_BOOT,
                  method: str = "expanded", seed: int = 0) -> pd.DataFrame:
     """``pairwise_agreement_ci`` of the judges' item matrix (same filters as ``agreement.item_matrix``)."""
-    judges = check_judges(store, judges, minimum=2)
+    judges = check_choice(judges, minimum=2)  # item_matrix checks the names against the store
     matrix = item_matrix(store, judges, bench=bench, model=model, turn=turn, category=category)
     return pairwise_agreement_ci(matrix, list(judges), n_boot=n_boot, method=method, seed=seed)
 

@@ -30,7 +30,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lib.analysis.agreement import check_judges, item_matrix
+from lib.analysis.agreement import check_choice, item_matrix
 from lib.analysis.agreement_ci import FEW_QUESTIONS, N_BOOT, seeded_cluster_weights, interval, question_key
 from lib.store import Store
 
@@ -118,14 +118,16 @@ def alpha_with_interval(matrix: pd.DataFrame, raters: list[str], *, n_boot: int 
     g = len(per_q)
     flat = per_q.reshape(g, -1)
     weights = seeded_cluster_weights(g, n_boot, seed) if g >= 2 else None
+    # the replicates' coincidence matrices, made once for both metrics (in chunks of 200 replicates)
+    replicates = [] if weights is None else [(weights[s:s + 200] @ flat).reshape(-1, *per_q.shape[1:])
+                                             for s in range(0, n_boot, 200)]
     for m in METRICS:
         est = alpha_from_coincidences(per_q.sum(0), values, m)
         out[f"alpha_{m}"] = float(est)
         if weights is None:
             out[f"alpha_{m}_ci_low"] = out[f"alpha_{m}_ci_high"] = math.nan
             continue
-        boot = np.concatenate([alpha_from_coincidences((weights[s:s + 200] @ flat).reshape(-1, *per_q.shape[1:]),
-                                                       values, m) for s in range(0, n_boot, 200)])
+        boot = np.concatenate([alpha_from_coincidences(o, values, m) for o in replicates])
         lo, hi = interval(est, boot, None, alpha, "expanded", g)
         out[f"alpha_{m}_ci_low"], out[f"alpha_{m}_ci_high"] = float(lo), float(hi)
     return out
@@ -166,7 +168,7 @@ def reliability(store: Store, judges: list[str], *, bench: str | None = None, mo
                 seed: int = 0) -> dict:
     """Alpha of the judges over the store's items (filters as ``agreement.item_matrix``): ``overall``
     (the reliability table, all units then per category and turn) and ``without`` (``without_each``)."""
-    judges = check_judges(store, judges, minimum=2)
+    judges = check_choice(judges, minimum=2)  # item_matrix checks the names against the store
     matrix = item_matrix(store, judges, bench=bench, model=model, turn=turn, category=category)
     by = tuple(c for c, v in (("category", category), ("turn", turn)) if v is None)
     return {"overall": reliability_table(matrix, judges, by=by, n_boot=n_boot, seed=seed),

@@ -35,7 +35,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lib.analysis.agreement import check_judges, item_matrix
+from lib.analysis.agreement import check_choice, item_matrix
 from lib.analysis.agreement_ci import N_BOOT, seeded_cluster_weights, interval
 from lib.store import Store
 
@@ -175,7 +175,7 @@ def variance_decomposition(store: Store, judges: list[str], *, bench: str | None
                            category: str | None = None, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """``decompose`` of the judges' scores on ``bench`` (the prompts every judge scored for every model).
     ``attrs``: n_judges, n_models, n_prompts, n_questions and a ``note`` on how to read it."""
-    judges = check_judges(store, judges, minimum=1)
+    judges = check_choice(judges, minimum=1)  # item_matrix checks the names against the store
     matrix = item_matrix(store, judges, bench=bench, category=category)
     y, models, clusters = balanced_array(matrix, judges)
     svar, per_item = sample_variance(store, judges, bench)

@@ -53,7 +53,7 @@ def _table(df: pd.DataFrame, digits: int = 3) -> str:
 def build_report(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
                  turn: int | None = None, category: str | None = None, top: int = 15) -> str:
     """The report as one HTML string (about 2 MB: plotly.js is inlined, compressed, so it works offline)."""
-    judges = agreement.check_judges(store, judges, minimum=2)
+    judges = agreement.check_choice(judges, minimum=2)  # item_matrix checks the names against the store
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
     matrix = agreement.item_matrix(store, judges, **filters)
     table = agreement.pairwise_agreement(matrix, judges)

@@ -502,3 +502,19 @@ def test_quadratic_kappa_equals_scikit_learn_on_many_random_ratings():
         b = np.clip(a + rng.integers(-spread, spread + 1, n), 1, 10)
         expected = cohen_kappa_score(a, b, labels=list(range(1, 11)), weights="quadratic")
         assert ag.quadratic_kappa(a, b) == pytest.approx(expected, abs=1e-12)
+
+
+def test_judge_names_are_checked_against_the_store_only_when_one_has_no_score(sample_store):
+    """item_matrix and disagreements check the names after their one query: a judge with a score there is known,
+    so the store's judge list (a scan of every judgment, a catalog round on a lake) is read only for the rest."""
+    from conftest import reads_counted
+    both = ["gpt-4o", "gpt-4.1-2025-04-14"]
+    with reads_counted(sample_store) as seen:
+        matrix = ag.item_matrix(sample_store, both, bench="ja_mt_bench")
+        worst = ag.disagreements(sample_store, both, bench="ja_mt_bench", limit=5)
+    assert len(seen) == 2 and matrix[both].notna().any().all() and len(worst) == 5
+    with reads_counted(sample_store) as seen:      # gpt-4 judged another bench: known, no score here
+        matrix = ag.item_matrix(sample_store, ["gpt-4o", "gpt-4"], bench="ja_mt_bench")
+    assert len(seen) == 2 and matrix["gpt-4"].isna().all() and matrix["gpt-4o"].notna().any()
+    with pytest.raises(ag.UnknownJudgeError, match="Unknown judge\\(s\\): gpt-5. Known judges: gpt-4, "):
+        ag.disagreements(sample_store, ["gpt-4o", "gpt-5"], bench="ja_mt_bench")

@@ -114,3 +114,14 @@ def test_harness_report_opens_with_the_gap(sample_store):
     assert summary.startswith(f"Compares {model} under A = fastchat · ja_mt_bench · gpt-4o · {model} and B = swallow")
     assert "A − B = +" in summary and "Largest categories: coding" in summary
     assert "The two setups differ in: judge_model, judge_prompt" in summary
+
+
+def test_report_of_a_pair_with_no_shared_item(sample_store):
+    """A judge of the store that scored nothing under the filter (gpt-4 judged another bench): its pair has no
+    item, its numbers are blank (n = 0), and the report and the intervals are made, not an error."""
+    from lib.analysis import agreement_ci
+    ci = agreement_ci.agreement_ci(sample_store, ["gpt-4o", "gpt-4"], bench="ja_mt_bench")
+    assert ci["n"].tolist() == [0] and ci["n_questions"].tolist() == [0] and ci.drop(
+        columns=["judge_a", "judge_b", "n", "n_questions"]).isna().all().all()
+    text = build_report(sample_store, ["gpt-4o", "gpt-4"], bench="ja_mt_bench", top=3)
+    assert "gpt-4o vs gpt-4" in text
