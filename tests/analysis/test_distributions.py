@@ -176,6 +176,18 @@ def test_length_bias_on_the_ja_data(sample_store):
     assert one.answer_chars.tolist() == [len(text)]
 
 
+def test_length_points_of_one_bench_are_those_of_every_bench_there(sample_store):
+    """A bench named outright (the page's case: its filter goes straight to the answers) gives the very rows, in
+    the same order, that every bench's points hold for it, on both of the sample's benches."""
+    everything = distributions.length_points(sample_store)
+    for bench in (JA, SWALLOW):
+        mine = distributions.length_points(sample_store, bench=bench)
+        assert len(mine) > 0 and mine.answer_chars.notna().all()
+        assert mine.equals(everything[everything.bench == bench].reset_index(drop=True))
+        one = distributions.length_points(sample_store, bench=bench, judge=mine.judge.iloc[0])
+        assert one.equals(mine[mine.judge == mine.judge.iloc[0]].reset_index(drop=True))
+
+
 def test_length_bias_uses_each_swallow_sample(sample_store):
     points, stats = length_bias(sample_store, bench=SWALLOW)
     assert len(points) == 774 + 756 + 781 + 789                        # one point per scored sample
