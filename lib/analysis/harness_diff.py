@@ -62,8 +62,20 @@ class _Reads:
         self.store, self.runs = store, tuple(dict.fromkeys(runs))
         self.benches = sorted({r.bench for r in self.runs})
         self._system_prompts: dict[str, str | None] = {}
+        self._every_system_prompt = False  # ``use_context``: a name not in _system_prompts has none
         self._links: dict[tuple[str, str], pd.DataFrame] = {}
         self._per_run: dict[tuple[str, Run], object] = {}
+
+    def use_context(self, context: dict | None) -> None:
+        """Take what ``setup_context`` read (its benches' questions and references, every judge prompt's system
+        prompt) instead of reading it again; a bench it does not cover is read as before."""
+        if not context:
+            return
+        if set(self.benches) <= set(context["questions"]):
+            self.__dict__["questions"] = {b: context["questions"][b] for b in self.benches}
+            self.__dict__["references"] = {b: context["references"][b] for b in self.benches}
+        self._system_prompts.update(context["system_prompts"])
+        self._every_system_prompt = True  # it holds every imported name
 
     def per_run(self, what: str, run: Run, make):
         """``make()``, once per run: what one run contributes to a table (its templates, its samples line) is the
@@ -219,6 +231,7 @@ class _Reads:
         missing = sorted(set(names) - set(self._system_prompts))
         if missing:
             self._system_prompts.update(dict.fromkeys(missing))
+        if missing and not self._every_system_prompt:
             for name, text in reversed(_rows(
                     self.store, f"SELECT name, system_prompt FROM judge_prompts WHERE name IN "
                                 f"({', '.join('?' for _ in missing)}) ORDER BY source_id DESC", missing)):
@@ -625,13 +638,28 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
                 bool(s["edited"] or s["fuzzy"] or s["linked"] < max(n[ra], n[rb])), ev, example)
 
 
-def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None) -> pd.DataFrame:
+def setup_context(store: Store, benches: tuple[str, ...]) -> dict:
+    """What a setup table reads that no pick of a run changes, for ``harness_diff(..., context=...)`` and
+    ``harness_diffs``: the questions and reference answers of ``benches`` and the system prompt of every imported
+    judge prompt name. A page keeps it per data version, so picking another model or judge reads only the runs'
+    own rows (on a DuckLake store each query pays its catalog look-ups: 3 of a pick's 9 queries were these)."""
+    reads = _Reads(store, *(Run("", b, "", "") for b in sorted(set(benches))))
+    names = [row[0] for row in _rows(store, "SELECT DISTINCT name FROM judge_prompts", [])]
+    prompts = reads.system_prompts(names)
+    return {"questions": reads.questions, "references": reads.references,
+            "system_prompts": {n: prompts[n] for n in sorted(prompts)}}
+
+
+def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None,
+                 context: dict | None = None) -> pd.DataFrame:
     """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link).
 
     ``answers``: ``(model_answers of A's bench and model, model_answers of B's)`` when the caller keeps them (every
-    run of a model on a bench was judged on the same answers: a page picking another judge reads none again)."""
+    run of a model on a bench was judged on the same answers: a page picking another judge reads none again).
+    ``context``: ``setup_context`` of the runs' benches, when the caller keeps it."""
     ra, rb = resolve_pair(store, a, b)
     reads = _Reads(store, ra, rb)  # each table read once, for both runs
+    reads.use_context(context)
     if answers is not None:
         reads.__dict__["answers"] = {ra: answers[0], rb: answers[1]}  # the cached property, filled
     return _table(reads, ra, rb)
@@ -644,7 +672,8 @@ def model_answers(store: Store, bench: str, model: str) -> pd.DataFrame:
     return _Reads(store, run).answers[run]
 
 
-def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> list[pd.DataFrame]:
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS, *,
+                  context: dict | None = None) -> list[pd.DataFrame]:
     """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
     setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: the rows
     wanted, in ``AREAS`` order (the answer areas' rows read every answer text of the runs' models)."""
@@ -652,6 +681,7 @@ def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> li
     if unknown:
         raise ValueError(f"unknown setup area(s): {', '.join(unknown)}")
     reads = _Reads(store, *(r for pair in pairs for r in pair))
+    reads.use_context(context)  # as in ``harness_diff``
     return [_table(reads, ra, rb, areas) for ra, rb in pairs]
 
 
