@@ -51,6 +51,14 @@ def _run_filter(runs: tuple[Run, ...]) -> tuple[str, dict]:
             {f"{k}{i}": v for i, r in enumerate(runs) for k, v in r.selector.items()})
 
 
+def _reported_counts(store: Store, pairs: list[tuple[str, str]] | None) -> dict[tuple[str, str], int]:
+    """(model, bench) -> how many metrics the harness reported, for ``pairs`` (None: every pair)."""
+    where = " OR ".join("(model = ? AND bench = ?)" for _ in pairs) if pairs is not None else "true"
+    return {(m, b): c for m, b, c in _rows(store, f"SELECT model, bench, count(*) FROM reported_metrics "
+                                                  f"WHERE {where or 'false'} GROUP BY ALL",
+                                           [x for p in pairs or () for x in p])}
+
+
 class _Reads:
     """What the setup table reads, for all its runs at once: one query per table, each read on first use.
 
@@ -67,8 +75,9 @@ class _Reads:
         self._per_run: dict[tuple[str, Run], object] = {}
 
     def use_context(self, context: dict | None) -> None:
-        """Take what ``setup_context`` read (its benches' questions and references, every judge prompt's system
-        prompt) instead of reading it again; a bench it does not cover is read as before."""
+        """Take what ``setup_context`` read (its benches' questions, references and links, every judge prompt's
+        system prompt, every model's count of reported metrics) instead of reading it again; a bench it does not
+        cover is read as before."""
         if not context:
             return
         if set(self.benches) <= set(context["questions"]):
@@ -76,6 +85,9 @@ class _Reads:
             self.__dict__["references"] = {b: context["references"][b] for b in self.benches}
         self._system_prompts.update(context["system_prompts"])
         self._every_system_prompt = True  # it holds every imported name
+        self._links.update(context["links"])
+        if "reported" not in self.__dict__:
+            self.__dict__["reported"] = {r: context["reported"].get((r.model, r.bench), 0) for r in self.runs}
 
     def per_run(self, what: str, run: Run, make):
         """``make()``, once per run: what one run contributes to a table (its templates, its samples line) is the
@@ -220,10 +232,7 @@ class _Reads:
     @cached_property
     def reported(self) -> dict[Run, int]:
         """Per run: how many metrics the harness reported for its model on its bench."""
-        pairs = sorted({(r.model, r.bench) for r in self.runs})
-        where = " OR ".join("(model = ? AND bench = ?)" for _ in pairs)
-        n = {(m, b): c for m, b, c in _rows(self.store, f"SELECT model, bench, count(*) FROM reported_metrics "
-                                                        f"WHERE {where} GROUP BY ALL", [x for p in pairs for x in p])}
+        n = _reported_counts(self.store, sorted({(r.model, r.bench) for r in self.runs}))
         return {r: n.get((r.model, r.bench), 0) for r in self.runs}
 
     def system_prompts(self, names) -> dict[str, str | None]:
@@ -641,13 +650,17 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
 def setup_context(store: Store, benches: tuple[str, ...]) -> dict:
     """What a setup table reads that no pick of a run changes, for ``harness_diff(..., context=...)`` and
     ``harness_diffs``: the questions and reference answers of ``benches`` and the system prompt of every imported
-    judge prompt name. A page keeps it per data version, so picking another model or judge reads only the runs'
-    own rows (on a DuckLake store each query pays its catalog look-ups: 3 of a pick's 9 queries were these)."""
-    reads = _Reads(store, *(Run("", b, "", "") for b in sorted(set(benches))))
+    judge prompt name, the links between the benches and every model's count of reported metrics (small tables).
+    A page keeps it per data version (and links version), so picking another model or judge reads only the runs'
+    own rows (on a DuckLake store each query pays its catalog look-ups: 4 of a pick's 9 queries were these)."""
+    benches = sorted(set(benches))
+    reads = _Reads(store, *(Run("", b, "", "") for b in benches))
     names = [row[0] for row in _rows(store, "SELECT DISTINCT name FROM judge_prompts", [])]
     prompts = reads.system_prompts(names)
     return {"questions": reads.questions, "references": reads.references,
-            "system_prompts": {n: prompts[n] for n in sorted(prompts)}}
+            "system_prompts": {n: prompts[n] for n in sorted(prompts)},
+            "links": {(a, b): reads.links(a, b) for a in benches for b in benches if a != b},
+            "reported": _reported_counts(store, None)}
 
 
 def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None,

@@ -60,7 +60,8 @@ def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | N
     # the two judges of a pair scored one model's answers on one bench: the rows read from those answers (every
     # answer text of the model) are the same on both sides and never warn, so they are not made
     areas = [a for a in harness_diff.AREAS if a not in IGNORED_AREAS + harness_diff.ANSWER_AREAS]
-    for (ra, rb), table in zip(pairs, harness_diff.harness_diffs(store, pairs, areas, context=context) if pairs else []):
+    tables = harness_diff.harness_diffs(store, pairs, areas, context=context) if pairs else []
+    for (ra, rb), table in zip(pairs, tables):
         ja, jb, m = ra.judge, rb.judge, ra.model
         differ = table[(table["differs"] == True) & ~table["area"].isin(IGNORED_AREAS)]  # noqa: E712 (None = unknown)
         if differ.empty:

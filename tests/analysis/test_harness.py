@@ -320,9 +320,10 @@ def test_setup_table_from_answers_kept_per_model_is_the_same_table(sample_store)
 
 
 def test_setup_table_with_the_benches_kept_reads_only_the_runs_and_is_the_same_table(sample_store):
-    """A page keeps what no pick of a run changes (``setup_context``: the benches' questions and references, every
-    judge prompt's system prompt) per data version: the setup table then reads none of it again (on a lake each
-    query pays its catalog look-ups), and is the same table; a bench the context lacks is read as before."""
+    """A page keeps what no pick of a run changes (``setup_context``: the benches' questions, references and links,
+    every judge prompt's system prompt, the reported metrics' counts) per data version: the setup table then reads
+    none of it again (on a lake each query pays its catalog look-ups), and is the same table; a bench the context
+    lacks is read as before."""
     every = [R.Run(*r) for r in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)]
     fc = [r for r in every if r.harness == "fastchat" and r.model == L8]
     sw = next(r for r in every if r.harness == "swallow" and r.model.endswith(L8))
@@ -331,10 +332,11 @@ def test_setup_table_with_the_benches_kept_reads_only_the_runs_and_is_the_same_t
     expected = [H.harness_diff(sample_store, a, b) for a, b in pairs]
     kept = H.setup_context(sample_store, (fc[0].bench, sw.bench))
     assert set(kept["questions"]) == {fc[0].bench, sw.bench} and kept["questions"][sw.bench]
-    assert any(kept["references"].values()) and kept["system_prompts"]
+    assert any(kept["references"].values()) and kept["system_prompts"] and kept["reported"]
+    assert not kept["links"][(fc[0].bench, sw.bench)].empty
     only_fc = H.setup_context(sample_store, (fc[0].bench,))
     seen = count_queries(sample_store)
-    shared = re.compile(r"FROM (current_questions|reference_answers|judge_prompts)\b")
+    shared = re.compile(r"FROM (current_questions|reference_answers|judge_prompts|question_links|reported_metrics)\b")
     for (a, b), table in zip(pairs, expected):
         del seen[:]
         pd.testing.assert_frame_equal(H.harness_diff(sample_store, a, b, context=kept), table)
