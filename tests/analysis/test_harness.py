@@ -345,3 +345,6 @@ def test_setup_table_with_the_benches_kept_reads_only_the_runs_and_is_the_same_t
     together = H.harness_diffs(sample_store, pairs, context=kept)
     for got, table in zip(together, expected):
         pd.testing.assert_frame_equal(got, table)
+    # the links are kept from A's bench to B's: with B's bench first they are read as before, the same table
+    pd.testing.assert_frame_equal(H.harness_diff(sample_store, sw, fc[0], context=kept),
+                                  H.harness_diff(sample_store, sw, fc[0]))
