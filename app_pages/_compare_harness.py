@@ -90,7 +90,8 @@ def harness_compare(store, version: tuple) -> None:
         # the answers per model and bench, kept: another judge of run A or B reads none again
         answers = tuple(cached_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
                         for r in (ra, rb))
-        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers)
+        context = cached_query(harness_diff.setup_context, version, benches=(ra.bench, rb.bench))  # A's links to B's
+        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers, context=context)
     except JudgeLensError as exc:
         show_error(exc)
         return

@@ -4,7 +4,7 @@ import streamlit as st
 from lib.analysis import answer_features, coverage, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from lib.analysis import deltas, ranking, setup_warnings
+from lib.analysis import deltas, harness_diff, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from app_pages._state import keep_valid, seed_from_url
 from app_pages._store import cached_chart, cached_query, page_start
@@ -99,8 +99,10 @@ st.caption(
     "grey: the interval includes 0, the difference is inside the noise. A category has only 10 questions: "
     "expect wide intervals. Same numbers: python -m lib.cli compare.")
 if mode == "two judges on the same answers":
+    # what no pick changes (the bench's questions, references, judge prompts): kept per data version
+    context = cached_query(harness_diff.setup_context, version, benches=(bench,))
     for row in cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
-                            model=a.get("model")).itertuples():
+                            model=a.get("model"), context=context).itertuples():
         st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
 mde = compare_mde(table)
 if mde:

@@ -51,6 +51,14 @@ def _run_filter(runs: tuple[Run, ...]) -> tuple[str, dict]:
             {f"{k}{i}": v for i, r in enumerate(runs) for k, v in r.selector.items()})
 
 
+def _reported_counts(store: Store, pairs: list[tuple[str, str]] | None) -> dict[tuple[str, str], int]:
+    """(model, bench) -> how many metrics the harness reported, for ``pairs`` (None: every pair)."""
+    where = " OR ".join("(model = ? AND bench = ?)" for _ in pairs) if pairs is not None else "true"
+    return {(m, b): c for m, b, c in _rows(store, f"SELECT model, bench, count(*) FROM reported_metrics "
+                                                  f"WHERE {where or 'false'} GROUP BY ALL",
+                                           [x for p in pairs or () for x in p])}
+
+
 class _Reads:
     """What the setup table reads, for all its runs at once: one query per table, each read on first use.
 
@@ -62,8 +70,24 @@ class _Reads:
         self.store, self.runs = store, tuple(dict.fromkeys(runs))
         self.benches = sorted({r.bench for r in self.runs})
         self._system_prompts: dict[str, str | None] = {}
+        self._every_system_prompt = False  # ``use_context``: a name not in _system_prompts has none
         self._links: dict[tuple[str, str], pd.DataFrame] = {}
         self._per_run: dict[tuple[str, Run], object] = {}
+
+    def use_context(self, context: dict | None) -> None:
+        """Take what ``setup_context`` read (its benches' questions, references and links, every judge prompt's
+        system prompt, every model's count of reported metrics) instead of reading it again; a bench it does not
+        cover is read as before."""
+        if not context:
+            return
+        if set(self.benches) <= set(context["questions"]):
+            self.__dict__["questions"] = {b: context["questions"][b] for b in self.benches}
+            self.__dict__["references"] = {b: context["references"][b] for b in self.benches}
+        self._system_prompts.update(context["system_prompts"])
+        self._every_system_prompt = True  # it holds every imported name
+        self._links.update(context["links"])
+        if "reported" not in self.__dict__:
+            self.__dict__["reported"] = {r: context["reported"].get((r.model, r.bench), 0) for r in self.runs}
 
     def per_run(self, what: str, run: Run, make):
         """``make()``, once per run: what one run contributes to a table (its templates, its samples line) is the
@@ -208,10 +232,7 @@ class _Reads:
     @cached_property
     def reported(self) -> dict[Run, int]:
         """Per run: how many metrics the harness reported for its model on its bench."""
-        pairs = sorted({(r.model, r.bench) for r in self.runs})
-        where = " OR ".join("(model = ? AND bench = ?)" for _ in pairs)
-        n = {(m, b): c for m, b, c in _rows(self.store, f"SELECT model, bench, count(*) FROM reported_metrics "
-                                                        f"WHERE {where} GROUP BY ALL", [x for p in pairs for x in p])}
+        n = _reported_counts(self.store, sorted({(r.model, r.bench) for r in self.runs}))
         return {r: n.get((r.model, r.bench), 0) for r in self.runs}
 
     def system_prompts(self, names) -> dict[str, str | None]:
@@ -219,6 +240,7 @@ class _Reads:
         missing = sorted(set(names) - set(self._system_prompts))
         if missing:
             self._system_prompts.update(dict.fromkeys(missing))
+        if missing and not self._every_system_prompt:
             for name, text in reversed(_rows(
                     self.store, f"SELECT name, system_prompt FROM judge_prompts WHERE name IN "
                                 f"({', '.join('?' for _ in missing)}) ORDER BY source_id DESC", missing)):
@@ -625,13 +647,33 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
                 bool(s["edited"] or s["fuzzy"] or s["linked"] < max(n[ra], n[rb])), ev, example)
 
 
-def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None) -> pd.DataFrame:
+def setup_context(store: Store, benches: tuple[str, ...]) -> dict:
+    """What a setup table reads that no pick of a run changes, for ``harness_diff(..., context=...)`` and
+    ``harness_diffs``: the questions and reference answers of ``benches`` and the system prompt of every imported
+    judge prompt name, the links from each bench to those after it (run A's bench first: the table reads them in
+    that orientation, another one is read as before) and every model's count of reported metrics (small tables).
+    A page keeps it per data version (and links version), so picking another model or judge reads only the runs'
+    own rows (on a DuckLake store each query pays its catalog look-ups: 4 of a pick's 9 queries were these)."""
+    benches = list(dict.fromkeys(benches))  # the links read as ordered here (A's bench first): one query a pair
+    reads = _Reads(store, *(Run("", b, "", "") for b in benches))
+    names = [row[0] for row in _rows(store, "SELECT DISTINCT name FROM judge_prompts", [])]
+    prompts = reads.system_prompts(names)
+    return {"questions": reads.questions, "references": reads.references,
+            "system_prompts": {n: prompts[n] for n in sorted(prompts)},
+            "links": {(a, b): reads.links(a, b) for i, a in enumerate(benches) for b in benches[i + 1:]},
+            "reported": _reported_counts(store, None)}
+
+
+def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None,
+                 context: dict | None = None) -> pd.DataFrame:
     """The setup table "area | run A | run B | differs | evidence" (+ ``example``, a relative item link).
 
     ``answers``: ``(model_answers of A's bench and model, model_answers of B's)`` when the caller keeps them (every
-    run of a model on a bench was judged on the same answers: a page picking another judge reads none again)."""
+    run of a model on a bench was judged on the same answers: a page picking another judge reads none again).
+    ``context``: ``setup_context`` of the runs' benches, when the caller keeps it."""
     ra, rb = resolve_pair(store, a, b)
     reads = _Reads(store, ra, rb)  # each table read once, for both runs
+    reads.use_context(context)
     if answers is not None:
         reads.__dict__["answers"] = {ra: answers[0], rb: answers[1]}  # the cached property, filled
     return _table(reads, ra, rb)
@@ -644,7 +686,8 @@ def model_answers(store: Store, bench: str, model: str) -> pd.DataFrame:
     return _Reads(store, run).answers[run]
 
 
-def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> list[pd.DataFrame]:
+def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS, *,
+                  context: dict | None = None) -> list[pd.DataFrame]:
     """``harness_diff`` of several pairs of runs, each table read once for all their runs (the agreement page's
     setup lines: one pair per two judges, 10 pairs of 5 judges read every table 10 times). ``areas``: the rows
     wanted, in ``AREAS`` order (the answer areas' rows read every answer text of the runs' models)."""
@@ -652,6 +695,7 @@ def harness_diffs(store: Store, pairs: list[tuple[Run, Run]], areas=AREAS) -> li
     if unknown:
         raise ValueError(f"unknown setup area(s): {', '.join(unknown)}")
     reads = _Reads(store, *(r for pair in pairs for r in pair))
+    reads.use_context(context)  # as in ``harness_diff``
     return [_table(reads, ra, rb, areas) for ra, rb in pairs]
 
 

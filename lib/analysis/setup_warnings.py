@@ -46,9 +46,11 @@ def compare_link(run_a: runs.Run, run_b: runs.Run, canonical: str) -> str:
     return "compare?" + urlencode({"view": "harness", "model": canonical, "a": run_a.label, "b": run_b.label})
 
 
-def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | None = None) -> pd.DataFrame:
+def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | None = None,
+                  context: dict | None = None) -> pd.DataFrame:
     """One row per judge pair whose setups differ beyond the judge model: ``WARNING_COLUMNS``; ``line`` reads
-    "gpt-4o vs human:ana: set up differently (judge prompt, samples per item): see the setup table"."""
+    "gpt-4o vs human:ana: set up differently (judge prompt, samples per item): see the setup table".
+    ``context``: ``harness_diff.setup_context(store, (bench,))`` when the caller keeps it (per data version)."""
     rows = []
     canon = None
     llm = [j for j in judges if not j.startswith("human:")]  # an analyst's verdicts have no harness setup to compare
@@ -58,7 +60,8 @@ def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | N
     # the two judges of a pair scored one model's answers on one bench: the rows read from those answers (every
     # answer text of the model) are the same on both sides and never warn, so they are not made
     areas = [a for a in harness_diff.AREAS if a not in IGNORED_AREAS + harness_diff.ANSWER_AREAS]
-    for (ra, rb), table in zip(pairs, harness_diff.harness_diffs(store, pairs, areas) if pairs else []):
+    tables = harness_diff.harness_diffs(store, pairs, areas, context=context) if pairs else []
+    for (ra, rb), table in zip(pairs, tables):
         ja, jb, m = ra.judge, rb.judge, ra.model
         differ = table[(table["differs"] == True) & ~table["area"].isin(IGNORED_AREAS)]  # noqa: E712 (None = unknown)
         if differ.empty:

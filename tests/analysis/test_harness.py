@@ -8,6 +8,7 @@ pairing must recover, item by item, exactly that.
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -316,3 +317,34 @@ def test_setup_table_from_answers_kept_per_model_is_the_same_table(sample_store)
     for a, b in [(fc[0], sw), (fc[1], sw), (fc[0], fc[1])]:
         kept = tuple(H.model_answers(sample_store, r.bench, r.model) for r in (a, b))
         pd.testing.assert_frame_equal(H.harness_diff(sample_store, a, b, answers=kept), H.harness_diff(sample_store, a, b))
+
+
+def test_setup_table_with_the_benches_kept_reads_only_the_runs_and_is_the_same_table(sample_store):
+    """A page keeps what no pick of a run changes (``setup_context``: the benches' questions, references and links,
+    every judge prompt's system prompt, the reported metrics' counts) per data version: the setup table then reads
+    none of it again (on a lake each query pays its catalog look-ups), and is the same table; a bench the context
+    lacks is read as before."""
+    every = [R.Run(*r) for r in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    fc = [r for r in every if r.harness == "fastchat" and r.model == L8]
+    sw = next(r for r in every if r.harness == "swallow" and r.model.endswith(L8))
+    other = next(r for r in every if r.harness == "fastchat" and r.model != L8)
+    pairs = [(fc[0], sw), (fc[1], sw), (fc[0], fc[1]), (other, fc[0])]
+    expected = [H.harness_diff(sample_store, a, b) for a, b in pairs]
+    kept = H.setup_context(sample_store, (fc[0].bench, sw.bench))
+    assert set(kept["questions"]) == {fc[0].bench, sw.bench} and kept["questions"][sw.bench]
+    assert any(kept["references"].values()) and kept["system_prompts"] and kept["reported"]
+    assert not kept["links"][(fc[0].bench, sw.bench)].empty
+    only_fc = H.setup_context(sample_store, (fc[0].bench,))
+    seen = count_queries(sample_store)
+    shared = re.compile(r"FROM (current_questions|reference_answers|judge_prompts|question_links|reported_metrics)\b")
+    for (a, b), table in zip(pairs, expected):
+        del seen[:]
+        pd.testing.assert_frame_equal(H.harness_diff(sample_store, a, b, context=kept), table)
+        assert not [q for q in seen if shared.search(q)], seen
+        pd.testing.assert_frame_equal(H.harness_diff(sample_store, a, b, context=only_fc), table)
+    together = H.harness_diffs(sample_store, pairs, context=kept)
+    for got, table in zip(together, expected):
+        pd.testing.assert_frame_equal(got, table)
+    # the links are kept from A's bench to B's: with B's bench first they are read as before, the same table
+    pd.testing.assert_frame_equal(H.harness_diff(sample_store, sw, fc[0], context=kept),
+                                  H.harness_diff(sample_store, sw, fc[0]))

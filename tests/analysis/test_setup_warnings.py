@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import pandas as pd
+
 from conftest import reads_counted
 from lib.analysis import setup_warnings as sw
 from lib.ingest.importer import ingest
@@ -51,6 +53,13 @@ def test_a_judge_with_an_extra_prompt_sentence_is_flagged(store, tmp_path):
     assert params["b"] == [f"fastchat · ja_mt_bench · mini-english · {row['model']}"]
     # a human judge has no setup: never flagged
     assert sw.pair_warnings(store, ["human:ana", "mini-english"], bench="ja_mt_bench").empty
+    # the bench's questions, references and judge prompts kept per data version (the Compare page): the same lines
+    from lib.analysis import harness_diff
+
+    kept = harness_diff.setup_context(store, ("ja_mt_bench",))
+    again = sw.pair_warnings(store, ["gpt-4o", "mini-english", "gpt-4.1-mini-2025-04-14"], bench="ja_mt_bench",
+                             context=kept)
+    pd.testing.assert_frame_equal(again, found)
 
 
 def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path, monkeypatch):
