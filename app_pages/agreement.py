@@ -4,7 +4,7 @@ import streamlit as st
 
 from lib.analysis import queries
 from lib.analysis import agreement
-from lib.analysis import agreement_ci, reliability, setup_warnings, variance
+from lib.analysis import agreement_ci, harness_diff, reliability, setup_warnings, variance
 from lib.render import charts
 from lib.analysis import item_view
 from lib.reports import build_report
@@ -74,7 +74,9 @@ def agreement_tab() -> None:
 
 def setup_lines(chosen: list[str], model) -> None:
     """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
-    for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model).itertuples():
+    context = cached_query(harness_diff.setup_context, version, benches=(bench,))  # what a filter does not change
+    for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model,
+                            context=context).itertuples():
         st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
 
 
