@@ -142,26 +142,48 @@ def _memory() -> duckdb.DuckDBPyConnection:
     return duckdb.connect(config=CONNECT_CONFIG)
 
 
-def all_verdicts(store: Store, author: str | None = None) -> dict:
-    """What the Review page's "All verdicts" tab shows, from ONE read of the verdict table: ``authors`` (as
-    ``authors``), and for ``author`` (None: everyone) ``latest``, ``history`` and ``records`` (as ``latest``,
-    ``history`` and ``export_records`` return them: the same SQL, run in memory over the rows read). On a DuckLake
-    store every statement on a table costs catalog rounds (more the more columns it reads): three statements were
-    most of the tab's click at 100k, 2x the file store's."""
+def _one_read(store: Store, where: str, params: dict, views):
+    """``views(con)`` (statements on ``human_verdicts``) from ONE read of the store: on a DuckLake store every
+    statement on a table costs catalog rounds (more the more columns it reads: 15-130 ms each on the 100k lake, even
+    empty), so the rows ``where`` selects are read once and ``views`` runs in memory on them under the table's name
+    (the same SQL, the same answers, as long as ``views`` selects no rows outside ``where``). The file's statements
+    are cheap: ``views`` runs on it."""
     with store.read() as cur:
-        if not store.lake:  # the file's statements are cheap: run them on it
-            return _verdict_views(cur, author)
-        rows = cur.execute("SELECT * FROM human_verdicts").to_arrow_table()
-    with _memory().cursor() as con:  # the rows read, under the table's name, so the same SQL runs on them
+        if not store.lake:
+            return views(cur)
+        rows = cur.execute(f"SELECT * FROM human_verdicts {where}", params).to_arrow_table()
+    with _memory().cursor() as con:
         con.register("human_verdicts", rows)
-        return _verdict_views(con, author)
+        return views(con)
 
 
-def _verdict_views(con, author: str | None) -> dict:
+def all_verdicts(store: Store, author: str | None = None) -> dict:
+    """What the Review page's "All verdicts" tab shows, from one read (``_one_read``; three statements were 2x the
+    file's click on a lake): ``authors`` (as ``authors``), and for ``author`` (None: everyone) ``latest``,
+    ``history`` and ``records`` (as ``latest``, ``history`` and ``export_records`` return them)."""
     where, params = _filters(author=author)
-    hist = _history_frame(plain_frame(con.execute(_history_sql(where), params)))
-    return {"authors": [r[0] for r in con.execute(AUTHORS_SQL).fetchall()],
-            "latest": plain_frame(con.execute(_latest_sql(where), params)), "history": hist, "records": _records(hist)}
+
+    def views(con) -> dict:
+        hist = _history_frame(plain_frame(con.execute(_history_sql(where), params)))
+        return {"authors": [r[0] for r in con.execute(AUTHORS_SQL).fetchall()],
+                "latest": plain_frame(con.execute(_latest_sql(where), params)), "history": hist,
+                "records": _records(hist)}
+
+    return _one_read(store, "", {}, views)
+
+
+def item_verdicts(store: Store, *, author: str, bench: str, question_id: str, turn: int, model: str,
+                  sample: int) -> dict:
+    """What the Item view's verdict panel shows of one item, from one read (``_one_read``): ``history`` (as
+    ``history`` returns it for the item's sample shown, every author) and ``latest`` (``author``'s current verdicts
+    on every sample of the item, as ``latest`` returns them)."""
+    item = dict(bench=bench, question_id=question_id, turn=turn, model=model)
+    where, params = _filters(**item)
+    hist_where, hist_params = _filters(**item, sample=sample)
+    mine_where, mine_params = _filters(author=author, **item)
+    return _one_read(store, where, params, lambda con: {
+        "history": _history_frame(plain_frame(con.execute(_history_sql(hist_where), hist_params))),
+        "latest": plain_frame(con.execute(_latest_sql(mine_where), mine_params))})
 
 
 def describe(verdict) -> str:

@@ -547,7 +547,7 @@ def record_a_history(store, bench=BENCH, model=M8B):
     human.record(store, author="bo", **key, question_id="1", score=7, created_at=t0.replace(minute=3))
 
 
-def assert_all_verdicts_match(store):
+def assert_all_verdicts_match(store, store_item=(BENCH, M8B)):
     from conftest import reads_counted
 
     for author in (None, "ana", "bo", "nobody"):
@@ -559,6 +559,15 @@ def assert_all_verdicts_match(store):
         pd_testing.assert_frame_equal(views["history"], human.history(store, author=author))
         assert views["records"] == human.export_records(store, author=author)
     assert len(human.all_verdicts(store)["history"]) == 5
+    for author, qid in (("ana", "1"), ("bo", "1"), ("ana", "2"), ("bo", "2")):  # the Item view's verdict panel
+        key = dict(bench=store_item[0], question_id=qid, turn=1, model=store_item[1])
+        with reads_counted(store) as seen:
+            views = human.item_verdicts(store, author=author, **key, sample=0)
+        assert len(seen) == 1
+        pd_testing.assert_frame_equal(views["history"], human.history(store, **key, sample=0))
+        pd_testing.assert_frame_equal(views["latest"], human.latest(store, author=author, **key))
+    assert len(human.item_verdicts(store, author="ana", bench=store_item[0], question_id="1", turn=1,
+                                   model=store_item[1], sample=0)["history"]) == 3
     assert len(human.all_verdicts(store, author="ana")["latest"]) == 2
     assert human.all_verdicts(store, author="nobody")["records"] == []
 
@@ -571,4 +580,4 @@ def test_all_verdicts_is_latest_history_and_export_from_one_read(sample_store):
 
 def test_all_verdicts_on_a_lake(lake_store):
     record_a_history(lake_store, bench="b", model="m")  # items the store does not hold may get verdicts
-    assert_all_verdicts_match(lake_store)
+    assert_all_verdicts_match(lake_store, ("b", "m"))
