@@ -144,10 +144,9 @@ def verdict_panel(store, key, version: tuple) -> None:
     if msg := st.session_state.pop("iv_v_error", None):
         st.error(msg)
     # per data version (a verdict changes it): a rerun on the same item reads neither again
-    hist = cached_item_query(human.history, version, bench=key.bench, question_id=key.question_id, turn=key.turn,
-                             model=key.model, sample=key.sample)
-    item = cached_item_query(human.latest, version, author=name, bench=key.bench, question_id=key.question_id,
-                             turn=key.turn, model=key.model)  # every sample of the item
+    shown = cached_item_query(human.item_verdicts, version, author=name, bench=key.bench, question_id=key.question_id,
+                              turn=key.turn, model=key.model, sample=key.sample)  # one read
+    hist, item = shown["history"], shown["latest"]  # item: every sample of the item
     here = item[item["sample"] == key.sample]
     mine = here.iloc[0] if len(here) else None
     st.caption(f"Your verdict{f' on sample {key.sample}' if key.sample else ''} now: "

@@ -85,8 +85,8 @@ c3.radio("Turn", [1, 2], key="iv_turn", horizontal=True)
 c4.selectbox("Model", models, key="iv_model")
 key = ItemKey(bench, st.session_state["iv_q"], int(st.session_state["iv_turn"]), st.session_state["iv_model"])
 # DuckLake: every query pays catalog look-ups (tens of ms each), so the lake reads a model's item keys (order and
-# samples) and a bench's questions and references once per data version; the texts of the item shown (answer,
-# verdicts) are read for that item alone, as on the file (a whole model's texts lie spread over every Parquet page).
+# samples) and a bench's questions and references once per data version; the texts (answer, verdicts) of a small
+# block of the model's items at a time (a whole model's texts lie spread over every Parquet page).
 lake_items = (cached_item_query(iv.model_keys, version, bench=bench, model=key.model),
               cached_item_query(iv.bench_items, version, bench=bench)) if store.lake else None
 sample_options = (iv.item_samples(lake_items[0], key) if lake_items
@@ -140,9 +140,14 @@ with left:
             for ref in refs.itertuples():
                 st.caption("looked up by judge(s): " + md_escape(", ".join(ref.judges)))
                 show_text(marked(ref.text, "reference"))
+# DuckLake: the answer and verdicts of a block of the model's items (iv.window_of) in one read, so Next and Previous
+# step through the block without reading; the file reads the item shown alone (cheap there)
+texts = (cached_item_query(iv.window_texts, version, bench=bench, model=key.model, sample=key.sample,
+                           items=iv.window_of(iv.item_order_of(lake_items[0]), key.question_id, key.turn))
+         [(key.question_id, int(key.turn))] if lake_items else None)
 with right:
     st.subheader("Answer")
-    ans = cached_item_query(iv.answer, version, key=key)
+    ans = texts["answer"] if texts else cached_item_query(iv.answer, version, key=key)
     if ans is None:
         st.warning("No answer text for this model and question (import its model_answer file).")
     else:
@@ -172,7 +177,7 @@ verdict_panel(store, key, version)  # the analyst's own verdict, keyboard first 
 
 # --- verdicts, one column each ----------------------------------------------------------------------
 st.subheader("Verdicts")
-verdicts = cached_item_query(iv.verdicts, version, key=key, prompts=False)
+verdicts = texts["verdicts"] if texts else cached_item_query(iv.verdicts, version, key=key, prompts=False)
 
 
 def with_prompts():

@@ -104,14 +104,15 @@ with tab_random:
 
 with tab_all:
     if tab_all.open:
-        everyone = cached_query(human.authors, version)
+        # one read of the verdict table per author shown and data version (human.all_verdicts)
+        everyone = cached_query(human.all_verdicts, version, author=None)["authors"]
         who = st.selectbox("Author", ["(everyone)", *everyone], key="rv_author")
         full = st.toggle("Whole history (every edit, as recorded)", key="rv_history",
                          help="Off: each author's current verdict per item, each field their latest value for it (a "
                               "label recorded after a score keeps the score).")
-        df = cached_query(human.history if full else human.latest, version, author=None if who == "(everyone)" else who)
-        show_table(df, "verdicts")
-        records = cached_query(human.export_records, version, author=None if who == "(everyone)" else who)
+        shown = cached_query(human.all_verdicts, version, author=None if who == "(everyone)" else who)
+        show_table(shown["history"] if full else shown["latest"], "verdicts")
+        records = shown["records"]
         st.download_button("Export as JSONL (import elsewhere on the Import page or with ingest)",
                            data="".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(),
                            file_name="verdicts.jsonl", mime="application/jsonl", on_click="ignore",

@@ -180,6 +180,52 @@ def item_samples(keys: dict, key: ItemKey) -> list[int]:
     return list(keys["samples"].get((key.question_id, int(key.turn)), [])) or [0]
 
 
+WINDOW = 8  # items of a model's order whose texts one lake read brings (window_texts)
+
+
+def window_of(order: list[tuple[str, int]], question_id: str, turn: int) -> tuple[tuple[str, int], ...]:
+    """The block of ``WINDOW`` consecutive (question_id, turn) items of ``order`` holding this item (fixed blocks,
+    so the items of one block share one ``window_texts`` read); the item alone when the order lacks it."""
+    here = (question_id, int(turn))
+    if here not in order:
+        return (here,)
+    start = order.index(here) // WINDOW * WINDOW
+    return tuple(order[start:start + WINDOW])
+
+
+def window_texts(store: Store, bench: str, model: str, sample: int, items: tuple[tuple[str, int], ...]) -> dict:
+    """``answer`` and ``verdicts(prompts=False)`` of several items of one model (e.g. ``window_of``'s block), in
+    one read of two queries: ``{(question_id, turn): {"answer": ..., "verdicts": ...}}`` for every item asked, as
+    those functions return them for ``ItemKey(bench, question_id, turn, model, sample)``. On a DuckLake store each
+    query pays catalog rounds and Parquet reads (2 x 60 CPU-ms at 100k for one item), so the Item view reads the
+    texts of a block of the model's items at once and steps through them without reading."""
+    qids = sorted({q for q, _ in items})
+    columns = VERDICT_COLUMNS.replace(" judge_prompt,", "")
+    mk = model_key_sql("$model")
+    with store.read() as cur:
+        found = cur.execute(
+            f"""SELECT question_id AS _q, turn AS _t, {columns}
+               FROM single_judgments
+               WHERE bench = $bench AND model = $model AND list_contains($qids, question_id)
+                 AND ({H.sql_is_not("harness", H.where(multi_sample=True))} OR sample = $sample)
+               ORDER BY _q, _t, {VERDICT_ORDER}""",
+            {"bench": bench, "model": model, "qids": qids, "sample": int(sample)}).df()
+        answers = cur.execute(
+            f"""SELECT question_id, turn, text, model, max_chars, system_prompt, temperature FROM answers
+                WHERE bench = $bench AND list_contains($qids, question_id) AND sample = $sample
+                  AND {mk} IN ({model_key_sql('model')}, {model_key_sql("coalesce(model_id, '')")},
+                               {model_key_sql("coalesce(file_model, '')")})
+                QUALIFY row_number() OVER (PARTITION BY question_id, turn ORDER BY source_id DESC) = 1""",
+            {"bench": bench, "model": model, "qids": qids, "sample": int(sample)}).fetchall()
+    by_item = {(q, int(t)): part for (q, t), part in found.groupby(["_q", "_t"], sort=False)} if len(found) else {}
+    answer_rows = {(r[0], int(r[1])): r[2:] for r in answers}
+    out = {}
+    for q, t in items:
+        part = by_item.get((q, int(t)), found.iloc[0:0]).drop(columns=["_q", "_t"]).reset_index(drop=True)
+        out[(q, int(t))] = {"answer": _answer(answer_rows.get((q, int(t)))), "verdicts": _with_column_ids(part)}
+    return out
+
+
 def item_order(store: Store, bench: str, model: str) -> list[tuple[str, int]]:
     """(question_id, turn) pairs of this bench and model in reading order, for previous/next."""
     with store.read() as cur:

@@ -30,15 +30,18 @@ table of FastChat's ``compute_agreement.py`` (MT-Bench paper, table 2): per turn
 """
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 
 from lib.errors import UsageError
-from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, check_verdict_key, current_verdicts_sql,
-                       frame, insert_verdicts, refresh_human_scores, verdict_item_problems)
+from lib.store import (CONNECT_CONFIG, HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, check_verdict_key,
+                       current_verdicts_sql, frame, insert_verdicts, plain_frame, refresh_human_scores,
+                       verdict_item_problems)
 from lib.vocab import VERDICT_EXPORT_MARK as EXPORT_MARK
 
 DEFAULT_LABELS = ("judge A right", "judge B right", "both wrong", "reference wrong", "language rule misapplied",
@@ -94,20 +97,32 @@ def _filters(**kw) -> tuple[str, dict]:
     return ("WHERE " + " AND ".join(conditions)) if conditions else "", params
 
 
+def _history_sql(where: str) -> str:
+    desc = ", ".join(term + " DESC" for term in VERDICT_ORDER_TERMS)
+    return f"""
+        SELECT {', '.join(VERDICT_COLUMNS)},
+               row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
+                                  ORDER BY {desc}) = 1 AS latest
+        FROM human_verdicts {where} ORDER BY {desc}"""
+
+
+def _latest_sql(where: str) -> str:
+    return (f"SELECT {', '.join(CURRENT_COLUMNS)} FROM ({current_verdicts_sql(where)}) "
+            "ORDER BY created_at DESC, author, bench, question_id, turn, model, sample")
+
+
+def _history_frame(df: pd.DataFrame) -> pd.DataFrame:
+    df["latest"] = df["latest"].astype(bool)  # also when empty, so df[df["latest"]] filters rows
+    return df
+
+
 def history(store: Store, *, author: str | None = None, bench: str | None = None, question_id: str | None = None,
             turn: int | None = None, model: str | None = None, sample: int | None = None) -> pd.DataFrame:
     """Every verdict row as recorded (newest first), with ``latest`` true on each author's newest row per item.
     A row's empty fields are not its author's current values: ``latest`` gives those."""
     where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
                              sample=sample)
-    desc = ", ".join(term + " DESC" for term in VERDICT_ORDER_TERMS)
-    df = frame(store, f"""
-        SELECT {', '.join(VERDICT_COLUMNS)},
-               row_number() OVER (PARTITION BY author, bench, question_id, turn, model, coalesce(sample, 0)
-                                  ORDER BY {desc}) = 1 AS latest
-        FROM human_verdicts {where} ORDER BY {desc}""", params, plain=True)
-    df["latest"] = df["latest"].astype(bool)  # also when empty, so df[df["latest"]] filters rows
-    return df
+    return _history_frame(frame(store, _history_sql(where), params, plain=True))
 
 
 def latest(store: Store, *, author: str | None = None, bench: str | None = None, question_id: str | None = None,
@@ -117,8 +132,58 @@ def latest(store: Store, *, author: str | None = None, bench: str | None = None,
     edits = rows)."""
     where, params = _filters(author=author, bench=bench, question_id=question_id, turn=turn, model=model,
                              sample=sample)
-    return frame(store, f"SELECT {', '.join(CURRENT_COLUMNS)} FROM ({current_verdicts_sql(where)}) "
-                      "ORDER BY created_at DESC, author, bench, question_id, turn, model, sample", params, plain=True)
+    return frame(store, _latest_sql(where), params, plain=True)
+
+
+@functools.cache
+def _memory() -> duckdb.DuckDBPyConnection:
+    """An in-memory database, opened once (40 ms); each use takes a cursor of its own, whose registered tables no
+    other cursor sees."""
+    return duckdb.connect(config=CONNECT_CONFIG)
+
+
+def _one_read(store: Store, where: str, params: dict, views):
+    """``views(con)`` (statements on ``human_verdicts``) from ONE read of the store: on a DuckLake store every
+    statement on a table costs catalog rounds (more the more columns it reads: 15-130 ms each on the 100k lake, even
+    empty), so the rows ``where`` selects are read once and ``views`` runs in memory on them under the table's name
+    (the same SQL, the same answers, as long as ``views`` selects no rows outside ``where``). The file's statements
+    are cheap: ``views`` runs on it."""
+    with store.read() as cur:
+        if not store.lake:
+            return views(cur)
+        rows = cur.execute(f"SELECT * FROM human_verdicts {where}", params).to_arrow_table()
+    with _memory().cursor() as con:
+        con.register("human_verdicts", rows)
+        return views(con)
+
+
+def all_verdicts(store: Store, author: str | None = None) -> dict:
+    """What the Review page's "All verdicts" tab shows, from one read (``_one_read``; three statements were 2x the
+    file's click on a lake): ``authors`` (as ``authors``), and for ``author`` (None: everyone) ``latest``,
+    ``history`` and ``records`` (as ``latest``, ``history`` and ``export_records`` return them)."""
+    where, params = _filters(author=author)
+
+    def views(con) -> dict:
+        hist = _history_frame(plain_frame(con.execute(_history_sql(where), params)))
+        return {"authors": [r[0] for r in con.execute(AUTHORS_SQL).fetchall()],
+                "latest": plain_frame(con.execute(_latest_sql(where), params)), "history": hist,
+                "records": _records(hist)}
+
+    return _one_read(store, "", {}, views)
+
+
+def item_verdicts(store: Store, *, author: str, bench: str, question_id: str, turn: int, model: str,
+                  sample: int) -> dict:
+    """What the Item view's verdict panel shows of one item, from one read (``_one_read``): ``history`` (as
+    ``history`` returns it for the item's sample shown, every author) and ``latest`` (``author``'s current verdicts
+    on every sample of the item, as ``latest`` returns them)."""
+    item = dict(bench=bench, question_id=question_id, turn=turn, model=model)
+    where, params = _filters(**item)
+    hist_where, hist_params = _filters(**item, sample=sample)
+    mine_where, mine_params = _filters(author=author, **item)
+    return _one_read(store, where, params, lambda con: {
+        "history": _history_frame(plain_frame(con.execute(_history_sql(hist_where), hist_params))),
+        "latest": plain_frame(con.execute(_latest_sql(mine_where), mine_params))})
 
 
 def describe(verdict) -> str:
@@ -131,9 +196,12 @@ def describe(verdict) -> str:
     return ", ".join(parts) or "nothing"
 
 
+AUTHORS_SQL = "SELECT DISTINCT author FROM human_verdicts ORDER BY 1"
+
+
 def authors(store: Store) -> list[str]:
     with store.read() as cur:
-        return [r[0] for r in cur.execute("SELECT DISTINCT author FROM human_verdicts ORDER BY 1").fetchall()]
+        return [r[0] for r in cur.execute(AUTHORS_SQL).fetchall()]
 
 
 def review_queue(store: Store, author: str, *, bench: str, judges: list[str] | None = None,
@@ -191,7 +259,12 @@ def _plain(value):
 def export_records(store: Store, author: str | None = None) -> list[dict]:
     """Every verdict row (history included, so the current verdicts follow on import), oldest first, as the JSON
     objects export_jsonl writes. ``cleared`` is written only when a row clears something."""
-    df = history(store, author=author).iloc[::-1]
+    return _records(history(store, author=author))
+
+
+def _records(hist: pd.DataFrame) -> list[dict]:
+    """``history`` rows (newest first) as export records, oldest first."""
+    df = hist.iloc[::-1]
     out = []
     for r in df.itertuples(index=False):
         sample, score = _plain(r.sample), _plain(r.score)

@@ -375,8 +375,11 @@ def frame(store: Store, sql: str, params: list | dict | None = None, *, plain: b
     DuckDB's column types (NULL as NaN/NaT, lists as arrays)."""
     with store.read() as cur:
         res = cur.execute(sql, params or [])
-        if not plain:
-            return res.df()
-        import pandas as pd
+        return plain_frame(res) if plain else res.df()
 
-        return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])
+
+def plain_frame(res) -> "pd.DataFrame":
+    """A DuckDB result as a DataFrame of plain Python values (lists stay lists, NULL is None)."""
+    import pandas as pd
+
+    return pd.DataFrame(res.fetchall(), columns=[d[0] for d in res.description])

@@ -66,3 +66,48 @@ def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_s
         assert bare["verdicts"]["judge_prompt"].isna().all()
         pd.testing.assert_frame_equal(bare["verdicts"].drop(columns="judge_prompt"),
                                       found["verdicts"].drop(columns="judge_prompt"))
+
+
+def assert_window_texts_match(store, bench_models):
+    """``window_texts`` of each block of a model's order finds what ``answer`` and ``verdicts(prompts=False)`` find
+    for each of its items, in one read; an item of no block (not judged) is read alone."""
+    blocks = 0
+    for bench, model, sample in bench_models:
+        order = iv.item_order(store, bench, model)
+        assert len(order) > iv.WINDOW  # more than one block
+        firsts = {iv.window_of(order, q, t) for q, t in order}
+        assert sorted(item for block in firsts for item in block) == sorted(order)  # blocks partition the order
+        for block in sorted(firsts)[:3]:
+            with reads_counted(store) as seen:
+                got = iv.window_texts(store, bench, model, sample, block)
+            assert len(seen) == 1 and list(got) == list(block)
+            for (q, t), texts in got.items():
+                key = ItemKey(bench, q, t, model, sample)
+                assert texts["answer"] == iv.answer(store, key)
+                pd.testing.assert_frame_equal(texts["verdicts"], iv.verdicts(store, key, prompts=False))
+            blocks += 1
+        assert iv.window_of(order, "no-such-question", 1) == (("no-such-question", 1),)
+        alone = iv.window_texts(store, bench, model, sample, (("no-such-question", 1),))
+        assert alone[("no-such-question", 1)]["answer"] is None and alone[("no-such-question", 1)]["verdicts"].empty
+    assert blocks > 2
+
+
+def sample_models(store):
+    with store.read() as cur:  # a FastChat model (sample 0) and a Swallow model on two of its samples
+        fastchat = cur.execute("SELECT bench, model FROM single_judgments WHERE harness = 'fastchat' "
+                               "ORDER BY bench, model LIMIT 1").fetchone()
+        swallow = cur.execute("SELECT bench, model FROM single_judgments WHERE harness = 'swallow' "
+                              "ORDER BY bench, model LIMIT 1").fetchone()
+    return [(*fastchat, 0), (*swallow, 0), (*swallow, 3)]
+
+
+def test_window_texts_finds_what_the_one_item_lookups_find(sample_store):
+    assert_window_texts_match(sample_store, sample_models(sample_store))
+
+
+def test_window_texts_on_a_lake(lake_store):
+    from conftest import SAMPLE
+    from lib.ingest.importer import ingest
+
+    ingest(lake_store, [SAMPLE])
+    assert_window_texts_match(lake_store, sample_models(lake_store))

@@ -532,3 +532,52 @@ def test_the_item_views_review_queue_is_ranked_once_per_data_version(app, monkey
     queue = real(get_store(), "rin", bench=app.session_state["iv_bench"], n=20)
     progress = [str(p.proto) for p in app.get("progress")]
     assert any(f"{int(queue['decided'].sum())} of the {len(queue)} largest" in p for p in progress), progress
+
+
+# ----------------------------------------------------------------------------------------------
+# The Review page's "All verdicts" tab: one read of the verdict table (a DuckLake statement costs catalog rounds)
+
+def record_a_history(store, bench=BENCH, model=M8B):
+    t0 = datetime(2026, 1, 1, 12, 0, 0)
+    key = dict(bench=bench, turn=1, model=model)
+    human.record(store, author="ana", **key, question_id="1", score=4, label="both wrong", created_at=t0)
+    human.record(store, author="ana", **key, question_id="1", note="again", created_at=t0.replace(minute=1))
+    human.record(store, author="ana", **key, question_id="2", score=9, created_at=t0)
+    human.record(store, author="ana", **key, question_id="2", clear=["score"], created_at=t0.replace(minute=2))
+    human.record(store, author="bo", **key, question_id="1", score=7, created_at=t0.replace(minute=3))
+
+
+def assert_all_verdicts_match(store, store_item=(BENCH, M8B)):
+    from conftest import reads_counted
+
+    for author in (None, "ana", "bo", "nobody"):
+        with reads_counted(store) as seen:
+            views = human.all_verdicts(store, author=author)
+        assert len(seen) == 1
+        assert views["authors"] == human.authors(store) == ["ana", "bo"]
+        pd_testing.assert_frame_equal(views["latest"], human.latest(store, author=author))
+        pd_testing.assert_frame_equal(views["history"], human.history(store, author=author))
+        assert views["records"] == human.export_records(store, author=author)
+    assert len(human.all_verdicts(store)["history"]) == 5
+    for author, qid in (("ana", "1"), ("bo", "1"), ("ana", "2"), ("bo", "2")):  # the Item view's verdict panel
+        key = dict(bench=store_item[0], question_id=qid, turn=1, model=store_item[1])
+        with reads_counted(store) as seen:
+            views = human.item_verdicts(store, author=author, **key, sample=0)
+        assert len(seen) == 1
+        pd_testing.assert_frame_equal(views["history"], human.history(store, **key, sample=0))
+        pd_testing.assert_frame_equal(views["latest"], human.latest(store, author=author, **key))
+    assert len(human.item_verdicts(store, author="ana", bench=store_item[0], question_id="1", turn=1,
+                                   model=store_item[1], sample=0)["history"]) == 3
+    assert len(human.all_verdicts(store, author="ana")["latest"]) == 2
+    assert human.all_verdicts(store, author="nobody")["records"] == []
+
+
+def test_all_verdicts_is_latest_history_and_export_from_one_read(sample_store):
+    assert human.all_verdicts(sample_store)["latest"].empty
+    record_a_history(sample_store)
+    assert_all_verdicts_match(sample_store)
+
+
+def test_all_verdicts_on_a_lake(lake_store):
+    record_a_history(lake_store, bench="b", model="m")  # items the store does not hold may get verdicts
+    assert_all_verdicts_match(lake_store, ("b", "m"))

@@ -3,6 +3,8 @@ the analyst's verdicts and the search index write to a lake as to the file, and 
 (The store itself, its schema, imports and CLI: test_ducklake.py.)"""
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from conftest import JA, lake_target
@@ -118,3 +120,58 @@ def test_verdict_clears_on_a_lake_and_a_lake_made_before_them(tmp_path, request)
         assert (pd.isna(now["score"].iloc[0]), now["label"].iloc[0]) == (True, "both wrong")
         with reopened.read() as cur:
             assert cur.execute("SELECT count(*) FROM item_scores WHERE judge = 'human:ana'").fetchone() == (0,)
+
+
+def test_item_view_steps_through_a_lakes_items(tmp_path, monkeypatch, request):
+    """On a lake the Item view reads the texts of a block of the model's items at once (item_view.window_texts):
+    each item stepped to with Next and Previous shows its own verdicts, across a block's end, and a judgment
+    imported meanwhile (another process) shows on the next rerun."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from lib.analysis import item_view as iv
+    from lib.keys import ItemKey
+
+    target, data = lake_target("sqlite", tmp_path, request)
+    with Store(target, data_path=data) as lake:
+        ingest(lake, [JA / "ja_mt_bench" / "question.jsonl", JA / "ja_mt_bench" / "model_answer", GPT4O])
+    monkeypatch.setenv("JUDGELENS_STORE", target)
+    monkeypatch.setenv("JUDGELENS_DATA_PATH", str(data))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page("app_pages/item_view.py").run()
+
+    def key_shown() -> ItemKey:
+        assert not at.exception, [e.value for e in at.exception]
+        return ItemKey(at.session_state["iv_bench"], at.session_state["iv_q"], int(at.session_state["iv_turn"]),
+                       at.session_state["iv_model"])
+
+    def shown(store, key) -> list[str]:
+        """The verdict columns on offer, checked against the item's own verdicts."""
+        [columns] = [m for m in at.multiselect if m.label == "Columns (in this order)"]
+        assert list(columns.options) == iv.verdicts(store, key, prompts=False)["column_id"].tolist()
+        return list(columns.options)
+
+    with Store(target, data_path=data) as lake:
+        seen = [key_shown()]
+        shown(lake, seen[0])
+        for label in ["Next"] * (iv.WINDOW + 1) + ["Previous"]:
+            [button] = [b for b in at.button if b.label == label]
+            button.click().run()
+            seen.append(key_shown())
+            shown(lake, seen[-1])
+        order = iv.item_order(lake, seen[0].bench, seen[0].model)
+        at_ = order.index((seen[0].question_id, seen[0].turn))
+        assert [(k.question_id, k.turn) for k in seen] == [*order[at_:at_ + iv.WINDOW + 2], order[at_ + iv.WINDOW]]
+        key = seen[-1]
+        later = tmp_path / "later" / "ja_mt_bench" / "model_judgment"
+        later.mkdir(parents=True)
+        rows = [json.loads(line) for line in GPT4O.read_text(encoding="utf-8").splitlines()]
+        row = next(r for r in rows if str(r["question_id"]) == key.question_id and int(r["turn"]) == key.turn
+                   and r["model"] == key.model)
+        row["judge"] = ["judge-from-later", row["judge"][1]]
+        (later / "judge-from-later_single.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n",
+                                                              encoding="utf-8")
+        with Store(target, data_path=data) as other:
+            ingest(other, [later.parent.parent])
+        at.run()
+        assert any("judge-from-later" in c for c in shown(lake, key))  # the same item, the new judge's column
