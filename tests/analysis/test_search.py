@@ -171,13 +171,19 @@ def test_cli_search_json_and_count(sample_store, capsys):
 # ----------------------------------------------------------------------------------------------
 # The page
 
-def test_search_page_finds_filters_pages_and_links(app_db):
+def search_page_with(query: str) -> AppTest:
+    """The app, moved to the Search page, with ``query`` typed into its box (no exception on the way)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.switch_page("app_pages/search.py").run()
     assert not at.exception
-    at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
+    at.text_input(key="sr_q").set_value(query).run()
     assert not at.exception
+    return at
+
+
+def test_search_page_finds_filters_pages_and_links(app_db):
+    at = search_page_with("ｒａｔｉｎｇ")
     by_field = S.count_by_field(_store(app_db), S.SearchQuery("rating"))
     total = sum(by_field.values())
     assert total > 100
@@ -265,12 +271,7 @@ def test_the_search_page_indexes_a_store_made_before_the_index(app_db):
             assert pending == cur.execute("SELECT count(*) FROM sources").fetchone()[0] > 0
     finally:
         store.close()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("app_pages/search.py").run()
-    assert not at.exception
-    at.text_input(key="sr_q").set_value("ｒａｔｉｎｇ").run()
-    assert not at.exception
+    at = search_page_with("ｒａｔｉｎｇ")
     assert [h.value for h in at.subheader if "matching" in h.value] == ["More than 50 matching records"]
     store = _store(app_db)
     try:
