@@ -30,17 +30,15 @@ table of FastChat's ``compute_agreement.py`` (MT-Bench paper, table 2): per turn
 """
 from __future__ import annotations
 
-import functools
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 
 from lib.errors import UsageError
-from lib.store import (CONNECT_CONFIG, HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, check_verdict_key,
-                       current_verdicts_sql, frame, insert_verdicts, plain_frame, refresh_human_scores,
+from lib.store import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, Store, check_verdict, check_verdict_key,
+                       current_verdicts_sql, frame, insert_verdicts, plain_frame, read_once, refresh_human_scores,
                        verdict_item_problems)
 from lib.vocab import VERDICT_EXPORT_MARK as EXPORT_MARK
 
@@ -135,30 +133,8 @@ def latest(store: Store, *, author: str | None = None, bench: str | None = None,
     return frame(store, _latest_sql(where), params, plain=True)
 
 
-@functools.cache
-def _memory() -> duckdb.DuckDBPyConnection:
-    """An in-memory database, opened once (40 ms); each use takes a cursor of its own, whose registered tables no
-    other cursor sees."""
-    return duckdb.connect(config=CONNECT_CONFIG)
-
-
-def _one_read(store: Store, where: str, params: dict, views):
-    """``views(con)`` (statements on ``human_verdicts``) from ONE read of the store: on a DuckLake store every
-    statement on a table costs catalog rounds (more the more columns it reads: 15-130 ms each on the 100k lake, even
-    empty), so the rows ``where`` selects are read once and ``views`` runs in memory on them under the table's name
-    (the same SQL, the same answers, as long as ``views`` selects no rows outside ``where``). The file's statements
-    are cheap: ``views`` runs on it."""
-    with store.read() as cur:
-        if not store.lake:
-            return views(cur)
-        rows = cur.execute(f"SELECT * FROM human_verdicts {where}", params).to_arrow_table()
-    with _memory().cursor() as con:
-        con.register("human_verdicts", rows)
-        return views(con)
-
-
 def all_verdicts(store: Store, author: str | None = None) -> dict:
-    """What the Review page's "All verdicts" tab shows, from one read (``_one_read``; three statements were 2x the
+    """What the Review page's "All verdicts" tab shows, from one read (``lib.store.read_once``; three statements were 2x the
     file's click on a lake): ``authors`` (as ``authors``), and for ``author`` (None: everyone) ``latest``,
     ``history`` and ``records`` (as ``latest``, ``history`` and ``export_records`` return them)."""
     where, params = _filters(author=author)
@@ -169,19 +145,19 @@ def all_verdicts(store: Store, author: str | None = None) -> dict:
                 "latest": plain_frame(con.execute(_latest_sql(where), params)), "history": hist,
                 "records": _records(hist)}
 
-    return _one_read(store, "", {}, views)
+    return read_once(store, "human_verdicts", "", {}, views)
 
 
 def item_verdicts(store: Store, *, author: str, bench: str, question_id: str, turn: int, model: str,
                   sample: int) -> dict:
-    """What the Item view's verdict panel shows of one item, from one read (``_one_read``): ``history`` (as
+    """What the Item view's verdict panel shows of one item, from one read (``lib.store.read_once``): ``history`` (as
     ``history`` returns it for the item's sample shown, every author) and ``latest`` (``author``'s current verdicts
     on every sample of the item, as ``latest`` returns them)."""
     item = dict(bench=bench, question_id=question_id, turn=turn, model=model)
     where, params = _filters(**item)
     hist_where, hist_params = _filters(**item, sample=sample)
     mine_where, mine_params = _filters(author=author, **item)
-    return _one_read(store, where, params, lambda con: {
+    return read_once(store, "human_verdicts", where, params, lambda con: {
         "history": _history_frame(plain_frame(con.execute(_history_sql(hist_where), hist_params))),
         "latest": plain_frame(con.execute(_latest_sql(mine_where), mine_params))})
 
