@@ -201,9 +201,7 @@ def pairwise_tab() -> None:
 def failures_tab() -> None:
     """Parse failures per judge, under each harness's rule."""
     st.caption(agreement.RULES_NOTE)
-    scan = st.toggle("Also find ratings read from a single bracket, e.g. a \"[1]\" list marker (reads every "
-                     "rationale: about a second per million judgments)", value=True, key="agr_scan")
-    failures = cached_query(agreement.parse_failures, version, bench=bench, scan_text=scan)
+    failures = cached_query(agreement.parse_failures, version, bench=bench)
     show_table(failures[failures["judge"].isin(judges)], f"parse_failures_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("not_parsed_rate", "mean_fastchat_rule", "mean_swallow_rule", "mean_judgelens")})

@@ -20,7 +20,7 @@ from lib.store.files import CONNECT_CONFIG, CORRUPT, FileGate, check_database_fi
 from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, LAKE_LAYOUT, apply_lake_layout, attach, attempt,
                             default_data_path, default_store, is_lake, parse_lake, retryable)
 from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, lake_schema, schema_tables,
-                              search_index_current, upgrade_answer_features, upgrade_search_index)
+                              search_index_current, upgrade_answer_features, upgrade_derived, upgrade_search_index)
 from lib.store.scores import refresh_item_scores
 
 T = TypeVar("T")
@@ -97,7 +97,8 @@ class Store:
 
     def _upgrade_for_reading(self) -> None:
         """A store made before a column in ADDED_COLUMNS existed, opened read-only (the CLI's reading commands):
-        add the columns once through a short read-write connection, then read as asked, so readers never meet an
+        add the columns (and fill the derived ones: ``upgrade_derived``) once through a short read-write
+        connection, then read as asked, so readers never meet an
         older schema. Where the file cannot be written now (a read-only folder, another process using it), it is
         read as it is; only what needs the new columns fails there."""
         if not self._missing_columns():
@@ -109,6 +110,7 @@ class Store:
         try:
             for table, column, sql_type in ADDED_COLUMNS:
                 cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+            upgrade_derived(cur)
         except duckdb.Error:
             pass
         finally:
@@ -134,6 +136,7 @@ class Store:
                 if kind and kind[0] == "VIEW":
                     refresh_item_scores(cur)
                 upgrade_answer_features(cur)
+                upgrade_derived(cur)
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
             except duckdb.Error as exc:
                 raise open_error(self.path, exc) from exc
@@ -160,6 +163,7 @@ class Store:
                 missing = [a for a in ADDED_COLUMNS if a[:2] not in columns]
                 for table, column, sql_type in missing:  # lakes made before the column existed
                     cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+                upgrade_derived(cur)  # a read of meta unless a derived column is new or its rule changed
                 layout = cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone()
                 if not layout or layout[0] != LAKE_LAYOUT:  # lakes made before the layout: new writes get it
                     apply_lake_layout(cur)
@@ -170,6 +174,7 @@ class Store:
             if upgrade_search_index(cur):
                 cur.execute(lake_schema())
             upgrade_answer_features(cur)
+            upgrade_derived(cur)
             apply_lake_layout(cur)
             for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0"), ("lake_layout", LAKE_LAYOUT)):
                 if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():

@@ -67,6 +67,8 @@ def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
     expected = expected[expected["judge"].isin(app.multiselect(key="agr_judges").value)]
     assert len(failures) == len(expected) > 0                              # the chosen judges' rows, as the lib counts
     assert failures["not_parsed_rate"].tolist() == pytest.approx(expected["not_parsed_rate"].tolist())
+    # the single-bracket count is always there (the flag stored at import: no text scan to switch on)
+    assert failures["single_bracket_only"].tolist() == expected["single_bracket_only"].tolist()
 
 
 def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement(app, _sample_db):

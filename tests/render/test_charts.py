@@ -148,3 +148,33 @@ def test_histogram_bars_hold_the_frames_shares_one_trace_per_colour_and_panel():
     assert [list(t.y) for t in by_turn.data] == [[0.02, 0.03, 0.04], [0.03, 0.04, 0.05]]
     assert by_turn.layout.barmode == "group" and len({t.marker.color for t in by_turn.data}) == 2
     assert _markup(charts.histogram(hist.assign(judge=EVIL), "judge", "category")) == []
+
+
+def test_the_agreement_charts_built_from_plain_dicts_draw_what_plotly_express_drew():
+    """The judge-pair scatter grid and the agreement heatmap are built as plain dicts (``_figure``): the scatter
+    has one panel per pair, three to a row, titled by the pair, bubble area = items on one shared size scale
+    (the largest 28 px across); the heatmap is the symmetric judges x judges matrix, empty on the diagonal, on
+    a -1..1 colour scale for correlations and kappa, up to 1 for shares, free for mae."""
+    judges = ["a", "b", "c", "d"]
+    matrix = pd.DataFrame({"a": [1.0, 2.0, 2.0, 7.5, np.nan], "b": [1.0, 2.0, 2.0, 8.0, 3.0],
+                           "c": [2.0, 2.0, np.nan, 8.0, 3.0], "d": [5.0, 5.0, 5.0, 5.0, 5.0]})
+    grid = charts.scatter_grid(matrix, judges)
+    assert [t.hovertemplate.split("<br>")[0] for t in grid.data] == [
+        f"pair={x} (x) vs {y} (y)" for x, y in [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"), ("c", "d")]]
+    first = grid.data[0]  # a vs b: (1, 1) once, (2, 2) twice, (8, 8) once (7.5 rounds half up)
+    assert list(first.x) == [1.0, 2.0, 8.0] and list(first.y) == [1.0, 2.0, 8.0] and list(first.marker.size) == [1, 2, 1]
+    assert first.marker.sizemode == "area" and first.marker.sizeref == 2 / 28 ** 2  # the most items in one cell of any pair: 2
+    titles = {a.text: (round(a.x, 3), round(a.y, 3)) for a in grid.layout.annotations}
+    assert len(titles) == 6 and titles["a (x) vs b (y)"][1] == titles["a (x) vs d (y)"][1] > titles["b (x) vs c (y)"][1]
+    assert grid.layout.height == 760 and grid.layout.xaxis.range == (-0.5, 10.5)
+    table = pd.DataFrame({"judge_a": ["a", "a", "b"], "judge_b": ["b", "c", "c"], "qwk": [0.5, 0.25, -0.1],
+                          "mae": [1.0, 2.0, 3.0], "exact": [0.5, 0.2, 0.1]})
+    heat = charts.agreement_heatmap(table, "qwk")
+    z = np.asarray(heat.data[0].z, dtype=float)
+    assert list(heat.data[0].x) == list(heat.data[0].y) == ["a", "b", "c"]
+    assert np.isnan(np.diag(z)).all() and z[0, 1] == z[1, 0] == 0.5 and z[2, 1] == -0.1
+    assert (heat.layout.coloraxis.cmin, heat.layout.coloraxis.cmax) == (-1, 1)
+    assert heat.layout.yaxis.autorange == "reversed" and heat.data[0].texttemplate == "%{z:.2f}"
+    assert charts.agreement_heatmap(table, "exact").layout.coloraxis.cmin is None
+    assert charts.agreement_heatmap(table, "exact").layout.coloraxis.cmax == 1
+    assert charts.agreement_heatmap(table, "mae").layout.coloraxis.cmax is None
