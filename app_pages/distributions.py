@@ -45,7 +45,10 @@ unit = d1.radio("Count", ["item", "judgment"], horizontal=True, key="dist_unit",
 color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "category"], key="dist_color")
 facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
 by = [color] + ([facet] if facet not in ("(none)", color) else [])
-hist = cached_query(distributions.score_histogram, version, by=by, unit=unit, filters=filters)
+# The counts per every group key at once, cached per unit and filters: colouring or splitting the bars another way
+# sums them again (milliseconds) instead of querying every judgment again.
+counts = cached_query(distributions.score_counts, version, unit=unit, filters=filters)
+hist = distributions.histogram_of_counts(counts, by)
 if hist.empty:
     st.info("No scored items for this choice.")
     st.stop()

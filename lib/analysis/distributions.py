@@ -71,46 +71,68 @@ def _scored_rows(unit: str) -> str:
     raise UsageError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
 
 
-def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
-                    filters: dict | None = None) -> pd.DataFrame:
-    """Counts per score bin per group: ``by…, bin, bin_label, count, n, share``.
+COUNT_KEYS = GROUP_KEYS  # score_counts' grouping: every key a histogram can be drawn by
 
-    Every group gets all 10 bins (count 0 where empty), so bars line up across groups. ``n`` is the
-    group's total (the sum of its counts) and ``share = count / n``. See ``HISTOGRAM_RULE``.
-    """
-    by = _check_keys(by, GROUP_KEYS, "group key")
+
+def score_counts(store: Store, *, unit: str = "item", filters: dict | None = None) -> pd.DataFrame:
+    """How many scores fall in each bin per every group key at once: ``harness, bench, judge, model, turn,
+    category, bin, count`` (only bins with a count; ``bin`` = floor(score), 10 for a 10). Every histogram of
+    these filters is a sum over it (``histogram_of_counts``): a page caches this, not one query per way of
+    colouring or splitting the bars (a query over a million judgments per click)."""
     params: dict = {}
     where = _where(filters, params)
-    keys = ", ".join(by)
-    sel = f"{keys}, " if by else ""
-    group_cols = f"SELECT DISTINCT {keys} FROM rows" if by else "SELECT 1 AS _one"
-    join_on = " AND ".join(f"c.{k} IS NOT DISTINCT FROM g.{k}" for k in by) or "true"
-    g_keys = ", ".join(f"g.{k}" for k in by)
-    sql = f"""
-        WITH rows AS (SELECT * FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}),
-        low AS (SELECT CAST(least(1, coalesce(min(floor(score)), 1)) AS INTEGER) AS lo FROM rows),
-        counts AS (
-            SELECT {sel}CAST(greatest((SELECT lo FROM low), least(10, floor(score))) AS INTEGER) AS bin,
-                   count(*) AS count
-            FROM rows GROUP BY ALL),
-        groups AS ({group_cols}),
-        -- bins 1-10; from 0 when a scale starting at 0 (Nejumi, Inspect graders) gave a 0
-        grid AS (SELECT g.*, b.bin FROM groups g,
-                 (SELECT CAST(range AS INTEGER) AS bin FROM range((SELECT lo FROM low), 11)) b)
-        SELECT {g_keys + ', ' if by else ''}g.bin,
-               CASE WHEN g.bin = 10 THEN '10' ELSE '[' || g.bin || ',' || (g.bin + 1) || ')' END AS bin_label,
-               coalesce(c.count, 0) AS count
-        FROM grid g LEFT JOIN counts c ON c.bin = g.bin AND {join_on}
-        ORDER BY {g_keys + ', ' if by else ''}g.bin"""
-    df = frame(store, sql, params)
-    if df.empty or df["count"].sum() == 0:  # no scores: no groups, not 10 empty bins
-        return df.iloc[0:0].assign(n=pd.Series(dtype="int64"), share=pd.Series(dtype="float64"))
+    df = frame(store, f"""
+        SELECT {', '.join(COUNT_KEYS)}, CAST(least(10, floor(score)) AS INTEGER) AS bin, count(*) AS count
+        FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}
+        GROUP BY ALL""", params)
+    df["count"] = df["count"].astype("int64")
+    df.attrs["unit"] = unit
+    return df
+
+
+def histogram_of_counts(counts: pd.DataFrame, by: Iterable[str] = ()) -> pd.DataFrame:
+    """``score_histogram`` from ``score_counts``' frame: counts per score bin per group, ``by…, bin, bin_label,
+    count, n, share``.
+
+    Every group gets all 10 bins (count 0 where empty), so bars line up across groups: bins 1-10, from 0 (or lower)
+    when a scale starting at 0 (Nejumi, Inspect graders) gave one. ``n`` is the group's total (the sum of its counts)
+    and ``share = count / n``. Groups and bins in order, a missing key (NULL) last. See ``HISTOGRAM_RULE``.
+    """
+    by = _check_keys(by, GROUP_KEYS, "group key")
+    if counts.empty or counts["count"].sum() == 0:  # no scores: no groups, not 10 empty bins
+        empty = pd.DataFrame({**{k: counts[k].iloc[0:0] for k in by}, "bin": pd.Series(dtype="int32"),
+                              "bin_label": pd.Series(dtype=object), "count": pd.Series(dtype="int64"),
+                              "n": pd.Series(dtype="int64"), "share": pd.Series(dtype="float64")})
+        empty.attrs.update(rule=HISTOGRAM_RULE, unit=counts.attrs.get("unit", "item"))
+        return empty
+    lo = min(1, int(counts["bin"].min()))
+    bins = np.arange(lo, 11, dtype="int32")
+    if by:
+        per_bin = counts.groupby(by + ["bin"], dropna=False, sort=False)["count"].sum()
+        groups = per_bin.index.droplevel("bin").unique().sort_values(na_position="last")
+        grid = pd.MultiIndex.from_tuples([(*(g if len(by) > 1 else (g,)), b) for g in groups for b in bins],
+                                         names=by + ["bin"])
+        df = per_bin.reindex(grid, fill_value=0).reset_index()
+        df = df.astype({k: counts[k].dtype for k in by})  # the index made a turn of int32 one of int64
+    else:
+        per_bin = counts.groupby("bin")["count"].sum()
+        df = per_bin.reindex(bins, fill_value=0).rename_axis("bin").reset_index()
+    df["bin"] = df["bin"].astype("int32")
+    df.insert(len(by) + 1, "bin_label", [("10" if b == 10 else f"[{b},{b + 1})") for b in df["bin"]])
     df["count"] = df["count"].astype("int64")
     df["n"] = df.groupby(by, dropna=False)["count"].transform("sum") if by else df["count"].sum()
     df["share"] = df["count"] / df["n"]
     df.attrs["rule"] = HISTOGRAM_RULE
-    df.attrs["unit"] = unit
+    df.attrs["unit"] = counts.attrs.get("unit", "item")
     return df
+
+
+def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
+                    filters: dict | None = None) -> pd.DataFrame:
+    """Counts per score bin per group: ``by…, bin, bin_label, count, n, share`` (``histogram_of_counts`` of
+    ``score_counts``)."""
+    by = _check_keys(by, GROUP_KEYS, "group key")
+    return histogram_of_counts(score_counts(store, unit=unit, filters=filters), by)
 
 
 def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",

@@ -133,6 +133,31 @@ def test_histogram_bins(store):
     assert "10" in HISTOGRAM_RULE
 
 
+def test_histogram_of_one_count_frame_for_every_grouping(store):
+    """The page queries score_counts once per unit and filters and sums it per colouring and panels: every grouping
+    gets the same bins as score_histogram, a 0 (a 0-10 scale) opening a bin 0 for all, a question without a
+    category (NULL) grouped last."""
+    add_questions(store, "b", {"1": "writing", "2": "math"})
+    add_judgments(store, [("J", "M", 1, 1, 10), ("J", "M", 1, 2, 7.5), ("J", "M", 2, 1, 0), ("J", "M", 3, 1, 3),
+                          ("K", "M", 1, 1, 5), ("K", "N", 2, 2, 9), ("K", "N", 2, 2, 8)])   # K/N q2 t2: 8.5
+    counts = distributions.score_counts(store, unit="item")
+    assert counts.fillna({"category": "-"}).sort_values(["judge", "model", "turn", "bin"])[["judge", "model", "turn", "category", "bin",
+                                                                  "count"]].values.tolist() == [
+        ["J", "M", 1, "math", 0, 1], ["J", "M", 1, "-", 3, 1], ["J", "M", 1, "writing", 10, 1],
+        ["J", "M", 2, "writing", 7, 1], ["K", "M", 1, "writing", 5, 1], ["K", "N", 2, "math", 8, 1]]
+    by_cat = distributions.histogram_of_counts(counts, ["category"]).fillna({"category": "-"})
+    assert by_cat.columns.tolist() == ["category", "bin", "bin_label", "count", "n", "share"]
+    assert by_cat.bin.tolist() == list(range(0, 11)) * 3 and by_cat.bin_label.iloc[:2].tolist() == ["[0,1)", "[1,2)"]
+    assert by_cat.category.iloc[::11].tolist() == ["math", "writing", "-"]
+    assert by_cat[by_cat["count"] > 0][["category", "bin", "count", "n"]].values.tolist() == [
+        ["math", 0, 1, 2], ["math", 8, 1, 2], ["writing", 5, 1, 3], ["writing", 7, 1, 3], ["writing", 10, 1, 3],
+        ["-", 3, 1, 1]]
+    for by in ([], ["judge"], ["turn", "category"], ["model", "judge"], ["harness", "bench", "turn"]):
+        assert distributions.histogram_of_counts(counts, by).equals(score_histogram(store, by, unit="item"))
+    empty = distributions.histogram_of_counts(distributions.score_counts(store, filters={"judge": "nobody"}), ["turn"])
+    assert empty.empty and empty.columns.tolist() == ["turn", "bin", "bin_label", "count", "n", "share"]
+
+
 def test_score_summary_matches_numpy(sample_store):
     df = score_summary(sample_store, ["judge", "model"], filters={"bench": JA})
     row = df[(df.judge == "gpt-4o") & (df.model == L8)].iloc[0]
