@@ -211,6 +211,11 @@ def test_length_points_of_one_bench_are_those_of_every_bench_there(sample_store)
         assert mine.equals(everything[everything.bench == bench].reset_index(drop=True))
         one = distributions.length_points(sample_store, bench=bench, judge=mine.judge.iloc[0])
         assert one.equals(mine[mine.judge == mine.judge.iloc[0]].reset_index(drop=True))
+        # what the page does: the bench's answer lengths read once, then each judge joined to them in memory
+        lengths = distributions.answer_lengths(sample_store, bench=bench)
+        for judge in mine.judge.unique():
+            given = distributions.length_points(sample_store, bench=bench, judge=judge, lengths=lengths)
+            assert given.equals(mine[mine.judge == judge].reset_index(drop=True))
 
 
 def test_length_bias_uses_each_swallow_sample(sample_store):
@@ -255,6 +260,12 @@ def test_length_join_prefers_the_same_harness_then_the_same_name_then_the_newest
     add_judgments(store, [("J", "m", q, 1, 5) for q in (1, 2, 3, 4)])
     points, _ = length_bias(store)
     assert dict(zip(points.question_id, points.answer_chars)) == {"1": 10, "2": 20, "3": 60, "4": 70}
+    lengths = distributions.answer_lengths(store, bench="b")     # what the page keeps per bench
+    under_m = [(q, n) for q, name, n in zip(*(lengths[c].to_pylist() for c in ("question_id", "name", "candidates")))
+               if name == "m"]
+    assert sorted(under_m) == [("1", 2), ("1", 2), ("2", 2), ("2", 2), ("3", 2), ("3", 2), ("4", 1)]
+    given = distributions.length_points(store, bench="b", lengths=lengths)
+    assert dict(zip(given.question_id, given.answer_chars)) == {"1": 10, "2": 20, "3": 60, "4": 70}
 
 
 def test_length_summary_is_what_the_page_draws(store, monkeypatch):
