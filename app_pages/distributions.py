@@ -46,9 +46,12 @@ color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "categor
 facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
 by = [color] + ([facet] if facet not in ("(none)", color) else [])
 # The counts per every group key at once, cached per unit and filters: colouring or splitting the bars another way
-# sums them again (milliseconds) instead of querying every judgment again.
-counts = cached_query(distributions.score_counts, version, unit=unit, filters=filters)
-hist = distributions.histogram_of_counts(counts, by)
+# sums them again (milliseconds) instead of querying every judgment again; a rerun that changes neither reads the
+# histogram from its cache, without the counts.
+hist = cached_query_given(
+    distributions.score_histogram, version,
+    lambda: {"counts": cached_query(distributions.score_counts, version, unit=unit, filters=filters)},
+    by=by, unit=unit, filters=filters)
 if hist.empty:
     st.info("No scored items for this choice.")
     st.stop()

@@ -129,11 +129,11 @@ def histogram_of_counts(counts: pd.DataFrame, by: Iterable[str] = ()) -> pd.Data
 
 
 def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
-                    filters: dict | None = None) -> pd.DataFrame:
+                    filters: dict | None = None, counts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Counts per score bin per group: ``by…, bin, bin_label, count, n, share`` (``histogram_of_counts`` of
-    ``score_counts``)."""
+    ``score_counts``). ``counts``: ``score_counts`` of this unit and these filters, when the caller kept them."""
     by = _check_keys(by, GROUP_KEYS, "group key")
-    return histogram_of_counts(score_counts(store, unit=unit, filters=filters), by)
+    return histogram_of_counts(score_counts(store, unit=unit, filters=filters) if counts is None else counts, by)
 
 
 def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",

@@ -154,6 +154,7 @@ def test_histogram_of_one_count_frame_for_every_grouping(store):
         ["-", 3, 1, 1]]
     for by in ([], ["judge"], ["turn", "category"], ["model", "judge"], ["harness", "bench", "turn"]):
         assert distributions.histogram_of_counts(counts, by).equals(score_histogram(store, by, unit="item"))
+        assert score_histogram(store, by, counts=counts).equals(score_histogram(store, by))   # the page's path
     empty = distributions.histogram_of_counts(distributions.score_counts(store, filters={"judge": "nobody"}), ["turn"])
     assert empty.empty and empty.columns.tolist() == ["turn", "bin", "bin_label", "count", "n", "share"]
 
