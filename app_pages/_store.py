@@ -122,6 +122,31 @@ def _cached_item_query(_fn, name: str, db: str, data_path: str | None, version: 
     return _fn(_open_store(db, data_path), **kwargs)
 
 
+def cached_shared(fn, version: tuple, **kwargs):
+    """``fn(store, **kwargs)`` kept as it is (not pickled, not copied) until the data changes: a large intermediate
+    (a bench's answer lengths) that later queries join in memory instead of reading the store again. Shared by
+    every session: treat it as read-only. Few are kept (``max_entries``)."""
+    return _through_cache(_cached_shared, fn, version, kwargs)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _cached_shared(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
+    return _fn(_open_store(db, data_path), **kwargs)
+
+
+def cached_query_given(fn, version: tuple, given, **kwargs):
+    """``cached_query`` of ``fn(store, **given(), **kwargs)``: ``given()`` returns inputs that follow from ``kwargs``
+    and the data version alone (``cached_shared`` ones), so they are not part of the key (a large frame would be
+    hashed on every rerun), and it is called only when the result is not cached."""
+    return _through_cache(_cached_query_given, fn, version, {"_given": given, **kwargs})
+
+
+# ``_given`` is not hashed (a leading underscore): the key is ``name``, ``db``, ``version`` and the other kwargs.
+@st.cache_data(show_spinner=False, max_entries=128)
+def _cached_query_given(_fn, name: str, db: str, data_path: str | None, version: tuple, _given, **kwargs):
+    return _fn(_open_store(db, data_path), **_given(), **kwargs)
+
+
 def cached_chart(fn, *args):
     """``fn(*args)`` (a pure ``lib.render.charts`` function of small aggregate frames), cached on its inputs: a
     rerun, or another tab, that leaves a chart's data alone does not rebuild the Plotly figure (a fifth of a

@@ -406,6 +406,16 @@ def read_once(store: Store, table: str, where: str, params: dict, views: Callabl
         return views(con)
 
 
+def in_memory(tables: dict, sql: str, params: list | dict | None = None) -> "pd.DataFrame":
+    """``sql`` over ``tables`` (name -> Arrow table or DataFrame, already read from a store) in this process's
+    in-memory database, as a DataFrame: for joining what a page keeps in memory (a bench's answer lengths) with a
+    fresh read, without reading the store again. Each call has a cursor of its own: the names never leak."""
+    with _memory().cursor() as con:
+        for name, table in tables.items():
+            con.register(name, table)
+        return con.execute(sql, params or []).df()
+
+
 def plain_frame(res) -> "pd.DataFrame":
     """A DuckDB result as a DataFrame of plain Python values (lists stay lists, NULL is None)."""
     import pandas as pd
