@@ -650,18 +650,28 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
 def setup_context(store: Store, benches: tuple[str, ...]) -> dict:
     """What a setup table reads that no pick of a run changes, for ``harness_diff(..., context=...)`` and
     ``harness_diffs``: the questions and reference answers of ``benches`` and the system prompt of every imported
-    judge prompt name, the links from each bench to those after it (run A's bench first: the table reads them in
-    that orientation, another one is read as before) and every model's count of reported metrics (small tables).
-    A page keeps it per data version (and links version), so picking another model or judge reads only the runs'
-    own rows (on a DuckLake store each query pays its catalog look-ups: 4 of a pick's 9 queries were these)."""
-    benches = list(dict.fromkeys(benches))  # the links read as ordered here (A's bench first): one query a pair
+    judge prompt name, the links between each two of them in both orientations (one read a pair) and every model's
+    count of reported metrics (small tables). A page keeps it per data version (and links version) for every
+    bench a pick can name (the Compare page's two-harness view: every bench of the model's runs), so picking
+    another run, judge or model reads only the runs' own rows (on a DuckLake store each query pays its catalog
+    look-ups: 4 of a pick's 9 queries were these)."""
+    benches = list(dict.fromkeys(benches))
     reads = _Reads(store, *(Run("", b, "", "") for b in benches))
     names = [row[0] for row in _rows(store, "SELECT DISTINCT name FROM judge_prompts", [])]
     prompts = reads.system_prompts(names)
+    links = {}
+    for i, a in enumerate(benches):
+        for b in benches[i + 1:]:
+            links.update(linking.links_both_ways(store, a, b))
     return {"questions": reads.questions, "references": reads.references,
-            "system_prompts": {n: prompts[n] for n in sorted(prompts)},
-            "links": {(a, b): reads.links(a, b) for i, a in enumerate(benches) for b in benches[i + 1:]},
+            "system_prompts": {n: prompts[n] for n in sorted(prompts)}, "links": links,
             "reported": _reported_counts(store, None)}
+
+
+def link_summary_of(context: dict, bench_a: str, bench_b: str) -> dict[str, int]:
+    """``linking.link_summary`` of two different benches from their ``setup_context`` (no read)."""
+    return linking.summary_of(context["links"][(bench_a, bench_b)], len(context["questions"][bench_a]),
+                              len(context["questions"][bench_b]))
 
 
 def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None,
