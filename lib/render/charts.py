@@ -286,16 +286,20 @@ def delta_forest(deltas: pd.DataFrame, label_a: str, label_b: str) -> go.Figure:
     frame = frame.iloc[::-1]
     inside = ~((frame["ci_low"] > 0) | (frame["ci_high"] < 0))
     color = np.where(frame["significant"], "#c0392b", np.where(inside, "#999999", "#e67e22"))
-    fig = go.Figure(go.Scatter(
-        x=frame["delta"], y=frame["row"], mode="markers", marker=dict(color=color, size=9),
-        error_x=dict(type="data", symmetric=False, array=frame["ci_high"] - frame["delta"],
-                     arrayminus=frame["delta"] - frame["ci_low"], color="#888"),
-        customdata=np.stack([frame["n_questions"], frame["p_adjusted"]], axis=1),
-        hovertemplate="%{y}<br>delta %{x:.3f}<br>questions %{customdata[0]}<br>Holm p %{customdata[1]:.3f}"
-                      "<extra></extra>"))
-    fig.add_vline(x=0, line_color="#444", line_width=1)
-    fig.update_layout(xaxis_title=f"{label_a}  minus  {label_b}  (score points)", yaxis_title="")
-    return _layout(fig, 120 + 22 * len(frame))
+    # plain dicts, validated once (``_figure``): built with go.Scatter, add_vline and update_layout, the figure
+    # was most of a Compare pick (0.2-0.4 s at 1M judgments on a busy machine)
+    data = [{"type": "scatter", "x": frame["delta"].to_numpy(), "y": frame["row"].to_numpy(), "mode": "markers",
+             "marker": {"color": color, "size": 9},
+             "error_x": {"type": "data", "symmetric": False, "array": (frame["ci_high"] - frame["delta"]).to_numpy(),
+                         "arrayminus": (frame["delta"] - frame["ci_low"]).to_numpy(), "color": "#888"},
+             "customdata": np.stack([frame["n_questions"], frame["p_adjusted"]], axis=1),
+             "hovertemplate": "%{y}<br>delta %{x:.3f}<br>questions %{customdata[0]}<br>Holm p %{customdata[1]:.3f}"
+                              "<extra></extra>"}]
+    layout = {"shapes": [{"type": "line", "x0": 0, "x1": 0, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain",
+                          "line": {"color": "#444", "width": 1}}],
+              "xaxis": {"title": {"text": f"{label_a}  minus  {label_b}  (score points)"}},
+              "yaxis": {"title": {"text": ""}}}
+    return _figure(data, layout, 120 + 22 * len(frame))
 
 
 def agreement_heatmap(table: pd.DataFrame, stat: str) -> go.Figure:

@@ -19,7 +19,7 @@ from lib.store import claims
 from lib.store.files import CONNECT_CONFIG, CORRUPT, FileGate, check_database_file, damaged_error, open_error
 from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, LAKE_LAYOUT, apply_lake_layout, attach, attempt,
                             default_data_path, default_store, is_lake, parse_lake, retryable)
-from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, lake_schema, schema_tables,
+from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, empty_table_sql, lake_schema, schema_tables,
                               search_index_current, upgrade_answer_features, upgrade_derived, upgrade_search_index)
 from lib.store.scores import refresh_item_scores
 
@@ -260,6 +260,12 @@ class Store:
             self._version = (snapshot, version)
         return version
 
+    def known_data_version(self) -> tuple | None:
+        """DuckLake: the data version this process last read (``data_version``: the app asks it first on every rerun),
+        without a statement; None before the first ``data_version`` and on a DuckDB file."""
+        known = self._version if self.lake else None
+        return known[1] if known is not None else None
+
     def data_clock(self) -> int | None:
         """DuckLake: a number that changes whenever any process commits a write; None for a DuckDB file."""
         if not self.lake:
@@ -391,12 +397,17 @@ def _memory() -> duckdb.DuckDBPyConnection:
     return duckdb.connect(config=CONNECT_CONFIG)
 
 
-def read_once(store: Store, table: str, where: str, params: dict, views: Callable):
+def read_once(store: Store, table: str, where: str, params: dict, views: Callable, *, empty: bool = False):
     """``views(con)`` (statements on ``table``) from ONE read of the store: on a DuckLake store every statement on a
     table costs catalog rounds (more the more columns it reads: 15-130 ms each on the 100k lake, even empty), so the
     rows ``where`` selects are read once and ``views`` runs in memory on them under the table's name (the same SQL,
     the same answers, as long as ``views`` selects no rows outside ``where``). On the file, statements are cheap:
-    ``views`` runs on the store itself."""
+    ``views`` runs on the store itself. ``empty``: the caller knows the table holds no row (from the data version):
+    on a DuckLake store ``views`` then runs on an empty table of its columns, and the store is not read at all."""
+    if store.lake and empty:
+        with _memory().cursor() as con:
+            con.execute(empty_table_sql(table))  # a temporary table: this cursor's own
+            return views(con)
     with store.read() as cur:
         if not store.lake:
             return views(cur)

@@ -406,6 +406,14 @@ def lake_schema(schema: str = SCHEMA) -> str:
 
 
 
+def empty_table_sql(table: str) -> str:
+    """``CREATE TEMP TABLE table (...)``: ``table``'s columns as a DuckLake store has them, for an empty copy."""
+    found = re.search(rf"CREATE TABLE IF NOT EXISTS {table} \(.*?\n\);", lake_schema(), re.S)
+    if not found:
+        raise ValueError(f"no table {table!r} in the schema")
+    return found.group(0).replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1)
+
+
 def schema_tables() -> set[str]:
     return set(re.findall(r"CREATE (?:TABLE IF NOT EXISTS|OR REPLACE VIEW) (\w+)", SCHEMA))
 

@@ -2,6 +2,7 @@
 markup, so a judge or model name holding one would become a link in the app and the HTML report."""
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -178,3 +179,31 @@ def test_the_agreement_charts_built_from_plain_dicts_draw_what_plotly_express_dr
     assert charts.agreement_heatmap(table, "exact").layout.coloraxis.cmin is None
     assert charts.agreement_heatmap(table, "exact").layout.coloraxis.cmax == 1
     assert charts.agreement_heatmap(table, "mae").layout.coloraxis.cmax is None
+
+
+def test_the_forest_from_plain_dicts_is_the_figure_the_setters_built():
+    """``delta_forest`` builds its figure from plain dicts (validated once, as ``_figure`` does): the same figure, to
+    the byte Plotly sends, as go.Scatter + add_vline + update_layout + ``_layout`` made (a Compare pick paid those
+    setters' validation)."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    table = pd.DataFrame({"category": ["coding", None, "writing"], "turn": pd.array([1, None, 2], dtype="Int64"),
+                          "model": [None, None, None], "delta": [0.4, -0.2, 1.5], "ci_low": [0.1, -0.5, -0.3],
+                          "ci_high": [0.7, 0.1, 3.0], "significant": [True, False, False], "n_questions": [10, 80, 9],
+                          "p_adjusted": [0.01, 0.4, 0.2]})
+    frame = table.assign(row=["coding · turn 1", "all categories · both turns", "writing · turn 2"]).iloc[::-1]
+    inside = ~((frame["ci_low"] > 0) | (frame["ci_high"] < 0))
+    fig = go.Figure(go.Scatter(
+        x=frame["delta"], y=frame["row"], mode="markers",
+        marker=dict(color=np.where(frame["significant"], "#c0392b", np.where(inside, "#999999", "#e67e22")), size=9),
+        error_x=dict(type="data", symmetric=False, array=frame["ci_high"] - frame["delta"],
+                     arrayminus=frame["delta"] - frame["ci_low"], color="#888"),
+        customdata=np.stack([frame["n_questions"], frame["p_adjusted"]], axis=1),
+        hovertemplate="%{y}<br>delta %{x:.3f}<br>questions %{customdata[0]}<br>Holm p %{customdata[1]:.3f}"
+                      "<extra></extra>"))
+    fig.add_vline(x=0, line_color="#444", line_width=1)
+    fig.update_layout(xaxis_title="a  minus  b  (score points)", yaxis_title="")
+    fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template="plotly_white",
+                      height=120 + 22 * len(frame))  # every chart's layout (no markup here to make literal)
+    assert json.loads(pio.to_json(charts.delta_forest(table, "a", "b"))) == json.loads(pio.to_json(fig))
