@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from lib.analysis import search as S
+from lib.analysis.search_view import group_samples
 from lib.cli.main import main as cli_main
 from lib.ingest.importer import ingest, remove_source
 
@@ -661,3 +663,64 @@ def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(app_db):
     assert not item.exception
     assert any(c.value.startswith("Opened from Search: hits of «東京» are marked") for c in item.caption)
     assert any("«東京»" in t.value for t in item.text)
+
+
+def test_a_page_skips_the_fields_earlier_pages_counted_and_finds_the_same_rows(sample_store, monkeypatch):
+    """Paging does not read again what an earlier page read to its end: a field whose count is known (the next page
+    of the same search, or a field without any match under the same text with fewer filters) is skipped. The rows
+    are those of a search that knew nothing; only the statements run differ."""
+    q = S.SearchQuery("rating", fields=("question", "answer", "rationale"))
+    expected = S.count_by_field(sample_store, q)
+    assert expected["rationale"] > 80 and 0 < expected["question"] + expected["answer"] < 60, expected
+    before = expected["question"] + expected["answer"]
+    first = S.search_page(sample_store, q, limit=before + 10)
+    # question and answer were read to their end; the rationales were not
+    assert first.counts == {"question": expected["question"], "answer": expected["answer"]}
+    executed = []
+    real_reading = S._reading
+
+    @contextmanager
+    def counting(*args, **kwargs):
+        with real_reading(*args, **kwargs) as cur:
+            class Cursor:
+                def execute(self, sql, *a):
+                    executed.append(sql)
+                    return cur.execute(sql, *a)
+            yield Cursor()
+
+    monkeypatch.setattr(S, "_reading", counting)
+    second = S.search_page(sample_store, q, limit=20, offset=before + 10,
+                           _known=S.carried_counts(q, [(q, first.counts)]))
+    assert len(executed) == 1 and "FROM single_judgments" in executed[0]  # the rationales alone
+    assert second.counts == first.counts  # the rationales go on past this page too
+    monkeypatch.setattr(S, "_reading", real_reading)
+    pd.testing.assert_frame_equal(second.rows, S.search(sample_store, q, limit=20, offset=before + 10))
+    # without what the first page knew: the same rows
+    pd.testing.assert_frame_equal(second.rows, S.search_page(sample_store, q, limit=20, offset=before + 10).rows)
+
+    # the same text with a filter more: only a field without any match carries over (another's count may drop)
+    narrower = S.SearchQuery("rating", fields=("question", "answer", "rationale"), score_max=3.0)
+    assert S.carried_counts(narrower, [(q, {"question": 0, "answer": 40})]) == {"question": 0}
+    # the same query: every count; fewer filters, another text or a regex: nothing
+    assert S.carried_counts(narrower, [(narrower, {"question": 0, "answer": 40})]) == {"question": 0, "answer": 40}
+    assert S.carried_counts(q, [(narrower, {"question": 0, "answer": 0})]) == {}
+    assert S.carried_counts(S.SearchQuery("ratings"), [(q, {"question": 0})]) == {}
+    assert S.carried_counts(S.SearchQuery("rating", regex=True), [(q, {"question": 0})]) == {}
+    # a field the query does not search is left out
+    assert S.carried_counts(S.SearchQuery("rating", fields=("answer",)), [(q, {"question": 0})]) == {}
+
+
+def test_search_results_fold_identical_samples_and_leave_single_answers_as_they_are():
+    page = pd.DataFrame({"field": ["answer", "answer", "rationale", "question"],
+                         "bench": ["b", "b", "b", "b"], "question_id": ["1", "1", "1", "2"], "turn": [1, 1, 1, 1],
+                         "model": ["m", "m", "m", None], "judge": [None, None, "j", None], "sample": [1, 2, 1, None],
+                         "score": [None, None, 8.0, None], "snippet": ["«x»", "«x»", "«x» y", "«x» q"]},
+                        index=[5, 6, 7, 8])
+    folded = group_samples(page)
+    assert folded["samples"].tolist() == [2, 1, 1] and folded["sample"].tolist()[:2] == [1, 1]
+    single = group_samples(page.iloc[1:])  # nothing to fold: the rows as they are, one sample each
+    assert single.index.tolist() == [0, 1, 2] and single["samples"].tolist() == [1, 1, 1]
+    assert list(single.columns) == ["field", "bench", "question_id", "turn", "model", "judge", "sample", "samples",
+                                    "score", "snippet"]
+    assert single["score"].tolist()[1] == 8.0 and all(s != s for s in single["score"].tolist()[::2])  # None: NaN
+    assert single["snippet"].tolist() == ["«x»", "«x» y", "«x» q"]
