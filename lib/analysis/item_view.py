@@ -444,11 +444,16 @@ def items_of(store: Store, keys: list[ItemKey], *, prompts: bool = True) -> list
     found.insert(at + 1, "judge_prompt", prompt_column)
     found = found.drop(columns="row_id")
     answers = [(r[0], answered[r[1]][0], *r[2:]) for r in answers]
+    none = _with_column_ids(found.iloc[0:0].drop(columns="i").reset_index(drop=True))  # an item with no verdict
+    if len(found):  # _with_column_ids of every item at once (per item: a pandas groupby each, 15 ms apiece)
+        rank = found.groupby(["i", "harness", "judge"]).cumcount() + 1
+        found["column_id"] = [f"{h}:{j}" + (f"#{r}" if r > 1 else "")
+                              for h, j, r in zip(found["harness"], found["judge"], rank)]
     by_item = dict(iter(found.groupby("i", sort=False))) if len(found) else {}
     answer_rows = {r[0]: r[1:] for r in answers}
     out = []
     for i, key in enumerate(keys):
-        part = by_item.get(i, found.iloc[0:0]).drop(columns="i").reset_index(drop=True)
+        part = by_item[i].drop(columns="i").reset_index(drop=True) if i in by_item else none.copy()
         out.append({"question": _question(questions.get((key.bench, key.question_id))),
-                    "answer": _answer(answer_rows.get(i)), "verdicts": _with_column_ids(part)})
+                    "answer": _answer(answer_rows.get(i)), "verdicts": part})
     return out
