@@ -12,7 +12,7 @@ from lib.analysis import agreement, flags
 from lib.ingest.importer import ingest
 from lib.store import Store, migrate
 from lib.store.schema import derived_meta_key, upgrade_derived
-from lib.vocab import DOUBLE_BRACKET, SINGLE_BRACKET, fastchat_rating
+from lib.vocab import DOUBLE_BRACKET, SINGLE_BRACKET, fastchat_rating, re2_digits
 
 # rationale -> flagged (no [[N]] but a [N]: FastChat's backup regex read the rating from it)
 RATIONALES = {
@@ -25,6 +25,8 @@ RATIONALES = {
     "Rating: [[8]]": False,
     "no brackets at all": False,
     "Rating: [ 8 ]": False,
+    "評価：[８]": True,                                              # FastChat's \\d is any Unicode digit
+    "評価：[[８]]": False,
     "": False,
 }
 KEY = "single_judgments.single_bracket"
@@ -54,7 +56,7 @@ def by_regex(store: Store) -> list[bool]:
         return [r[0] for r in cur.execute(
             "SELECT coalesce(NOT regexp_matches(rationale, $double) AND regexp_matches(rationale, $single), false) "
             "FROM single_judgments ORDER BY question_id::INT",
-            {"double": DOUBLE_BRACKET, "single": SINGLE_BRACKET}).fetchall()]
+            {"double": re2_digits(DOUBLE_BRACKET), "single": re2_digits(SINGLE_BRACKET)}).fetchall()]
 
 
 EXPECTED = list(RATIONALES.values())
@@ -68,7 +70,7 @@ def test_every_import_path_stores_the_regex_flag(tmp_path):
         # FastChat's own rule (Python) agrees on these texts
         assert [(fastchat_rating(t) or ("",))[0] == "single_bracket_fallback" for t in RATIONALES] == EXPECTED
         pf = agreement.parse_failures(store)
-        assert pf["single_bracket_only"].tolist() == [sum(EXPECTED)] == [4]
+        assert pf["single_bracket_only"].tolist() == [sum(EXPECTED)] == [5]
         found = flags.single_bracket_ratings(store)
         assert sorted(found["question_id"].astype(int)) == [i for i, f in enumerate(EXPECTED) if f]
         store.close()
@@ -116,6 +118,6 @@ def test_lakes_get_the_flag_by_migration_and_by_upgrade(kind, tmp_path, request)
     lake.close()
     lake = Store(target, data_path=data)
     assert stored(lake) == EXPECTED
-    assert agreement.parse_failures(lake)["single_bracket_only"].tolist() == [4]
+    assert agreement.parse_failures(lake)["single_bracket_only"].tolist() == [5]
     lake.close()
 
