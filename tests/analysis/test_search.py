@@ -745,3 +745,23 @@ def test_search_results_fold_identical_samples_and_leave_single_answers_as_they_
                                     "score", "snippet"]
     assert single["score"].tolist()[1] == 8.0 and all(s != s for s in single["score"].tolist()[::2])  # None: NaN
     assert single["snippet"].tolist() == ["«x»", "«x» y", "«x» q"]
+
+
+def test_the_search_pages_next_page_skips_what_its_first_page_read_to_the_end(app_db, monkeypatch):
+    """On the Search page, page 2 of a search does not read the questions and answers again (page 1 read them to
+    their end); a filter more then skips only what had no match; the rows are the library's own pages."""
+    at = search_page_with("rating")
+    q = S.SearchQuery("rating")
+    store = _store(app_db)
+    first = S.search_page(store, q, limit=51)
+    assert first.counts == {"question": first.counts["question"], "answer": first.counts["answer"]}, first.counts
+    with statements_run(monkeypatch) as executed:
+        at.number_input(key="sr_page").set_value(2).run()
+    assert not at.exception and executed and not any("FROM answers" in sql or "FROM search_text" in sql
+                                                     for sql in executed), executed
+    shown = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert shown["snippet"].tolist() == group_samples(S.search(store, q, limit=50, offset=50))["snippet"].tolist()
+    with statements_run(monkeypatch) as executed:
+        at.selectbox(key="sr_parse").set_value("ok").run()  # a filter more: the fields with matches are read again
+    assert not at.exception and any("FROM answers" in sql for sql in executed)
+    store.close()
