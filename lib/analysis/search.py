@@ -489,6 +489,9 @@ def search_page(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 
             if field in known and known[field] <= offset:  # the page starts beyond this field
                 offset -= known[field]
                 continue
+            if field == "question" and q.text and not _any_question_text(cur, q):
+                counts[field] = 0
+                continue
             sql = f"FROM {_FROM[field]} s WHERE {where}"
             res = cur.execute(f"SELECT {_PAGE_COLUMNS} {sql} LIMIT {want} OFFSET {offset}", params)
             rows = res.fetchall()
@@ -513,6 +516,16 @@ def search_page(store: Store, q: SearchQuery, *, limit: int = 50, offset: int = 
     page["snippet"] = [snippet(text, needle, regex=q.regex, hit=hit) for text, hit in zip(page["text"], hits)]
     page.loc[~page["field"].isin(JUDGMENT_FIELDS), "judge"] = None
     return Page(page[RESULT_COLUMNS].reset_index(drop=True), counts)
+
+
+def _any_question_text(cur, q: SearchQuery) -> bool:
+    """Whether any question turn's text matches q's text, shown to a judge or not: when none does (most searches),
+    the question field needs no look at which turns pages show (``current_questions``, a join: 0.05-0.15 s on a
+    DuckLake store at 1M judgments against 0.02 s for the texts themselves)."""
+    params: dict = {}
+    condition = _text_condition(q, "question", params)
+    return cur.execute(f"SELECT 1 FROM search_text s WHERE s.field = 'question' AND {condition} LIMIT 1",
+                       params).fetchone() is not None
 
 
 def _needle(q: SearchQuery) -> str:

@@ -665,19 +665,10 @@ def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(app_db):
     assert any("«東京»" in t.value for t in item.text)
 
 
-def test_a_page_skips_the_fields_earlier_pages_counted_and_finds_the_same_rows(sample_store, monkeypatch):
-    """Paging does not read again what an earlier page read to its end: a field whose count is known (the next page
-    of the same search, or a field without any match under the same text with fewer filters) is skipped. The rows
-    are those of a search that knew nothing; only the statements run differ."""
-    q = S.SearchQuery("rating", fields=("question", "answer", "rationale"))
-    expected = S.count_by_field(sample_store, q)
-    assert expected["rationale"] > 80 and 0 < expected["question"] + expected["answer"] < 60, expected
-    before = expected["question"] + expected["answer"]
-    first = S.search_page(sample_store, q, limit=before + 10)
-    # question and answer were read to their end; the rationales were not
-    assert first.counts == {"question": expected["question"], "answer": expected["answer"]}
-    executed = []
-    real_reading = S._reading
+@contextmanager
+def statements_run(monkeypatch):
+    """The SQL statements the searches inside the block run (a list, filled as they run)."""
+    executed, real_reading = [], S._reading
 
     @contextmanager
     def counting(*args, **kwargs):
@@ -689,11 +680,41 @@ def test_a_page_skips_the_fields_earlier_pages_counted_and_finds_the_same_rows(s
             yield Cursor()
 
     monkeypatch.setattr(S, "_reading", counting)
-    second = S.search_page(sample_store, q, limit=20, offset=before + 10,
-                           _known=S.carried_counts(q, [(q, first.counts)]))
+    try:
+        yield executed
+    finally:
+        monkeypatch.setattr(S, "_reading", real_reading)
+
+
+def test_the_question_field_looks_at_the_turns_pages_show_only_when_some_question_text_matches(sample_store,
+                                                                                                monkeypatch):
+    """Which question turns count (those judges saw: current_questions, a join) is asked only when some question
+    text holds the word at all; the rows and counts are those of the full query either way."""
+    for text, some in (("zzqx-nowhere", False), ("rating", True)):
+        q = S.SearchQuery(text, fields=("question",))
+        with statements_run(monkeypatch) as executed:
+            page = S.search_page(sample_store, q, limit=100)
+        assert any("current_questions" in sql for sql in executed) == some, (text, executed)
+        assert len(page.rows) == S.count(sample_store, q) and (len(page.rows) > 0) == some
+        assert page.counts == {"question": len(page.rows)}
+
+
+def test_a_page_skips_the_fields_earlier_pages_counted_and_finds_the_same_rows(sample_store, monkeypatch):
+    """Paging does not read again what an earlier page read to its end: a field whose count is known (the next page
+    of the same search, or a field without any match under the same text with fewer filters) is skipped. The rows
+    are those of a search that knew nothing; only the statements run differ."""
+    q = S.SearchQuery("rating", fields=("question", "answer", "rationale"))
+    expected = S.count_by_field(sample_store, q)
+    assert expected["rationale"] > 80 and 0 < expected["question"] + expected["answer"] < 60, expected
+    before = expected["question"] + expected["answer"]
+    first = S.search_page(sample_store, q, limit=before + 10)
+    # question and answer were read to their end; the rationales were not
+    assert first.counts == {"question": expected["question"], "answer": expected["answer"]}
+    with statements_run(monkeypatch) as executed:
+        second = S.search_page(sample_store, q, limit=20, offset=before + 10,
+                               _known=S.carried_counts(q, [(q, first.counts)]))
     assert len(executed) == 1 and "FROM single_judgments" in executed[0]  # the rationales alone
     assert second.counts == first.counts  # the rationales go on past this page too
-    monkeypatch.setattr(S, "_reading", real_reading)
     pd.testing.assert_frame_equal(second.rows, S.search(sample_store, q, limit=20, offset=before + 10))
     # without what the first page knew: the same rows
     pd.testing.assert_frame_equal(second.rows, S.search_page(sample_store, q, limit=20, offset=before + 10).rows)
@@ -724,3 +745,23 @@ def test_search_results_fold_identical_samples_and_leave_single_answers_as_they_
                                     "score", "snippet"]
     assert single["score"].tolist()[1] == 8.0 and all(s != s for s in single["score"].tolist()[::2])  # None: NaN
     assert single["snippet"].tolist() == ["«x»", "«x» y", "«x» q"]
+
+
+def test_the_search_pages_next_page_skips_what_its_first_page_read_to_the_end(app_db, monkeypatch):
+    """On the Search page, page 2 of a search does not read the questions and answers again (page 1 read them to
+    their end); a filter more then skips only what had no match; the rows are the library's own pages."""
+    at = search_page_with("rating")
+    q = S.SearchQuery("rating")
+    store = _store(app_db)
+    first = S.search_page(store, q, limit=51)
+    assert first.counts == {"question": first.counts["question"], "answer": first.counts["answer"]}, first.counts
+    with statements_run(monkeypatch) as executed:
+        at.number_input(key="sr_page").set_value(2).run()
+    assert not at.exception and executed and not any("FROM answers" in sql or "FROM search_text" in sql
+                                                     for sql in executed), executed
+    shown = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert shown["snippet"].tolist() == group_samples(S.search(store, q, limit=50, offset=50))["snippet"].tolist()
+    with statements_run(monkeypatch) as executed:
+        at.selectbox(key="sr_parse").set_value("ok").run()  # a filter more: the fields with matches are read again
+    assert not at.exception and any("FROM answers" in sql for sql in executed)
+    store.close()
