@@ -283,8 +283,8 @@ def marks(texts):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(texts, pa.ChunkedArray):  # DuckDB hands a vector as one chunk: taken as it is, not copied
-        texts = texts.chunk(0) if texts.num_chunks == 1 else texts.combine_chunks()
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     pattern = marked_class()
     ascii_ = pc.string_is_ascii(texts)
     n_ascii = pc.sum(ascii_).as_py() or 0
