@@ -24,10 +24,11 @@ and ``lower(NFKC)``, with keys and filter columns. ``search_sources``: the sourc
 five fields.
 
 Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``), in two steps per text
-column: mark (``norm = ''`` where the text holds a character of ``marked_class()``: ``marks``, one RE2 scan of every
-text that is not pure ASCII) and copy (``normalise`` of the few marked texts holding a character of ``copy_class()``).
-The importer's fast path (FastChat judgment files, the largest) marks rationales and prompts in the INSERT that parses
-them (``marker``), where DuckDB runs the scan in parallel with the JSON reading: half the cost of a separate UPDATE. The classes come generated (``lib/search_classes.py``): building them takes longer than marking 100k texts.
+column: mark (``norm = ''`` where the text holds a character of ``marked_class()``: one RE2 scan of every text) and
+copy (``normalise`` of the few marked texts holding a character of ``copy_class()``). The importer's fast path
+(FastChat judgment files, the largest) marks rationales and prompts in the INSERT that parses them
+(``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading: half the cost of a separate
+UPDATE. The classes come generated (``lib/search_classes.py``): building them takes longer than marking 100k texts.
 Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still NULL).
 
 Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
@@ -274,59 +275,17 @@ def _has_table(cur, name: str) -> bool:
                             "AND table_catalog = current_database()", [name]).fetchone())
 
 
-def marks(texts):
-    """True for each text of a pyarrow string array that holds a character of ``marked_class()`` (nulls stay null):
-    the texts whose norm starts as ``''``. pyarrow's RE2 scans a text in about half the CPU of DuckDB's
-    ``regexp_matches`` (same engine, same class; measured on the ingest bench's judge texts), and a pure-ASCII
-    text is not scanned at all: no ASCII character is marked (``tests/analysis/test_search.py`` pins it), and the
-    ASCII test costs a tenth of the scan. English judge texts are mostly pure ASCII; Japanese ones almost never."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    pattern = marked_class()
-    ascii_ = pc.string_is_ascii(texts)
-    n_ascii = pc.sum(ascii_).as_py() or 0
-    if n_ascii * 4 < len(texts):  # mostly non-ASCII: setting the few ASCII texts aside would cost more than it saves
-        return pc.match_substring_regex(texts, pattern)
-    other = pc.invert(ascii_)  # False for the ASCII texts, which is their answer
-    if n_ascii == len(texts):
-        return other
-    return pc.replace_with_mask(other, other, pc.match_substring_regex(pc.filter(texts, other), pattern))
-
-
-_MARK_UDF = "judgelens_search_marks"
-
-
-@contextmanager
-def marker(cur):
-    """``mark(column)``: the SQL of a text's norm before any copy, ``''`` when it holds a marked character, else NULL
-    (stable), by ``marks`` registered as a DuckDB function on ``cur`` for the block. An INSERT that reads the texts
-    anyway computes it in the same pass, in parallel with the parsing (the importer's fast path), and tells
-    ``index_new_sources`` so (``marked``). The function has a name of its own per block (DuckDB's functions are
-    shared by every cursor of a database, and one used after its cursor closed crashes the process): two writers
-    of one process never use or remove each other's. It is removed after, unless the transaction is already
-    aborted (DuckDB then refuses; the name is never used again)."""
-    import uuid
-
-    import duckdb
-
-    name = f"{_MARK_UDF}_{uuid.uuid4().hex}"
-    cur.create_function(name, marks, ["VARCHAR"], "BOOLEAN", type="arrow", side_effects=False)
-    try:
-        yield lambda column: f"CASE WHEN {name}({column}) THEN '' END"
-    finally:
-        try:
-            cur.remove_function(name)
-        except duckdb.Error:
-            pass
+def mark_expression(column: str) -> str:
+    """A text's norm before any copy: ``''`` when it holds a marked character, else NULL (stable); the pattern is
+    the parameter ``$marked`` (``marked_class()``). An INSERT that reads the texts anyway computes it in the same
+    pass, in parallel with the parsing (the importer's fast path), and tells ``index_new_sources`` so (``marked``)."""
+    return f"CASE WHEN regexp_matches({column}, $marked) THEN '' END"
 
 
 def index_new_sources(cur, *, marked=()) -> None:
     """Bring the index up to date with the sources table, inside the caller's transaction: questions, references,
     answers, rationales and judge prompts of every source not in ``search_sources`` yet. ``marked``: sources whose
-    texts got their ``marker`` mark when inserted (only their copies are left to make)."""
+    texts got their ``mark_expression`` when inserted (only their copies are left to make)."""
     if not _has_table(cur, "search_text"):
         return
     cur.execute("DELETE FROM search_text WHERE source_id NOT IN (SELECT source_id FROM sources)")
@@ -352,11 +311,11 @@ def _index(cur, new: list[int], to_mark: list[int]) -> None:
     # marked class, the cost an import pays), then copy (only the few marked texts holding a character of the copy
     # class go through ``normalise``). Both touch only rows whose norm says they are not done yet, so running them
     # again (a re-judge source growing while its batch runs) changes nothing already indexed.
-    with _normaliser(cur) as udf, marker(cur) as mark:
+    with _normaliser(cur) as udf:
         for table, column, norm in COLUMNS.values():
             if to_mark:
-                cur.execute(f"UPDATE {table} SET {norm} = {mark(column)} WHERE list_contains($new, source_id) "
-                            f"AND {norm} IS NULL", {"new": to_mark})
+                cur.execute(f"UPDATE {table} SET {norm} = '' WHERE list_contains($new, source_id) AND {norm} IS NULL "
+                            f"AND regexp_matches({column}, $marked)", {"new": to_mark, "marked": marked_class()})
             copy = f"list_contains($new, source_id) AND {norm} = '' AND regexp_matches({column}, $copy)"
             params = {"new": new, "copy": copy_class()}
             if cur.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {copy})", params).fetchone()[0]:

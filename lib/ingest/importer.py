@@ -376,20 +376,20 @@ def _pattern_free_name(path: Path) -> Iterator[str | None]:
 
 def insert_fast(cur, item: ImportFile, source_id: int) -> int:
     """Insert the file's judgments in one statement that DuckDB parses in parallel; the same pass marks rationales
-    and prompts for the search index (``search_index.marker``: half the cost of marking them after)."""
+    and prompts for the search index (``search_index.mark_expression``: half the cost of marking them after)."""
     names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
     select = item.reader.fast_select(MAX_LINE_BYTES + 1024)
-    with _pattern_free_name(item.path) as name, search_index.marker(cur) as mark:
+    sql = (f"INSERT INTO single_judgments (source_id, {names}, rationale_norm, prompt_norm) "
+           f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
+           f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')} "
+           f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
+    with _pattern_free_name(item.path) as name:
         if name is None:
             raise FastPathRefused(item, "no pattern-free name for DuckDB")
-        sql = (f"INSERT INTO single_judgments (source_id, {names}, rationale_norm, prompt_norm) "
-               f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
-               f"{mark('rationale')}, {mark('judge_prompt')} "
-               f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
         try:
             # INSERT returns the number of rows it wrote
-            return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench",
-                                     "path": name}).fetchone()[0]
+            return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": name,
+                                     "marked": search_index.marked_class()}).fetchone()[0]
         except INPUT_ERRORS as exc:  # NOT NULL violated by a row flagged bad, malformed JSON, …: line by line
             raise FastPathRefused(item, str(exc)) from exc
         # anything else (out of memory, disk full, a DuckLake commit conflict) says nothing about the file's
