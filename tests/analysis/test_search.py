@@ -615,6 +615,75 @@ def test_the_fast_path_marks_texts_as_the_update_does(tmp_path):
     assert any(r not in (None, "") for _, r, _ in norms["plain"])
 
 
+# Texts that must be marked (mark_expression) and texts that must not: a text of only stable non-ASCII characters
+# is scanned and found clean, a pure-ASCII one is not scanned.
+MUST_MARK = ["１２３ full-width digits", "ｶﾞｲﾄﾞ half-width kana", "the ﬁle ligature", "circled ① one",
+             "compatibility ideograph \uF900", "cafe\u0301 combining sequence", "ellipsis … here", "İstanbul",
+             "ideographic\u3000space", "x² superscript", "ﾞ a lone half-width voiced-sound mark", "㍻ square era"]
+MUST_NOT = ["Plain ASCII Python text", "", "日本語の説明です。理由を述べます", "Straße über naïve", "東京 “quoted” — dash"]
+
+
+def _marked_by_the_rule(text: str) -> bool:
+    """The rule itself, without RE2: the text holds a copied or a local character (``case_tables``)."""
+    from lib.search_index import case_tables
+
+    copied, local = case_tables()[:2]
+    return any(c in copied or c in local for c in text)
+
+
+def test_no_ascii_character_is_marked():
+    """mark_expression leaves pure-ASCII texts unscanned: exact only while no ASCII character is copied or local."""
+    from lib.search_index import case_tables, marked_class
+
+    copied, local = case_tables()[:2]
+    assert not [c for c in map(chr, range(128)) if c in copied or c in local]
+    assert pa.compute.sum(pa.compute.match_substring_regex(pa.array([chr(c) for c in range(128)]),
+                                                           marked_class())).as_py() == 0
+
+
+@pytest.mark.parametrize("n_ascii", [0, 40])
+def test_the_mark_follows_the_rule_with_and_without_ascii_texts(n_ascii):
+    """mark_expression (the ASCII test, then RE2 on the rest) marks exactly the texts holding a marked character."""
+    import duckdb
+
+    from lib.search_index import mark_expression, marked_class
+
+    texts = MUST_MARK + MUST_NOT + [f"ascii text {i} (Rating: [[5]])" for i in range(n_ascii)] + [None]
+    got = duckdb.connect().execute(f"SELECT {mark_expression('t')} FROM (SELECT unnest($texts) AS t, "
+                                   "generate_subscripts($texts, 1) AS i) ORDER BY i",
+                                   {"texts": texts, "marked": marked_class()}).fetchall()
+    assert [g == ("",) for g in got[:-1]] == [_marked_by_the_rule(t) for t in texts[:-1]] and got[-1] == (None,)
+    assert sum(g == ("",) for g in got) == len(MUST_MARK)
+
+
+@pytest.mark.parametrize("n_ascii", [0, 60])
+def test_an_import_marks_texts_as_duckdbs_own_regex_does(tmp_path, n_ascii):
+    """The norms an import stores (fast path and the index's UPDATE of answers) are those of DuckDB's
+    regexp_matches over the marked class, with or without a majority of pure-ASCII texts beside them."""
+    from lib.search_index import marked_class
+    from lib.store import Store
+
+    texts = MUST_MARK + MUST_NOT + [f"ascii text {i}" for i in range(n_ascii)]
+    bench = tmp_path / "m" / "benchm"
+    write_jsonl(bench / "model_answer" / "m1.jsonl", [
+        {"question_id": i, "model_id": "m1", "choices": [{"index": 0, "turns": [t, "x"]}]}
+        for i, t in enumerate(texts, 1)])
+    write_jsonl(bench / "model_judgment" / "gpt-4_single.jsonl", [
+        judgment(i, "m1", "gpt-4", t + f" Rating: [[{i % 10 + 1}]]", i % 10 + 1, prompt="[Instruction] " + t)
+        for i, t in enumerate(texts, 1)])
+    with Store(tmp_path / "s.duckdb") as s:
+        assert sorted(f.fast for f in ingest(s, [tmp_path / "m"]).imported) == [False, True]  # answers, judgments
+        with s.read() as cur:
+            for table, column, norm in (("single_judgments", "rationale", "rationale_norm"),
+                                        ("single_judgments", "judge_prompt", "prompt_norm"),
+                                        ("answers", "text", "text_norm")):
+                wrong = cur.execute(f"SELECT {column} FROM {table} WHERE ({norm} IS NOT NULL) "
+                                    f"<> regexp_matches({column}, $m)", {"m": marked_class()}).fetchall()
+                assert wrong == []
+            marked = cur.execute("SELECT count(*) FROM single_judgments WHERE rationale_norm IS NOT NULL").fetchone()
+    assert marked == (len(MUST_MARK),)
+
+
 def test_a_store_whose_prompts_waited_for_a_search_is_upgraded(tmp_path):
     """Index 2 indexed judge prompts at the first search of them (tracked in search_prompt_sources): opening such a
     store indexes the prompts it had not, and a search finds what the JSONL files hold."""
