@@ -21,6 +21,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from lib.errors import UsageError
 from lib.store import Store, frame, in_memory
 from lib.vocab import model_key_sql
@@ -373,7 +374,9 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
     # The best match per judged answer: same harness first, then the same stored model name, then the newest
     # source. Almost every (bench, question, turn, sample, name) has one answer (candidates = 1): those are a plain
     # join; only the others are ranked (ranking every judged answer was a third of this query's time at 1M).
-    df = in_memory({"judged": judged, "lengths": lengths}, f"""
+    # Without any such answer (the usual case) the ranking is left out: it scans every length and judged answer.
+    ranked = lengths.num_rows > 0 and pc.max(lengths["candidates"]).as_py() > 1
+    picked = f"""
         WITH picked AS (
             SELECT j.i, arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
                                                  coalesce(CAST(x.model = j.model AS INTEGER), -1),
@@ -381,14 +384,16 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
             FROM judged j JOIN lengths x
               ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
              AND x.sample = j.sample AND x.name = {_norm('j.model')} AND x.candidates > 1
-            GROUP BY j.i)
-        SELECT {', '.join('coalesce(o.answer_chars, p.answer_chars) AS answer_chars' if c == 'answer_chars'
-                          else 'm.' + c for c in columns)}
+            GROUP BY j.i)"""
+    chars = "coalesce(o.answer_chars, p.answer_chars)" if ranked else "o.answer_chars"
+    df = in_memory({"judged": judged, "lengths": lengths}, f"""
+        {picked if ranked else ''}
+        SELECT {', '.join(f'{chars} AS answer_chars' if c == 'answer_chars' else 'm.' + c for c in columns)}
         FROM judged m
         LEFT JOIN lengths o
           ON o.bench = m.bench AND o.question_id = m.question_id AND o.turn = m.turn
          AND o.sample = m.sample AND o.name = {_norm('m.model')} AND o.candidates = 1
-        LEFT JOIN picked p ON p.i = m.i
+        {'LEFT JOIN picked p ON p.i = m.i' if ranked else ''}
         ORDER BY m.i""")
     df.attrs["rule"] = LENGTH_RULE
     return df
