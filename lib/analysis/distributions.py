@@ -439,7 +439,8 @@ SHOWN_POINTS = 5000  # at most this many judged answers are drawn as points unde
 
 
 def length_summary(store: Store, *, judge: str | None = None, bench: str | None = None,
-                   model: str | None = None, lengths=None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
+                   model: str | None = None,
+                   lengths=None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
     """What the length-bias view shows, and nothing more: ``(profile, stats, n_points, points)`` with
     ``length_profile`` and the stats of ``length_bias``, the number of points, and the points themselves only when
     there are at most ``SHOWN_POINTS`` (else None). A page caches this, not the points: at a million judgments a
