@@ -296,8 +296,7 @@ POINT_COLUMNS = ("harness", "bench", "judge", "model", "question_id", "turn", "s
 def answer_lengths(store: Store, *, bench: str | None = None):
     """Every stored answer (of ``bench``, or of every bench) under every name a judgment may use for it ('__' = '/',
     case-insensitive), with its length: an Arrow table of ``bench, question_id, turn, sample, name, harness, model,
-    source_id, answer_chars, candidates`` (how many answers share its bench, question, turn, sample and name: more
-    than one only when two sources or harnesses hold that answer). The part of ``length_points`` that does not
+    source_id, answer_chars``. The part of ``length_points`` that does not
     depend on the judge: a page keeps it per bench and data version, and another judge then costs a read of that
     judge's scores and a join (``length_points(lengths=...)``)."""
     params: dict = {}
@@ -328,8 +327,7 @@ def answer_lengths(store: Store, *, bench: str | None = None):
               ON k.source_id = a.source_id AND k.bench = a.bench AND k.model = a.model
              AND k.question_id = a.question_id AND k.turn = a.turn AND k.sample = a.sample)
         SELECT k.bench, k.question_id, k.turn, k.sample, x.name, k.harness, k.model, k.source_id,
-               coalesce(k.known_chars, r.chars) AS answer_chars,
-               count(*) OVER (PARTITION BY k.bench, k.question_id, k.turn, k.sample, x.name) AS candidates
+               coalesce(k.known_chars, r.chars) AS answer_chars
         FROM keyed k JOIN names x
           ON x.model IS NOT DISTINCT FROM k.model AND x.model_id IS NOT DISTINCT FROM k.model_id
          AND x.file_model IS NOT DISTINCT FROM k.file_model
@@ -370,26 +368,23 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
     with store.read() as cur:
         judged = cur.execute(f"{judged_sql} ORDER BY {', '.join(keys)}", params).to_arrow_table()
     judged = judged.append_column("i", pa.array(np.arange(judged.num_rows, dtype="int64")))
-    # The best match per judged answer: same harness first, then the same stored model name, then the newest
-    # source. Almost every (bench, question, turn, sample, name) has one answer (candidates = 1): those are a plain
-    # join; only the others are ranked (ranking every judged answer was a third of this query's time at 1M).
-    df = in_memory({"judged": judged, "lengths": lengths}, f"""
-        WITH picked AS (
-            SELECT j.i, arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
-                                                 coalesce(CAST(x.model = j.model AS INTEGER), -1),
-                                                 coalesce(x.source_id, -1)]) AS answer_chars
-            FROM judged j JOIN lengths x
-              ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
-             AND x.sample = j.sample AND x.name = {_norm('j.model')} AND x.candidates > 1
-            GROUP BY j.i)
-        SELECT {', '.join('coalesce(o.answer_chars, p.answer_chars) AS answer_chars' if c == 'answer_chars'
-                          else 'm.' + c for c in columns)}
-        FROM judged m
-        LEFT JOIN lengths o
-          ON o.bench = m.bench AND o.question_id = m.question_id AND o.turn = m.turn
-         AND o.sample = m.sample AND o.name = {_norm('m.model')} AND o.candidates = 1
-        LEFT JOIN picked p ON p.i = m.i
-        ORDER BY m.i""")
+    on = f"""x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn AND x.sample = j.sample
+             AND x.name = {_norm('j.model')}"""
+    out = ", ".join("x.answer_chars" if c == "answer_chars" else "j." + c for c in columns)
+    tables = {"judged": judged, "lengths": lengths}
+    # Almost always each judged answer has one stored answer under its name, or none: a plain join, one row each.
+    df = in_memory(tables, f"SELECT {out} FROM judged j LEFT JOIN lengths x ON {on} ORDER BY j.i")
+    if len(df) != judged.num_rows:
+        # Some have several (two sources or harnesses): the best match, same harness first, then the same stored
+        # model name, then the newest source (ranking every judged answer was a third of the query's time at 1M).
+        df = in_memory(tables, f"""
+            WITH picked AS (
+                SELECT j.i, arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
+                                                     coalesce(CAST(x.model = j.model AS INTEGER), -1),
+                                                     coalesce(x.source_id, -1)]) AS answer_chars
+                FROM judged j JOIN lengths x ON {on} GROUP BY j.i)
+            SELECT {out.replace('x.answer_chars', 'x.answer_chars AS answer_chars')}
+            FROM judged j LEFT JOIN picked x ON x.i = j.i ORDER BY j.i""")
     df.attrs["rule"] = LENGTH_RULE
     return df
 
@@ -444,7 +439,8 @@ SHOWN_POINTS = 5000  # at most this many judged answers are drawn as points unde
 
 
 def length_summary(store: Store, *, judge: str | None = None, bench: str | None = None,
-                   model: str | None = None, lengths=None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
+                   model: str | None = None,
+                   lengths=None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
     """What the length-bias view shows, and nothing more: ``(profile, stats, n_points, points)`` with
     ``length_profile`` and the stats of ``length_bias``, the number of points, and the points themselves only when
     there are at most ``SHOWN_POINTS`` (else None). A page caches this, not the points: at a million judgments a
