@@ -10,7 +10,7 @@ from lib.analysis import item_view
 from lib.reports import build_report
 from lib.render.safe_text import csv_text, md_escape
 from app_pages._state import keep_picks
-from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._store import cached_chart, cached_query, kept_query, page_start
 from app_pages._widgets import readable_dataframe, show_chart, show_table
 
 
@@ -74,7 +74,8 @@ def agreement_tab() -> None:
 
 def setup_lines(chosen: list[str], model) -> None:
     """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
-    context = cached_query(harness_diff.setup_context, version, benches=(bench,))  # what a filter does not change
+    # what a filter does not change; passed on by its cache key (hashing the frames cost every rerun tens of ms)
+    context = kept_query(harness_diff.setup_context, version, benches=(bench,))
     for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model,
                             context=context).itertuples():
         st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
