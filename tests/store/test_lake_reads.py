@@ -197,7 +197,7 @@ def test_a_lake_without_verdicts_reads_no_verdict_table_and_shows_the_same(lake_
         kept = shown()
     assert not [s for s in seen if "human_verdicts" in s], seen
     with monkeypatch.context() as m:
-        m.setattr(human, "_none_recorded", lambda store: False)
+        m.setattr(human, "no_verdicts_known", lambda store: False)
         with counted(lake_store) as seen:
             read = shown()
         assert [s for s in seen if "human_verdicts" in s]
