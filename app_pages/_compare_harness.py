@@ -16,7 +16,7 @@ from lib.render import charts
 from lib.render.safe_text import csv_text, md_escape
 from lib.render.textdiff import diff_html
 from app_pages._state import keep_valid, publish_to_url, seed_from_url
-from app_pages._store import cached_chart, cached_query
+from app_pages._store import Kept, cached_chart, cached_query, kept_query
 from app_pages._widgets import readable_dataframe, show_chart, show_error, show_table
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
@@ -77,8 +77,11 @@ def harness_compare(store, version: tuple) -> None:
     publish_to_url("hx", {"view": "harness", "model": model, "a": la, "b": lb, "samples": samples})
     excl = ("edited", "fuzzy") if exclude else ()
 
+    # What no pick of a run changes, for every bench of the model's runs (questions, references, links both ways,
+    # ...): picking another run A or B reads none of it again; passed on kept (its key is hashed, not its frames)
+    context = kept_query(harness_diff.setup_context, version, benches=tuple(sorted(set(cands["bench"]))))
     if ra.bench != rb.bench:
-        s = cached_query(linking.link_summary, version, bench_a=ra.bench, bench_b=rb.bench)
+        s = harness_diff.link_summary_of(context.value, ra.bench, rb.bench)
         st.caption(f"{s['linked']} linked questions between {md_escape(ra.bench)} and {md_escape(rb.bench)}: {s['exact']} exact, "
                    f"{s['edited']} edited, {s['fuzzy']} fuzzy, {s['manual']} manual "
                    f"({s['questions_a']} and {s['questions_b']} questions).")
@@ -86,11 +89,10 @@ def harness_compare(store, version: tuple) -> None:
 
     try:
         head = cached_query(runs.compare_runs, version, a=ra, b=rb, levels=("all", "category"),
-                            swallow_samples=samples, exclude_links=excl)
+                            swallow_samples=samples, exclude_links=excl, context=context)
         # the answers per model and bench, kept: another judge of run A or B reads none again
-        answers = tuple(cached_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
-                        for r in (ra, rb))
-        context = cached_query(harness_diff.setup_context, version, benches=(ra.bench, rb.bench))  # A's links to B's
+        answers = Kept.of_all(*(kept_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
+                                for r in (ra, rb)))
         setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers, context=context)
     except JudgeLensError as exc:
         show_error(exc)
@@ -104,7 +106,7 @@ def harness_compare(store, version: tuple) -> None:
                                  format_func=LEVEL_LABELS.get) or "category"
     gap = head[head["level"] == level].reset_index(drop=True) if level in ("all", "category") else cached_query(
         runs.compare_runs, version, a=ra, b=rb, levels=(level,), swallow_samples=samples,
-        exclude_links=excl)
+        exclude_links=excl, context=context)
     gap.attrs.update(head.attrs)
     if gap.empty:
         st.warning(md_escape(gap.attrs.get("note") or "Nothing pairs."))
@@ -119,7 +121,7 @@ def harness_compare(store, version: tuple) -> None:
                          on_change="rerun") as pairs_box:
             if pairs_box.open:  # read and drawn when opened, not on every pick of a run
                 pairs = cached_query(runs.paired_runs, version, a=ra, b=rb, swallow_samples=samples,
-                                     exclude_links=excl)
+                                     exclude_links=excl, context=context)
                 show_table(pairs.drop(columns=["question"]), "harness_pairs",
                            column_config={"link": st.column_config.TextColumn("link",
                                                                               help="exact, edited, fuzzy, manual")})

@@ -95,6 +95,37 @@ def cached_query(fn, version: tuple, **kwargs):
     return _through_cache(_cached_query, fn, version, kwargs)
 
 
+class Kept:
+    """A result of ``kept_query``: ``value``, and ``key``, what it was cached under. Passed as an argument of
+    another cached query, the cache hashes the key, not the value, and the query is given the value."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value, key: tuple):
+        self.value, self.key = value, key
+
+    @staticmethod
+    def of_all(*kept: "Kept") -> "Kept":
+        """Several kept results as one argument: the tuple of their values, under the tuple of their keys."""
+        return Kept(tuple(k.value for k in kept), tuple(k.key for k in kept))
+
+
+def kept_query(fn, version: tuple, **kwargs) -> Kept:
+    """``cached_query``, its result kept with its cache key: for a result that is passed on to another cached
+    query (``setup_context``, ``model_answers``). Hashing the result itself as a cache argument cost every rerun
+    of Compare its dicts of frames again (tens of ms; frames with list columns are pickled to be hashed)."""
+    key = (f"{fn.__module__}.{fn.__qualname__}", *store_target(), version, tuple(sorted(kwargs.items())))
+    return Kept(cached_query(fn, version, **kwargs), key)
+
+
+def _kept_key(kept: Kept) -> tuple:
+    return kept.key
+
+
+def _given(kwargs: dict) -> dict:
+    return {k: v.value if isinstance(v, Kept) else v for k, v in kwargs.items()}
+
+
 def cached_item_query(fn, version: tuple, **kwargs):
     """``cached_query`` for what one item shows (its question, answer, verdicts, ...), in a cache of its own: an
     analyst stepping through hundreds of items must not push the pages' aggregates out of ``cached_query``'s.
@@ -112,14 +143,39 @@ def _through_cache(cache, fn, version: tuple, kwargs: dict):
 
 
 # ``name`` keys a cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
-@st.cache_data(show_spinner=False, max_entries=128)
+@st.cache_data(show_spinner=False, max_entries=128, hash_funcs={Kept: _kept_key})
 def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
-    return _fn(_open_store(db, data_path), **kwargs)
+    return _fn(_open_store(db, data_path), **_given(kwargs))
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_data(show_spinner=False, max_entries=512, hash_funcs={Kept: _kept_key})
 def _cached_item_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
+    return _fn(_open_store(db, data_path), **_given(kwargs))
+
+
+def cached_shared(fn, version: tuple, **kwargs):
+    """``fn(store, **kwargs)`` kept as it is (not pickled, not copied) until the data changes: a large intermediate
+    (a bench's answer lengths) that later queries join in memory instead of reading the store again. Shared by
+    every session: treat it as read-only. Few are kept (``max_entries``)."""
+    return _through_cache(_cached_shared, fn, version, kwargs)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _cached_shared(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
     return _fn(_open_store(db, data_path), **kwargs)
+
+
+def cached_query_given(fn, version: tuple, given, **kwargs):
+    """``cached_query`` of ``fn(store, **given(), **kwargs)``: ``given()`` returns inputs that follow from ``kwargs``
+    and the data version alone (``cached_shared`` ones), so they are not part of the key (a large frame would be
+    hashed on every rerun), and it is called only when the result is not cached."""
+    return _through_cache(_cached_query_given, fn, version, {"_given": given, **kwargs})
+
+
+# ``_given`` is not hashed (a leading underscore): the key is ``name``, ``db``, ``version`` and the other kwargs.
+@st.cache_data(show_spinner=False, max_entries=128)
+def _cached_query_given(_fn, name: str, db: str, data_path: str | None, version: tuple, _given, **kwargs):
+    return _fn(_open_store(db, data_path), **_given(), **kwargs)
 
 
 def cached_chart(fn, *args):

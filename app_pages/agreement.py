@@ -10,7 +10,7 @@ from lib.analysis import item_view
 from lib.reports import build_report
 from lib.render.safe_text import csv_text, md_escape
 from app_pages._state import keep_picks
-from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._store import cached_chart, cached_query, kept_query, page_start
 from app_pages._widgets import readable_dataframe, show_chart, show_table
 
 
@@ -74,7 +74,8 @@ def agreement_tab() -> None:
 
 def setup_lines(chosen: list[str], model) -> None:
     """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
-    context = cached_query(harness_diff.setup_context, version, benches=(bench,))  # what a filter does not change
+    # what a filter does not change; passed on by its cache key (hashing the frames cost every rerun tens of ms)
+    context = kept_query(harness_diff.setup_context, version, benches=(bench,))
     for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model,
                             context=context).itertuples():
         st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
@@ -201,9 +202,7 @@ def pairwise_tab() -> None:
 def failures_tab() -> None:
     """Parse failures per judge, under each harness's rule."""
     st.caption(agreement.RULES_NOTE)
-    scan = st.toggle("Also find ratings read from a single bracket, e.g. a \"[1]\" list marker (reads every "
-                     "rationale: about a second per million judgments)", value=True, key="agr_scan")
-    failures = cached_query(agreement.parse_failures, version, bench=bench, scan_text=scan)
+    failures = cached_query(agreement.parse_failures, version, bench=bench)
     show_table(failures[failures["judge"].isin(judges)], f"parse_failures_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("not_parsed_rate", "mean_fastchat_rule", "mean_swallow_rule", "mean_judgelens")})

@@ -7,7 +7,7 @@ from lib.render.safe_text import md_escape
 from lib.analysis import deltas, harness_diff, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from app_pages._state import keep_valid, seed_from_url
-from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._store import cached_chart, cached_query, kept_query, page_start
 from app_pages._widgets import show_chart, show_error, show_table
 from app_pages._compare_harness import harness_compare
 
@@ -100,7 +100,8 @@ st.caption(
     "expect wide intervals. Same numbers: python -m lib.cli compare.")
 if mode == "two judges on the same answers":
     # what no pick changes (the bench's questions, references, judge prompts): kept per data version
-    context = cached_query(harness_diff.setup_context, version, benches=(bench,))
+    # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
+    context = kept_query(harness_diff.setup_context, version, benches=(bench,))
     for row in cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
                             model=a.get("model"), context=context).itertuples():
         st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")

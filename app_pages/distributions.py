@@ -9,7 +9,7 @@ from lib.analysis import answer_features, coverage, distributions, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
 from app_pages._state import keep_picks, keep_valid
-from app_pages._store import cached_chart, cached_query, page_start
+from app_pages._store import cached_chart, cached_query, cached_query_given, cached_shared, page_start
 from app_pages._widgets import readable_subset, show_chart, show_table
 
 MAX_JUDGES = 6  # judges preselected; more are one pick away
@@ -45,7 +45,13 @@ unit = d1.radio("Count", ["item", "judgment"], horizontal=True, key="dist_unit",
 color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "category"], key="dist_color")
 facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
 by = [color] + ([facet] if facet not in ("(none)", color) else [])
-hist = cached_query(distributions.score_histogram, version, by=by, unit=unit, filters=filters)
+# The counts per every group key at once, cached per unit and filters: colouring or splitting the bars another way
+# sums them again (milliseconds) instead of querying every judgment again; a rerun that changes neither reads the
+# histogram from its cache, without the counts.
+hist = cached_query_given(
+    distributions.score_histogram, version,
+    lambda: {"counts": cached_query(distributions.score_counts, version, unit=unit, filters=filters)},
+    by=by, unit=unit, filters=filters)
 if hist.empty:
     st.info("No scored items for this choice.")
     st.stop()
@@ -99,8 +105,12 @@ with st.expander("Does a judge score longer answers higher? (reads every judged 
     if length_box.open:
         keep_valid("dist_length_judge", judges)
         judge = st.selectbox("Length bias of judge", judges, key="dist_length_judge")
-        profile, stats, n_points, points = cached_query(distributions.length_summary, version, bench=bench,
-                                                        judge=judge)
+        # The bench's answer lengths (every model's, whoever judged them) are kept per bench and data version:
+        # another judge reads only its own scores and joins them in memory.
+        profile, stats, n_points, points = cached_query_given(
+            distributions.length_summary, version,
+            lambda: {"lengths": cached_shared(distributions.answer_lengths, version, bench=bench)},
+            bench=bench, judge=judge)
         if not n_points:
             st.info("No answer texts to measure: import the model_answer files of these models.")
         else:

@@ -155,17 +155,39 @@ def run(fn, **kwargs):
 # The page's rows first (one more than a page: is there a next one?). Counting every match reads every text of the
 # chosen fields, seconds at a million judgments while a page of a common word takes a fraction: the counts come from
 # the rows when the first page holds them all, and otherwise only when asked for (the toggle below).
+# Each page read tells how many matches some fields hold (those it read to their end); kept per data version in
+# this session, the next page, or the same text with more filters, skips them (S.carried_counts) instead of reading
+# every answer again for a word no answer holds.
+seen = st.session_state.get("_sr_seen")
+if not seen or seen[0] != version:
+    seen = st.session_state["_sr_seen"] = (version, [])
+
+
+def remember(counts: dict[str, int]) -> None:
+    """This query's counts, with what was known of it before, first in this session's last 20 searches."""
+    before = next((c for q, c in seen[1] if q == query), {})
+    seen[1][:] = [(query, {**before, **counts}), *[e for e in seen[1] if e[0] != query]][:20]
+
+
+def read_page(number: int):
+    found = run(S.search_page, limit=PAGE_SIZE + 1, offset=(number - 1) * PAGE_SIZE,
+                _known=S.carried_counts(query, seen[1]))
+    remember(found.counts)
+    return found.rows
+
+
 page = st.session_state.get("sr_page")
 page = page if isinstance(page, int) and page >= 1 else 1
 count_all = bool(st.session_state.get("sr_count"))
-raw = run(S.search, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+raw = read_page(page)
 by_field = None
 if count_all or (page > 1 and raw.empty):  # asked for, or a page past the end (a link): how many there are
     by_field = run(S.count_by_field)
+    remember({f: by_field.get(f, 0) for f in query.fields})
     last = max(1, -(-sum(by_field.values()) // PAGE_SIZE))
     if page > last:
         page = last
-        raw = run(S.search, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        raw = read_page(page)
 elif page == 1 and len(raw) <= PAGE_SIZE:  # every match is on this page: its rows are the counts
     by_field = {f: int(n) for f, n in raw["field"].value_counts().items()}
 st.session_state["sr_page"] = page
@@ -216,7 +238,7 @@ if total != 0:
                                               "snippet": st.column_config.TextColumn("hit in context", width=640),
                                               "score": st.column_config.NumberColumn(format="%.1f")})
     d1, d2 = st.columns(2)
-    d1.download_button("This page as CSV", csv_text(results.drop(columns=["open"])).encode(),
+    d1.download_button("This page as CSV", lambda: csv_text(results.drop(columns=["open"])).encode(),
                        "search_page.csv", "text/csv", on_click="ignore", icon=":material/download:")
     d2.download_button("All results as CSV (up to 10,000)",
                        data=lambda: csv_text(S.search(store, query, limit=10_000)).encode(),

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lib.analysis import agreement, deltas, distributions, harness_diff, item_view, linking, queries, runs  # noqa: E402
 from lib.keys import ItemKey  # noqa: E402
 from lib.store import Store, refresh_item_scores  # noqa: E402
+from lib.vocab import single_bracket_only_sql  # noqa: E402
 
 CATEGORIES = ["coding", "extraction", "humanities", "math", "reasoning", "roleplay", "stem", "writing"]
 
@@ -63,7 +64,7 @@ def build(path: Path, rows: int, judges: int, models: int | None = None, judge_n
                    'model-' || m, CAST(q AS VARCHAR), turn, 0, s, CASE WHEN s = -1 THEN NULL ELSE s END,
                    CASE WHEN s = -1 THEN 'not_parsed' ELSE 'ok' END,
                    repeat('評価の理由を述べます。' || md5(j::VARCHAR || m || q || turn), 12) || ' Rating: [[' || s || ']]',
-                   '[Instruction] Please act as an impartial judge. ' || repeat(md5(m::VARCHAR || q || turn), 40), NULL, NULL, NULL
+                   '[Instruction] Please act as an impartial judge. ' || repeat(md5(m::VARCHAR || q || turn), 40), NULL, NULL, NULL, NULL
             FROM (SELECT j, m, q, turn,
                          CASE WHEN hash(j, m, q, turn) % 100 = 0 THEN -1
                               ELSE 1 + ((hash(m, q) % 7) + (hash(j, m, q, turn) % 4))::INT END AS s
@@ -80,9 +81,11 @@ def build(path: Path, rows: int, judges: int, models: int | None = None, judge_n
             INSERT INTO single_judgments
             SELECT 1, 'swallow', 'bench_y', 'gpt-4o-2024-08-06', 'swallow-single-v1', 'hosted_vllm/model-7',
                    CAST(q AS VARCHAR), turn, s, r, r, 'ok', 'Rating: [[' || r || ']]',
-                   '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "x"}]', NULL, NULL, NULL
+                   '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "x"}]', NULL, NULL, NULL, NULL
             FROM (SELECT q, turn, s, 1 + (hash(q, turn, s) % 10)::INT AS r
                   FROM range(1, 81) b(q), range(1, 3) c(turn), range(0, 5) d(s))""")
+        # the flag every writer derives on insert (lib.store.bulk.DERIVED): only the rows it holds for are set
+        cur.execute(f"UPDATE single_judgments SET single_bracket = true WHERE {single_bracket_only_sql('rationale')}")
         t1 = time.perf_counter()
         refresh_item_scores(cur)  # what ingest does after writing judgments
         refresh_s = time.perf_counter() - t1
@@ -124,9 +127,8 @@ def interactions(store: Store, judges: list[str]) -> dict[str, callable]:
         "scores --by judge,model,turn": lambda: queries.scores(store),
         "agreement: table (all judges)": lambda: agreement.agreement(store, judges, bench="bench_x"),
         "agreement: top 200 disagreements": lambda: agreement.disagreements(store, judges, bench="bench_x", limit=200),
-        "agreement: parse failures (statuses only)": lambda: agreement.parse_failures(store, bench="bench_x",
-                                                                                      scan_text=False),
-        "agreement: parse failures + single-bracket text scan": lambda: agreement.parse_failures(store, bench="bench_x"),
+        "agreement: parse failures (single-bracket flag stored)": lambda: agreement.parse_failures(store,
+                                                                                                 bench="bench_x"),
         "item view: one item (question, answer, verdicts)": lambda: (
             item_view.question(store, "bench_x", "31"), item_view.answer(store, key), item_view.verdicts(store, key)),
         "item view: previous/next order": lambda: item_view.item_order(store, "bench_x", "model-7"),

@@ -103,6 +103,21 @@ DOUBLE_BRACKET_RE = re.compile(DOUBLE_BRACKET)
 SINGLE_BRACKET_RE = re.compile(SINGLE_BRACKET)
 
 
+def single_bracket_only_sql(column: str) -> str:
+    """SQL, true when the text ``column`` has no ``[[N]]`` but has a ``[N]``: FastChat's backup regex took that
+    number as the rating (e.g. a "[1]" list marker). NULL for a NULL text. The one home of the rule: the writers
+    store it with every judgment (``single_judgments.single_bracket``, ``lib.store.bulk.DERIVED``), so readers
+    never scan the texts for it. The patterns are inlined (no parameters), so any statement can carry it."""
+    double, single = (re2_digits(p) for p in (DOUBLE_BRACKET, SINGLE_BRACKET))
+    return f"(NOT regexp_matches({column}, '{double}') AND regexp_matches({column}, '{single}'))"
+
+
+def re2_digits(pattern: str) -> str:
+    """``pattern`` for DuckDB's RE2, digits as FastChat's Python regex reads them: Python's ``\\d`` is any Unicode
+    decimal digit (a full-width "[８]" is a rating of 8 to FastChat: ``float("８") == 8.0``), RE2's only 0-9."""
+    return pattern.replace(r"\d", r"\p{Nd}")
+
+
 # parser kinds (lib.judging.parsers) whose last step is FastChat's chain: [[N]], else [N]
 FASTCHAT_CHAIN_KINDS = frozenset({"fastchat_single", "ja_rating"})
 

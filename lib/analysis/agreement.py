@@ -27,7 +27,7 @@ import pandas as pd
 from lib import harness as H
 from lib.errors import JudgeChoiceError, UnknownJudgeError, UsageError
 from lib.store import Store, frame
-from lib.vocab import DOUBLE_BRACKET, QID_ORDER, SINGLE_BRACKET, qid_order
+from lib.vocab import QID_ORDER, qid_order
 
 ITEM_KEYS = ("bench", "question_id", "model", "turn")
 MATRIX_KEYS = ITEM_KEYS + ("category",)
@@ -475,11 +475,10 @@ RULES_NOTE = (
     "scores (item_scores: repeats averaged per item, -1, $ERROR$ and out-of-range left out).")
 
 
-def _rules_sql(keys: tuple[str, ...], conditions: list[str], with_text: bool) -> str:
+def _rules_sql(keys: tuple[str, ...], conditions: list[str], with_single_bracket: bool) -> str:
     text_columns = """,
-                   count(*) FILTER (NOT regexp_matches(j.rationale, $double) AND regexp_matches(j.rationale, $single))
-                       AS single_bracket_only""" if with_text else ""
-    text_sum = ", sum(single_bracket_only)::BIGINT AS single_bracket_only" if with_text else ""
+                   count(*) FILTER (j.single_bracket) AS single_bracket_only""" if with_single_bracket else ""
+    text_sum = ", sum(single_bracket_only)::BIGINT AS single_bracket_only" if with_single_bracket else ""
     counts = """sum(judgments)::BIGINT AS judgments,
                sum(not_parsed)::BIGINT AS not_parsed,
                sum(not_parsed) / sum(judgments) AS not_parsed_rate,
@@ -520,7 +519,7 @@ def _rule_conditions(harness, bench, judge, model, turn) -> tuple[list[str], dic
 
 
 def parse_failures(store: Store, *, harness: str | None = None, bench: str | None = None,
-                   judge: str | None = None, turn: int | None = None, scan_text: bool = True) -> pd.DataFrame:
+                   judge: str | None = None, turn: int | None = None) -> pd.DataFrame:
     """Judgments without a usable score, per harness, bench, judge and category (bench is kept so
     that categories of different benches never pool), with the harnesses' averaging rules side by side.
 
@@ -530,13 +529,11 @@ def parse_failures(store: Store, *, harness: str | None = None, bench: str | Non
     ``[[N]]`` but has a ``[N]``: FastChat's backup regex took that number as the rating, e.g. a "[1]"
     list marker, so the score is probably wrong although it counts as parsed), then
     mean_fastchat_rule, mean_swallow_rule and mean_judgelens as described in ``RULES_NOTE``.
-    Finding single_bracket_only reads every rationale (about 1 s per million judgments); with
-    ``scan_text=False`` that column is left out and nothing but scores and statuses is read.
+    single_bracket_only counts the flag stored with each judgment (``single_judgments.single_bracket``, written at
+    import by ``lib.vocab.single_bracket_only_sql``): no rationale is read.
     """
     conditions, params = _rule_conditions(harness, bench, judge, None, turn)
-    if scan_text:
-        params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
-    return frame(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, scan_text), params)
+    return frame(store, _rules_sql(("harness", "bench", "judge", "category"), conditions, True), params)
 
 
 def harness_rule_means(store: Store, *, harness: str | None = None, bench: str | None = None,

@@ -20,8 +20,9 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from lib.errors import UsageError
-from lib.store import Store, frame
+from lib.store import Store, frame, in_memory
 from lib.vocab import model_key_sql
 
 GROUP_KEYS = ("harness", "bench", "judge", "model", "turn", "category")
@@ -71,46 +72,68 @@ def _scored_rows(unit: str) -> str:
     raise UsageError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
 
 
-def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
-                    filters: dict | None = None) -> pd.DataFrame:
-    """Counts per score bin per group: ``by…, bin, bin_label, count, n, share``.
+COUNT_KEYS = GROUP_KEYS  # score_counts' grouping: every key a histogram can be drawn by
 
-    Every group gets all 10 bins (count 0 where empty), so bars line up across groups. ``n`` is the
-    group's total (the sum of its counts) and ``share = count / n``. See ``HISTOGRAM_RULE``.
-    """
-    by = _check_keys(by, GROUP_KEYS, "group key")
+
+def score_counts(store: Store, *, unit: str = "item", filters: dict | None = None) -> pd.DataFrame:
+    """How many scores fall in each bin per every group key at once: ``harness, bench, judge, model, turn,
+    category, bin, count`` (only bins with a count; ``bin`` = floor(score), 10 for a 10). Every histogram of
+    these filters is a sum over it (``histogram_of_counts``): a page caches this, not one query per way of
+    colouring or splitting the bars (a query over a million judgments per click)."""
     params: dict = {}
     where = _where(filters, params)
-    keys = ", ".join(by)
-    sel = f"{keys}, " if by else ""
-    group_cols = f"SELECT DISTINCT {keys} FROM rows" if by else "SELECT 1 AS _one"
-    join_on = " AND ".join(f"c.{k} IS NOT DISTINCT FROM g.{k}" for k in by) or "true"
-    g_keys = ", ".join(f"g.{k}" for k in by)
-    sql = f"""
-        WITH rows AS (SELECT * FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}),
-        low AS (SELECT CAST(least(1, coalesce(min(floor(score)), 1)) AS INTEGER) AS lo FROM rows),
-        counts AS (
-            SELECT {sel}CAST(greatest((SELECT lo FROM low), least(10, floor(score))) AS INTEGER) AS bin,
-                   count(*) AS count
-            FROM rows GROUP BY ALL),
-        groups AS ({group_cols}),
-        -- bins 1-10; from 0 when a scale starting at 0 (Nejumi, Inspect graders) gave a 0
-        grid AS (SELECT g.*, b.bin FROM groups g,
-                 (SELECT CAST(range AS INTEGER) AS bin FROM range((SELECT lo FROM low), 11)) b)
-        SELECT {g_keys + ', ' if by else ''}g.bin,
-               CASE WHEN g.bin = 10 THEN '10' ELSE '[' || g.bin || ',' || (g.bin + 1) || ')' END AS bin_label,
-               coalesce(c.count, 0) AS count
-        FROM grid g LEFT JOIN counts c ON c.bin = g.bin AND {join_on}
-        ORDER BY {g_keys + ', ' if by else ''}g.bin"""
-    df = frame(store, sql, params)
-    if df.empty or df["count"].sum() == 0:  # no scores: no groups, not 10 empty bins
-        return df.iloc[0:0].assign(n=pd.Series(dtype="int64"), share=pd.Series(dtype="float64"))
+    df = frame(store, f"""
+        SELECT {', '.join(COUNT_KEYS)}, CAST(least(10, floor(score)) AS INTEGER) AS bin, count(*) AS count
+        FROM {_scored_rows(unit)} {'WHERE ' + ' AND '.join(where) if where else ''}
+        GROUP BY ALL""", params)
+    df["count"] = df["count"].astype("int64")
+    df.attrs["unit"] = unit
+    return df
+
+
+def histogram_of_counts(counts: pd.DataFrame, by: Iterable[str] = ()) -> pd.DataFrame:
+    """``score_histogram`` from ``score_counts``' frame: counts per score bin per group, ``by…, bin, bin_label,
+    count, n, share``.
+
+    Every group gets all 10 bins (count 0 where empty), so bars line up across groups: bins 1-10, from 0 (or lower)
+    when a scale starting at 0 (Nejumi, Inspect graders) gave one. ``n`` is the group's total (the sum of its counts)
+    and ``share = count / n``. Groups and bins in order, a missing key (NULL) last. See ``HISTOGRAM_RULE``.
+    """
+    by = _check_keys(by, GROUP_KEYS, "group key")
+    if counts.empty or counts["count"].sum() == 0:  # no scores: no groups, not 10 empty bins
+        empty = pd.DataFrame({**{k: counts[k].iloc[0:0] for k in by}, "bin": pd.Series(dtype="int32"),
+                              "bin_label": pd.Series(dtype=object), "count": pd.Series(dtype="int64"),
+                              "n": pd.Series(dtype="int64"), "share": pd.Series(dtype="float64")})
+        empty.attrs.update(rule=HISTOGRAM_RULE, unit=counts.attrs.get("unit", "item"))
+        return empty
+    lo = min(1, int(counts["bin"].min()))
+    bins = np.arange(lo, 11, dtype="int32")
+    if by:
+        per_bin = counts.groupby(by + ["bin"], dropna=False, sort=False)["count"].sum()
+        groups = per_bin.index.droplevel("bin").unique().sort_values(na_position="last")
+        grid = pd.MultiIndex.from_tuples([(*(g if len(by) > 1 else (g,)), b) for g in groups for b in bins],
+                                         names=by + ["bin"])
+        df = per_bin.reindex(grid, fill_value=0).reset_index()
+        df = df.astype({k: counts[k].dtype for k in by})  # the index made a turn of int32 one of int64
+    else:
+        per_bin = counts.groupby("bin")["count"].sum()
+        df = per_bin.reindex(bins, fill_value=0).rename_axis("bin").reset_index()
+    df["bin"] = df["bin"].astype("int32")
+    df.insert(len(by) + 1, "bin_label", [("10" if b == 10 else f"[{b},{b + 1})") for b in df["bin"]])
     df["count"] = df["count"].astype("int64")
     df["n"] = df.groupby(by, dropna=False)["count"].transform("sum") if by else df["count"].sum()
     df["share"] = df["count"] / df["n"]
     df.attrs["rule"] = HISTOGRAM_RULE
-    df.attrs["unit"] = unit
+    df.attrs["unit"] = counts.attrs.get("unit", "item")
     return df
+
+
+def score_histogram(store: Store, by: Iterable[str] = (), *, unit: str = "item",
+                    filters: dict | None = None, counts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Counts per score bin per group: ``by…, bin, bin_label, count, n, share`` (``histogram_of_counts`` of
+    ``score_counts``). ``counts``: ``score_counts`` of this unit and these filters, when the caller kept them."""
+    by = _check_keys(by, GROUP_KEYS, "group key")
+    return histogram_of_counts(score_counts(store, unit=unit, filters=filters) if counts is None else counts, by)
 
 
 def score_summary(store: Store, by: Iterable[str] = (), *, unit: str = "item",
@@ -270,34 +293,19 @@ POINT_COLUMNS = ("harness", "bench", "judge", "model", "question_id", "turn", "s
                  "score")
 
 
-def length_points(store: Store, *, judge: str | None = None, bench: str | None = None,
-                  model: str | None = None, columns: tuple[str, ...] = POINT_COLUMNS) -> pd.DataFrame:
-    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``; only
-    ``columns`` of them (in the same row order) when fewer are needed: at a million judgments, fetching the keys of
-    200,000 points costs more than the numbers."""
-    unknown = [c for c in columns if c not in POINT_COLUMNS]
-    if unknown:
-        raise UsageError(f"unknown column {', '.join(map(repr, unknown))}; choose from {', '.join(POINT_COLUMNS)}")
+def answer_lengths(store: Store, *, bench: str | None = None):
+    """Every stored answer (of ``bench``, or of every bench) under every name a judgment may use for it ('__' = '/',
+    case-insensitive), with its length: an Arrow table of ``bench, question_id, turn, sample, name, harness, model,
+    source_id, answer_chars``. The part of ``length_points`` that does not
+    depend on the judge: a page keeps it per bench and data version, and another judge then costs a read of that
+    judge's scores and a join (``length_points(lengths=...)``)."""
     params: dict = {}
-    where = ["j.score IS NOT NULL"]
-    for key, value in (("judge", judge), ("bench", bench), ("model", model)):
-        if value is not None:
-            params[key] = value
-            where.append(f"j.{key} = ${key}")
-    # The answers of the judged benches: one bench named outright, so its filter reaches the scans of answers and
-    # answer_features (a fifth of this query's CPU at a million judgments) instead of a semi join after them.
-    answer_benches = "= $bench" if bench is not None else "IN (SELECT DISTINCT bench FROM judged)"
-    # Answers under every name a judgment may use for them ('__' = '/', case-insensitive). The names are worked out
-    # once per distinct (model, model_id, file_model) of the answers (about one per model), not per answer: the
-    # per-answer unnest and DISTINCT, and a window over every judged answer to pick the best match, were two thirds
-    # of this query's time at a million judgments. The best match per judged answer is the same: same harness
-    # first, then the same stored model name, then the newest source.
+    if bench is not None:
+        params["bench"] = bench
+    # The names are worked out once per distinct (model, model_id, file_model) of the answers (about one per model),
+    # not per answer: the per-answer unnest and DISTINCT were most of this query at a million judgments.
     sql = f"""
-        WITH judged AS (
-            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample,
-                   avg(j.score) AS score
-            FROM single_judgments j WHERE {' AND '.join(where)} GROUP BY ALL),
-        triples AS (SELECT DISTINCT model, model_id, file_model FROM answers),
+        WITH triples AS (SELECT DISTINCT model, model_id, file_model FROM answers),
         names AS (
             SELECT DISTINCT t.model, t.model_id, t.file_model, n.name
             FROM triples t,
@@ -312,34 +320,71 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
             FROM answers a LEFT JOIN answer_features f
               ON f.source_id = a.source_id AND f.bench = a.bench AND f.model = a.model
              AND f.question_id = a.question_id AND f.turn = a.turn AND f.sample = a.sample
-            WHERE a.bench {answer_benches}),
+            {'WHERE a.bench = $bench' if bench is not None else ''}),
         read_texts AS (
             SELECT a.source_id, a.bench, a.model, a.question_id, a.turn, a.sample, length(a.text) AS chars
             FROM answers a SEMI JOIN (SELECT * FROM keyed WHERE known_chars IS NULL) k
               ON k.source_id = a.source_id AND k.bench = a.bench AND k.model = a.model
-             AND k.question_id = a.question_id AND k.turn = a.turn AND k.sample = a.sample),
-        answer_names AS (
-            SELECT k.source_id, k.harness, k.bench, k.question_id, k.turn, k.sample, k.model,
-                   coalesce(k.known_chars, r.chars) AS answer_chars, x.name
-            FROM keyed k JOIN names x
-              ON x.model IS NOT DISTINCT FROM k.model AND x.model_id IS NOT DISTINCT FROM k.model_id
-             AND x.file_model IS NOT DISTINCT FROM k.file_model
-            LEFT JOIN read_texts r
-              ON r.source_id = k.source_id AND r.bench = k.bench AND r.model = k.model
-             AND r.question_id = k.question_id AND r.turn = k.turn AND r.sample = k.sample),
-        matched AS (
-            SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, j.score,
-                   arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
-                                            coalesce(CAST(x.model = j.model AS INTEGER), -1),
-                                            coalesce(x.source_id, -1)]) AS answer_chars
-            FROM judged j LEFT JOIN answer_names x
-              ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
-             AND x.sample = j.sample AND x.name = {_norm('j.model')}
-            GROUP BY ALL)
-        SELECT {', '.join(('q.' if c == 'category' else 'm.') + c for c in columns)}
-        FROM matched m LEFT JOIN current_questions q ON q.bench = m.bench AND q.question_id = m.question_id
-        ORDER BY m.harness, m.bench, m.judge, m.model, m.question_id, m.turn, m.sample"""
-    df = frame(store, sql, params)
+             AND k.question_id = a.question_id AND k.turn = a.turn AND k.sample = a.sample)
+        SELECT k.bench, k.question_id, k.turn, k.sample, x.name, k.harness, k.model, k.source_id,
+               coalesce(k.known_chars, r.chars) AS answer_chars
+        FROM keyed k JOIN names x
+          ON x.model IS NOT DISTINCT FROM k.model AND x.model_id IS NOT DISTINCT FROM k.model_id
+         AND x.file_model IS NOT DISTINCT FROM k.file_model
+        LEFT JOIN read_texts r
+          ON r.source_id = k.source_id AND r.bench = k.bench AND r.model = k.model
+         AND r.question_id = k.question_id AND r.turn = k.turn AND r.sample = k.sample"""
+    with store.read() as cur:
+        return cur.execute(sql, params).to_arrow_table()
+
+
+def length_points(store: Store, *, judge: str | None = None, bench: str | None = None,
+                  model: str | None = None, columns: tuple[str, ...] = POINT_COLUMNS, lengths=None) -> pd.DataFrame:
+    """Per judged answer: keys, category, ``answer_chars`` (NULL when no answer matched) and ``score``; only
+    ``columns`` of them (in the same row order) when fewer are needed: at a million judgments, fetching the keys of
+    200,000 points costs more than the numbers. ``lengths``: ``answer_lengths`` of this store and data (of
+    ``bench``, or of every bench), when the caller kept it; read here otherwise."""
+    unknown = [c for c in columns if c not in POINT_COLUMNS]
+    if unknown:
+        raise UsageError(f"unknown column {', '.join(map(repr, unknown))}; choose from {', '.join(POINT_COLUMNS)}")
+    if lengths is None:
+        lengths = answer_lengths(store, bench=bench)
+    params: dict = {}
+    where = ["j.score IS NOT NULL"]
+    for key, value in (("judge", judge), ("bench", bench), ("model", model)):
+        if value is not None:
+            params[key] = value
+            where.append(f"j.{key} = ${key}")
+    keys = ["harness", "bench", "judge", "model", "question_id", "turn", "sample"]
+    judged_sql = f"""
+        SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, avg(j.score) AS score
+        FROM single_judgments j WHERE {' AND '.join(where)} GROUP BY ALL"""
+    if "category" in columns:
+        judged_sql = f"""
+            SELECT g.*, q.category FROM ({judged_sql}) g
+            LEFT JOIN current_questions q ON q.bench = g.bench AND q.question_id = g.question_id"""
+    # In order here, where the store's compressed strings sort fast; the join below keeps it by row number (sorting
+    # the joined rows by their string keys in memory cost as much as the join).
+    with store.read() as cur:
+        judged = cur.execute(f"{judged_sql} ORDER BY {', '.join(keys)}", params).to_arrow_table()
+    judged = judged.append_column("i", pa.array(np.arange(judged.num_rows, dtype="int64")))
+    on = f"""x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn AND x.sample = j.sample
+             AND x.name = {_norm('j.model')}"""
+    out = ", ".join("x.answer_chars" if c == "answer_chars" else "j." + c for c in columns)
+    tables = {"judged": judged, "lengths": lengths}
+    # Almost always each judged answer has one stored answer under its name, or none: a plain join, one row each.
+    df = in_memory(tables, f"SELECT {out} FROM judged j LEFT JOIN lengths x ON {on} ORDER BY j.i")
+    if len(df) != judged.num_rows:
+        # Some have several (two sources or harnesses): the best match, same harness first, then the same stored
+        # model name, then the newest source (ranking every judged answer was a third of the query's time at 1M).
+        df = in_memory(tables, f"""
+            WITH picked AS (
+                SELECT j.i, arg_max(x.answer_chars, [coalesce(CAST(x.harness = j.harness AS INTEGER), -1),
+                                                     coalesce(CAST(x.model = j.model AS INTEGER), -1),
+                                                     coalesce(x.source_id, -1)]) AS answer_chars
+                FROM judged j JOIN lengths x ON {on} GROUP BY j.i)
+            SELECT {out.replace('x.answer_chars', 'x.answer_chars AS answer_chars')}
+            FROM judged j LEFT JOIN picked x ON x.i = j.i ORDER BY j.i""")
     df.attrs["rule"] = LENGTH_RULE
     return df
 
@@ -394,12 +439,14 @@ SHOWN_POINTS = 5000  # at most this many judged answers are drawn as points unde
 
 
 def length_summary(store: Store, *, judge: str | None = None, bench: str | None = None,
-                   model: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
+                   model: str | None = None,
+                   lengths=None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame | None]:
     """What the length-bias view shows, and nothing more: ``(profile, stats, n_points, points)`` with
     ``length_profile`` and the stats of ``length_bias``, the number of points, and the points themselves only when
     there are at most ``SHOWN_POINTS`` (else None). A page caches this, not the points: at a million judgments a
-    judge has 200,000 of them, which a cache would unpickle (and the profile recompute) on every rerun."""
-    points, stats = _length_stats(length_points(store, judge=judge, bench=bench, model=model,
+    judge has 200,000 of them, which a cache would unpickle (and the profile recompute) on every rerun. ``lengths``:
+    as for ``length_points``."""
+    points, stats = _length_stats(length_points(store, judge=judge, bench=bench, model=model, lengths=lengths,
                                                 columns=("harness", "bench", "judge", "answer_chars", "score")))
     return length_profile(points), stats, len(points), points if len(points) <= SHOWN_POINTS else None
 

@@ -52,8 +52,8 @@ Flags (``FLAGS`` lists them with one-line descriptions; ``all_flags`` runs them 
     whose answer was cut: the judged turn, or turn 1 shown in a turn-2 (multi-turn) judge prompt.
 
 No flag calls an API or writes anything. Timing on a synthetic store of 1M judgments (warm): empty_high
-0.4 s, single_bracket 0.6 s (a regex over every rationale), reference_leak 1.2 s with no candidates and
-~2.7 s with 100k judgments shown a reference, the others under 0.05 s.
+0.4 s, reference_leak 1.2 s with no candidates and ~2.7 s with 100k judgments shown a reference, the others under
+0.05 s (single_bracket reads only the rows flagged at import: ``single_judgments.single_bracket``).
 """
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ from lib import harness as H
 from lib.analysis.item_view import link, link_params
 from lib.store import Store, frame
 from lib.errors import UsageError
-from lib.vocab import (DOUBLE_BRACKET, DOUBLE_BRACKET_RE, FASTCHAT_CHAIN_KINDS, MODEL_KEY_SQL as MK, QID_ORDER,
-                       SINGLE_BRACKET, SINGLE_BRACKET_RE, THINK_SQL, fastchat_rating, model_key, qid_order)
+from lib.vocab import (DOUBLE_BRACKET_RE, FASTCHAT_CHAIN_KINDS, MODEL_KEY_SQL as MK, QID_ORDER, SINGLE_BRACKET_RE,
+                       THINK_SQL, fastchat_rating, model_key, qid_order)
 
 NEAR_EMPTY_CHARS = 5
 HIGH_SCORE = 6.0
@@ -415,16 +415,14 @@ def used_fallback(text: str, spec: dict) -> bool:
 
 def single_bracket_ratings(store: Store, *, bench: str | None = None, judge: str | None = None) -> pd.DataFrame:
     """Judgments whose rating came from the single-bracket fallback ``[N]`` (no ``[[N]]`` in the
-    output). Extra columns: raw_score, parse_status, match, match_span, looks_like, suspicious,
+    output: the flag ``single_judgments.single_bracket`` stored at import, so only flagged rows are read). Extra columns: raw_score, parse_status, match, match_span, looks_like, suspicious,
     n_single_brackets, context."""
     where, params = _filters(bench, judge)
-    params.update(double=DOUBLE_BRACKET, single=SINGLE_BRACKET)
     df = frame(store, f"""
         SELECT harness, bench, judge, prompt_name, model, question_id, turn, sample, score, raw_score, parse_status,
                rationale
         FROM single_judgments j
-        WHERE rationale IS NOT NULL AND contains(rationale, '[') AND parse_status IN ('ok', 'out_of_range'){where}
-          AND NOT regexp_matches(rationale, $double) AND regexp_matches(rationale, $single)
+        WHERE j.single_bracket AND parse_status IN ('ok', 'out_of_range'){where}
         ORDER BY bench, judge, model, {QID_ORDER}, turn, sample""", params, plain=True)
     extra = ["raw_score", "parse_status", "match", "match_span", "looks_like", "suspicious", "n_single_brackets",
              "context"]

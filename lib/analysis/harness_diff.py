@@ -33,6 +33,7 @@ AREA_LABELS = {"judge_model": "judge model", "judge_prompt": "judge prompt", "sy
 ANSWER_AREAS = ("system_prompt", "samples", "temperature", "truncation", "reasoning")
 COLUMNS = ["area", "a", "b", "differs", "evidence", "example"]
 TRUNCATION_LIMITS = (8192, 6144)
+PROMPT_KEYS = ("harness", "bench", "judge", "model", "prompt_name", "question_id", "turn", "source_id")
 _SENTENCE = re.compile(r"(?<=[.!?。])\s+|\n+")
 
 
@@ -146,17 +147,38 @@ class _Reads:
                 for i, r in enumerate(self.runs)}
 
     @cached_property
-    def stats(self) -> dict[Run, dict]:
-        """Per run: judgments, judgments without a rating (and the first such item), samples judged, score range."""
+    def _judgment_keys(self) -> tuple[list[tuple], list[tuple]]:
+        """One read of the runs' judgments (keys and scores, no text) for ``stats`` and ``prompt_rows``: per run and
+        prompt name the keys of its first sample-0 row (in question order), and per run its ``stats`` row (two
+        statements on a DuckLake store paid the catalog twice for the same rows)."""
         where, params = _run_filter(self.runs)
+        keys = ", ".join(PROMPT_KEYS)
+        # the order of the rows of one name, the same on every store (ties broken down to the prompt text, below)
+        order = "coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, question_id, source_id"
         rows = _rows(self.store, f"""
-            SELECT harness, bench, judge, model, count(*), count(*) FILTER (parse_status <> 'ok'),
+            WITH j AS MATERIALIZED (
+                SELECT {keys}, sample, parse_status, score FROM single_judgments WHERE {where})
+            SELECT 0 AS part, {keys}, NULL AS total, NULL AS failed, NULL AS first_failed, NULL AS judged,
+                   NULL AS lo, NULL AS hi FROM (
+                SELECT {keys}, row_number() OVER (PARTITION BY harness, bench, judge, model, prompt_name
+                                                 ORDER BY {order}) AS n
+                FROM j WHERE sample = 0)
+            WHERE n = 1
+            UNION ALL
+            SELECT 1, harness, bench, judge, model, NULL, NULL, NULL, NULL, count(*),
+                   count(*) FILTER (parse_status <> 'ok'),
                    arg_min({{'q': question_id, 't': turn, 's': sample}},
                            {{'n': coalesce(TRY_CAST(question_id AS BIGINT), 9223372036854775807), 'q': question_id,
                              't': turn, 's': sample}}) FILTER (parse_status <> 'ok'),
                    count(DISTINCT sample), min(score), max(score)
-            FROM single_judgments WHERE {where} GROUP BY ALL""", params)
-        found = {Run(*row[:4]): row[4:] for row in rows}
+            FROM j GROUP BY ALL""", params)
+        return ([row[1:1 + len(PROMPT_KEYS)] for row in rows if row[0] == 0],
+                [row[1:5] + row[1 + len(PROMPT_KEYS):] for row in rows if row[0] == 1])
+
+    @cached_property
+    def stats(self) -> dict[Run, dict]:
+        """Per run: judgments, judgments without a rating (and the first such item), samples judged, score range."""
+        found = {Run(*row[:4]): row[4:] for row in self._judgment_keys[1]}
         out = {}
         for r in self.runs:
             total, failed, first, judged, lo, hi = found.get(r, (0, 0, None, 0, None, None))
@@ -173,16 +195,8 @@ class _Reads:
         text costs its whole compressed vector (and a Parquet page on a lake) for every row read, or even tested
         for NULL; reading (or testing) every prompt of two runs to keep one per name was most of a Compare click
         at a million judgments. A name whose first row stored no prompt (rare) is read the thorough way."""
-        where, params = _run_filter(self.runs)
-        keys = ("harness", "bench", "judge", "model", "prompt_name", "question_id", "turn", "source_id")
-        # the order of the rows of one name, the same on every store (ties broken down to the prompt text, below)
-        order = "coalesce(TRY_CAST(question_id AS BIGINT), 0) * 10 + turn, question_id, source_id"
-        firsts = _rows(self.store, f"""
-            SELECT {', '.join(keys)} FROM (
-                SELECT {', '.join(keys)}, row_number() OVER (PARTITION BY harness, bench, judge, model, prompt_name
-                                                            ORDER BY {order}) AS n
-                FROM single_judgments WHERE {where} AND sample = 0)
-            WHERE n = 1""", params)
+        keys = PROMPT_KEYS
+        firsts = self._judgment_keys[0]
         texts: dict[tuple, list[str | None]] = {}
         if firsts:  # every row with a first row's keys (ties included), chosen by constant IN lists: exact rows
             values = [sorted({row[i] for row in firsts}, key=str) for i in range(len(keys))]
@@ -650,18 +664,28 @@ def _questions(reads: _Reads, ra: Run, rb: Run) -> dict:
 def setup_context(store: Store, benches: tuple[str, ...]) -> dict:
     """What a setup table reads that no pick of a run changes, for ``harness_diff(..., context=...)`` and
     ``harness_diffs``: the questions and reference answers of ``benches`` and the system prompt of every imported
-    judge prompt name, the links from each bench to those after it (run A's bench first: the table reads them in
-    that orientation, another one is read as before) and every model's count of reported metrics (small tables).
-    A page keeps it per data version (and links version), so picking another model or judge reads only the runs'
-    own rows (on a DuckLake store each query pays its catalog look-ups: 4 of a pick's 9 queries were these)."""
-    benches = list(dict.fromkeys(benches))  # the links read as ordered here (A's bench first): one query a pair
+    judge prompt name, the links between each two of them in both orientations (one read a pair) and every model's
+    count of reported metrics (small tables). A page keeps it per data version (and links version) for every
+    bench a pick can name (the Compare page's two-harness view: every bench of the model's runs), so picking
+    another run, judge or model reads only the runs' own rows (on a DuckLake store each query pays its catalog
+    look-ups: 4 of a pick's 9 queries were these)."""
+    benches = list(dict.fromkeys(benches))
     reads = _Reads(store, *(Run("", b, "", "") for b in benches))
     names = [row[0] for row in _rows(store, "SELECT DISTINCT name FROM judge_prompts", [])]
     prompts = reads.system_prompts(names)
+    links = {}
+    for i, a in enumerate(benches):
+        for b in benches[i + 1:]:
+            links.update(linking.links_both_ways(store, a, b))
     return {"questions": reads.questions, "references": reads.references,
-            "system_prompts": {n: prompts[n] for n in sorted(prompts)},
-            "links": {(a, b): reads.links(a, b) for i, a in enumerate(benches) for b in benches[i + 1:]},
+            "system_prompts": {n: prompts[n] for n in sorted(prompts)}, "links": links,
             "reported": _reported_counts(store, None)}
+
+
+def link_summary_of(context: dict, bench_a: str, bench_b: str) -> dict[str, int]:
+    """``linking.link_summary`` of two different benches from their ``setup_context`` (no read)."""
+    return linking.summary_of(context["links"][(bench_a, bench_b)], len(context["questions"][bench_a]),
+                              len(context["questions"][bench_b]))
 
 
 def harness_diff(store: Store, a: dict | Run, b: dict | Run, *, answers: tuple | None = None,

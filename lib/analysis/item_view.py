@@ -384,43 +384,76 @@ def _key_params(keys: list[ItemKey]) -> dict:
             "sample": [int(k.sample) for k in keys]}
 
 
+def _by_row_id(cur, table: str, row_ids: list[int], columns: list[str]) -> dict[int, tuple]:
+    """{row id: (columns...)} of these rows of ``table``, read by row id (a filter on the row ids, so only the
+    chosen rows' texts are read)."""
+    if not row_ids:
+        return {}
+    return {r[0]: r[1:] for r in cur.execute(f"SELECT rowid, {', '.join(columns)} FROM {table} "
+                                             "WHERE list_contains($ids, rowid)", {"ids": row_ids}).fetchall()}
+
+
 def items_of(store: Store, keys: list[ItemKey], *, prompts: bool = True) -> list[dict]:
-    """What ``question``, ``answer`` and ``verdicts`` return, for several items in three queries instead of three
-    per item (a report's largest disagreements: each lookup of one item scans the judgments): per key, in
+    """What ``question``, ``answer`` and ``verdicts`` return, for several items in one read of five queries instead
+    of three per item (a report's largest disagreements: each lookup of one item scans the judgments; the keys of
+    the judgments and answers, then their texts by row id, then the questions): per key, in
     order, ``{"question": ..., "answer": ..., "verdicts": ...}``. ``prompts=False``: the verdicts' judge_prompt
     is left empty (None) and not read: the items of a filter lie scattered through the table, and their prompts
     (a kilobyte or more each) cost 1.2 CPU-s of a report's 15 items at a million judgments."""
     if not keys:
         return []
     params = _key_params(keys)
-    prompt = "j.judge_prompt" if prompts else "NULL::VARCHAR AS judge_prompt"
     mk = model_key_sql("k.model")
+    texts = ["rationale"] + (["judge_prompt"] if prompts else [])
     with store.read() as cur:
-        found = cur.execute(
-            f"""{_KEYS_CTE}
-               SELECT k.i, j.harness, j.judge, j.prompt_name, j.sample, j.raw_score, j.score, j.parse_status,
-                      j.rationale, {prompt}, j.source_id, j.tstamp
-               FROM single_judgments j JOIN k ON j.bench = k.bench AND j.question_id = k.question_id
-                    AND j.turn = k.turn AND j.model = k.model
-               WHERE {H.sql_is_not("j.harness", H.where(multi_sample=True))} OR j.sample = k.sample
-               ORDER BY k.i, j.harness, j.judge, j.source_id, j.tstamp NULLS LAST""", params).df()
-        answers = cur.execute(
-            f"""{_KEYS_CTE}
-               SELECT k.i, a.text, a.model, a.max_chars, a.system_prompt, a.temperature FROM answers a JOIN k
-                 ON a.bench = k.bench AND a.question_id = k.question_id AND a.turn = k.turn AND a.sample = k.sample
-                 AND {mk} IN ({model_key_sql('a.model')}, {model_key_sql("coalesce(a.model_id, '')")},
-                              {model_key_sql("coalesce(a.file_model, '')")})
-               QUALIFY row_number() OVER (PARTITION BY k.i ORDER BY a.source_id DESC) = 1""", params).fetchall()
-        pairs = sorted({(k.bench, k.question_id) for k in keys})
-        questions = {(r[0], r[1]): r[2:] for r in cur.execute(
-            """SELECT bench, question_id, category, turns, file_turns, question_set FROM current_questions
-               WHERE (bench, question_id) IN (SELECT (b, q) FROM (SELECT unnest($b) AS b, unnest($q) AS q))""",
-            {"b": [b for b, _ in pairs], "q": [q for _, q in pairs]}).fetchall()}
+        cur.execute("BEGIN TRANSACTION")  # one snapshot: the row ids the key reads find name the rows the text reads get
+        try:
+            # keys first, texts after by row id: a text column costs its whole compressed vector for every row a
+            # join reads, and a filter's items lie scattered through the table (the texts of 15 items' judgments
+            # read that way were 0.7 CPU-s of a report at 1M judgments, by row id 0.15)
+            found = cur.execute(
+                f"""{_KEYS_CTE}
+                   SELECT k.i, j.harness, j.judge, j.prompt_name, j.sample, j.raw_score, j.score, j.parse_status,
+                          j.rowid AS row_id, j.source_id, j.tstamp
+                   FROM single_judgments j JOIN k ON j.bench = k.bench AND j.question_id = k.question_id
+                        AND j.turn = k.turn AND j.model = k.model
+                   WHERE {H.sql_is_not("j.harness", H.where(multi_sample=True))} OR j.sample = k.sample
+                   ORDER BY k.i, j.harness, j.judge, j.source_id, j.tstamp NULLS LAST""", params).df()
+            answers = cur.execute(
+                f"""{_KEYS_CTE}
+                   SELECT k.i, a.rowid, a.model, a.max_chars, a.system_prompt, a.temperature FROM answers a JOIN k
+                     ON a.bench = k.bench AND a.question_id = k.question_id AND a.turn = k.turn AND a.sample = k.sample
+                     AND {mk} IN ({model_key_sql('a.model')}, {model_key_sql("coalesce(a.model_id, '')")},
+                                  {model_key_sql("coalesce(a.file_model, '')")})
+                   QUALIFY row_number() OVER (PARTITION BY k.i ORDER BY a.source_id DESC) = 1""", params).fetchall()
+            judged = _by_row_id(cur, "single_judgments", found["row_id"].tolist(), texts)
+            answered = _by_row_id(cur, "answers", [r[1] for r in answers], ["text"])
+            pairs = sorted({(k.bench, k.question_id) for k in keys})
+            questions = {(r[0], r[1]): r[2:] for r in cur.execute(
+                """SELECT bench, question_id, category, turns, file_turns, question_set FROM current_questions
+                   WHERE (bench, question_id) IN (SELECT (b, q) FROM (SELECT unnest($b) AS b, unnest($q) AS q))""",
+                {"b": [b for b, _ in pairs], "q": [q for _, q in pairs]}).fetchall()}
+        finally:
+            cur.execute("ROLLBACK")
+    at = found.columns.get_loc("row_id")
+    # the dtypes DuckDB gives the columns read in the join: str, and object for the NULL::VARCHAR of no prompts
+    rows = found["row_id"].tolist()
+    found.insert(at, "rationale", pd.Series([judged[r][0] for r in rows], index=found.index, dtype="str"))
+    prompt_column = pd.Series([judged[r][1] for r in rows], index=found.index, dtype="str") if prompts else \
+        pd.Series([None] * len(rows), index=found.index, dtype=object)
+    found.insert(at + 1, "judge_prompt", prompt_column)
+    found = found.drop(columns="row_id")
+    answers = [(r[0], answered[r[1]][0], *r[2:]) for r in answers]
+    none = _with_column_ids(found.iloc[0:0].drop(columns="i").reset_index(drop=True))  # an item with no verdict
+    if len(found):  # _with_column_ids of every item at once (per item: a pandas groupby each, 15 ms apiece)
+        rank = found.groupby(["i", "harness", "judge"]).cumcount() + 1
+        found["column_id"] = [f"{h}:{j}" + (f"#{r}" if r > 1 else "")
+                              for h, j, r in zip(found["harness"], found["judge"], rank)]
     by_item = dict(iter(found.groupby("i", sort=False))) if len(found) else {}
     answer_rows = {r[0]: r[1:] for r in answers}
     out = []
     for i, key in enumerate(keys):
-        part = by_item.get(i, found.iloc[0:0]).drop(columns="i").reset_index(drop=True)
+        part = by_item[i].drop(columns="i").reset_index(drop=True) if i in by_item else none.copy()
         out.append({"question": _question(questions.get((key.bench, key.question_id))),
-                    "answer": _answer(answer_rows.get(i)), "verdicts": _with_column_ids(part)})
+                    "answer": _answer(answer_rows.get(i)), "verdicts": part})
     return out

@@ -174,19 +174,27 @@ def auto_link_all(store: Store) -> dict[tuple[str, str], dict[str, int]]:
 
 def links(store: Store, bench_a: str, bench_b: str, *, include_removed: bool = False) -> pd.DataFrame:
     """The links between two benches, oriented as asked (``bench_a`` columns are ``bench_a``'s)."""
-    flip = not _ordered(bench_a, bench_b)
-    lo, hi = (bench_b, bench_a) if flip else (bench_a, bench_b)
+    return links_both_ways(store, bench_a, bench_b, include_removed=include_removed)[(bench_a, bench_b)]
+
+
+def links_both_ways(store: Store, bench_a: str, bench_b: str, *,
+                    include_removed: bool = False) -> dict[tuple[str, str], pd.DataFrame]:
+    """``links`` of two benches in both orientations, ``{(bench_a, bench_b): ..., (bench_b, bench_a): ...}``, from
+    one read (the links are stored once per pair; the other orientation is the same rows turned round)."""
+    lo, hi = (bench_a, bench_b) if _ordered(bench_a, bench_b) else (bench_b, bench_a)
     with store.read() as cur:
-        df = cur.execute(f"""
+        stored = cur.execute(f"""
             SELECT bench_a, question_id_a, bench_b, question_id_b, method, similarity, edited_turns
             FROM question_links WHERE bench_a = ? AND bench_b = ? {'' if include_removed else "AND method <> 'removed'"}
             ORDER BY {qid_order(column='question_id_a')}""", [lo, hi]).df()
-    if flip:
-        df = df.rename(columns={"bench_a": "bench_b", "question_id_a": "question_id_b", "bench_b": "bench_a",
-                                "question_id_b": "question_id_a"})[LINK_COLUMNS]
-        df = df.sort_values("question_id_a", key=lambda s: pd.to_numeric(s, errors="coerce")).reset_index(drop=True)
-    df["edited_turns"] = df["edited_turns"].map(lambda v: [int(x) for x in v] if v is not None else [])
-    return df[LINK_COLUMNS]
+    turned = stored.rename(columns={"bench_a": "bench_b", "question_id_a": "question_id_b", "bench_b": "bench_a",
+                                    "question_id_b": "question_id_a"})[LINK_COLUMNS]
+    turned = turned.sort_values("question_id_a", key=lambda s: pd.to_numeric(s, errors="coerce")).reset_index(drop=True)
+    out = {}
+    for pair, df in (((hi, lo), turned), ((lo, hi), stored.copy())):  # one bench with itself: as stored
+        df["edited_turns"] = df["edited_turns"].map(lambda v: [int(x) for x in v] if v is not None else [])
+        out[pair] = df[LINK_COLUMNS]
+    return out
 
 
 def link_map(store: Store, bench_a: str, bench_b: str, *, methods=("exact", "edited", "fuzzy", "manual")) -> dict:

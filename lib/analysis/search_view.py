@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
 import pandas as pd
 
 MARK_OPEN, MARK_CLOSE = "«", "»"
@@ -22,8 +23,17 @@ def group_samples(page: pd.DataFrame) -> pd.DataFrame:
     the mean over the merged rows. The order of first appearance is kept."""
     if page.empty:
         return page.assign(samples=pd.Series(dtype="int64"))
+    keys = [k for k in GROUP_KEYS if k in page.columns]
+    seen = {tuple("\0" if pd.isna(v) else str(v) for v in row)  # the keys the groupby below groups on
+            for row in page[keys].itertuples(index=False, name=None)}
+    if len(seen) == len(page):  # nothing to merge (FastChat: one sample per answer): the page as it is, samples 1.
+        out = page.reset_index(drop=True)  # A tenth of a second less than the groupby below on a busy machine.
+        if "score" in out:
+            out["score"] = out["score"].where(out["score"].notna(), np.nan)  # as the groupby's mean: None is NaN
+        out.insert(list(out.columns).index("sample") + 1 if "sample" in out else len(out.columns), "samples",
+                   np.ones(len(out), dtype="int64"))
+        return out
     df = page.copy()
-    keys = [k for k in GROUP_KEYS if k in df.columns]
     filled = df[keys].astype(object).where(df[keys].notna(), "\0")  # None groups with None
     df["_group"] = pd.factorize(pd.MultiIndex.from_frame(filled.astype(str)))[0]
     agg = {c: "first" for c in df.columns if c not in ("_group",)}

@@ -31,7 +31,8 @@ from lib.ingest.formats import human, registry
 from lib.ingest.formats.base import BLANK_NOTE, Reader
 from lib.ingest.formats.jsonl import MAX_LINE_BYTES, ParsedFile
 from lib import search_index
-from lib.store import Store, insert_verdicts, refresh_human_scores, refresh_item_scores, verdict_item_problems
+from lib.store import (Store, derived_names, derived_values, insert_verdicts, refresh_human_scores,
+                       refresh_item_scores, verdict_item_problems)
 
 Progress = Callable[[float, str], None]
 
@@ -333,7 +334,8 @@ def _insert_rows(cur, table: str, source_id: int, rows: list[tuple]) -> None:
     names = ", ".join(c for c, _ in TABLE_COLUMNS[table])
     cur.register("_incoming", arrow)
     try:
-        cur.execute(f"INSERT INTO {table} (source_id, {names}) SELECT $sid, {names} FROM _incoming", {"sid": source_id})
+        cur.execute(f"INSERT INTO {table} (source_id, {names}{derived_names(table)}) "
+                    f"SELECT $sid, {names}{derived_values(table)} FROM _incoming", {"sid": source_id})
     finally:
         cur.unregister("_incoming")
 
@@ -379,9 +381,11 @@ def insert_fast(cur, item: ImportFile, source_id: int) -> int:
     and prompts for the search index (``search_index.mark_expression``: half the cost of marking them after)."""
     names = ", ".join(c for c, _ in TABLE_COLUMNS["single_judgments"])
     select = item.reader.fast_select(MAX_LINE_BYTES + 1024)
-    sql = (f"INSERT INTO single_judgments (source_id, {names}, rationale_norm, prompt_norm) "
+    sql = (f"INSERT INTO single_judgments (source_id, {names}, rationale_norm, prompt_norm"
+           f"{derived_names('single_judgments')}) "
            f"SELECT $sid, {names.replace('parse_status', 'CASE WHEN bad THEN NULL ELSE parse_status END')}, "
-           f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')} "
+           f"{search_index.mark_expression('rationale')}, {search_index.mark_expression('judge_prompt')}"
+           f"{derived_values('single_judgments')} "
            f"FROM ({select.replace('?::VARCHAR', '$bench').replace('read_ndjson(?', 'read_ndjson($path')})")
     with _pattern_free_name(item.path) as name:
         if name is None:

@@ -36,7 +36,10 @@ def resource_kind(exc: BaseException) -> str | None:
     if not isinstance(exc, duckdb.Error):
         return None
     text = str(exc).lower()
-    if isinstance(exc, (duckdb.OutOfMemoryException, duckdb.IOException)) and any(w in text for w in _DISK_WORDS):
+    # a full disk shows up while writing (IOException), while spilling (OutOfMemoryException: the temp folder's
+    # cap) or when COMMIT writes the WAL (TransactionException "Failed to commit: ... No space left on device")
+    if isinstance(exc, (duckdb.OutOfMemoryException, duckdb.IOException, duckdb.TransactionException)) \
+            and any(w in text for w in _DISK_WORDS):
         return "disk"
     if isinstance(exc, duckdb.OutOfMemoryException):
         return "memory"

@@ -61,12 +61,12 @@ UNIQUE, sequences, list defaults or RETURNING, so there (``lake_schema``):
 Modules, each above the next it imports: ``core`` (``Store``: read, write, transaction, next_id, the data clock;
 ``frame``), ``migrate`` (a file into a new DuckLake store), ``claims`` (work claims), ``schema`` (the DDL, its
 DuckLake form, upgrades of older stores), ``scores`` (``item_scores`` and what follows it), ``verdicts`` (the
-analyst's verdict rules and the human judges' rows), ``bulk`` (``insert_rows``), ``lake`` (DuckLake targets,
+analyst's verdict rules and the human judges' rows), ``bulk`` (``insert_rows``, the columns every insert derives), ``lake`` (DuckLake targets,
 attach, retries), ``files`` (the DuckDB file: checks, the gate, open errors, busy waiting). This package
 re-exports what the rest of lib imports.
 """
-from lib.store.bulk import insert_rows
-from lib.store.core import Store, frame, plain_frame, read_once
+from lib.store.bulk import derived_names, derived_values, insert_rows
+from lib.store.core import Store, frame, in_memory, plain_frame, read_once
 from lib.store.files import CONNECT_CONFIG, default_db_path
 from lib.store.lake import default_data_path, default_store, is_lake, parse_lake
 from lib.store.migrate import migrate
@@ -76,6 +76,7 @@ from lib.store.verdicts import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, check_verdict
                                 current_verdicts_sql, insert_verdicts, refresh_human_scores, verdict_item_problems)
 
 __all__ = ["check_verdict", "check_verdict_key", "CONNECT_CONFIG", "current_verdicts_sql", "default_data_path",
-           "default_db_path", "default_store", "frame", "HUMAN_PREFIX", "insert_rows", "insert_verdicts",
+           "default_db_path", "default_store", "derived_names", "derived_values", "frame", "HUMAN_PREFIX", "in_memory",
+           "insert_rows", "insert_verdicts",
            "is_lake", "lake_schema", "migrate", "parse_lake", "plain_frame", "read_once", "refresh_human_scores",
            "refresh_item_scores", "Store", "verdict_item_problems", "VERDICT_ORDER_TERMS"]

@@ -19,8 +19,8 @@ from lib.store import claims
 from lib.store.files import CONNECT_CONFIG, CORRUPT, FileGate, check_database_file, damaged_error, open_error
 from lib.store.lake import (COMMIT_ATTEMPTS, ID_COLUMNS, LAKE_ALIAS, LAKE_LAYOUT, apply_lake_layout, attach, attempt,
                             default_data_path, default_store, is_lake, parse_lake, retryable)
-from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, lake_schema, schema_tables,
-                              search_index_current, upgrade_answer_features, upgrade_search_index)
+from lib.store.schema import (ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION, empty_table_sql, lake_schema, schema_tables,
+                              search_index_current, upgrade_answer_features, upgrade_derived, upgrade_search_index)
 from lib.store.scores import refresh_item_scores
 
 T = TypeVar("T")
@@ -97,7 +97,8 @@ class Store:
 
     def _upgrade_for_reading(self) -> None:
         """A store made before a column in ADDED_COLUMNS existed, opened read-only (the CLI's reading commands):
-        add the columns once through a short read-write connection, then read as asked, so readers never meet an
+        add the columns (and fill the derived ones: ``upgrade_derived``) once through a short read-write
+        connection, then read as asked, so readers never meet an
         older schema. Where the file cannot be written now (a read-only folder, another process using it), it is
         read as it is; only what needs the new columns fails there."""
         if not self._missing_columns():
@@ -109,6 +110,7 @@ class Store:
         try:
             for table, column, sql_type in ADDED_COLUMNS:
                 cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}")
+            upgrade_derived(cur)
         except duckdb.Error:
             pass
         finally:
@@ -134,6 +136,7 @@ class Store:
                 if kind and kind[0] == "VIEW":
                     refresh_item_scores(cur)
                 upgrade_answer_features(cur)
+                upgrade_derived(cur)
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
             except duckdb.Error as exc:
                 raise open_error(self.path, exc) from exc
@@ -160,6 +163,7 @@ class Store:
                 missing = [a for a in ADDED_COLUMNS if a[:2] not in columns]
                 for table, column, sql_type in missing:  # lakes made before the column existed
                     cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+                upgrade_derived(cur)  # a read of meta unless a derived column is new or its rule changed
                 layout = cur.execute("SELECT value FROM meta WHERE key = 'lake_layout'").fetchone()
                 if not layout or layout[0] != LAKE_LAYOUT:  # lakes made before the layout: new writes get it
                     apply_lake_layout(cur)
@@ -170,6 +174,7 @@ class Store:
             if upgrade_search_index(cur):
                 cur.execute(lake_schema())
             upgrade_answer_features(cur)
+            upgrade_derived(cur)
             apply_lake_layout(cur)
             for key, value in (("schema_version", SCHEMA_VERSION), ("write_clock", "0"), ("lake_layout", LAKE_LAYOUT)):
                 if not cur.execute("SELECT 1 FROM meta WHERE key = ?", [key]).fetchone():
@@ -254,6 +259,12 @@ class Store:
         if known is None or known[0] <= snapshot:  # a slower thread that read an older snapshot keeps the newer
             self._version = (snapshot, version)
         return version
+
+    def known_data_version(self) -> tuple | None:
+        """DuckLake: the data version this process last read (``data_version``: the app asks it first on every rerun),
+        without a statement; None before the first ``data_version`` and on a DuckDB file."""
+        known = self._version if self.lake else None
+        return known[1] if known is not None else None
 
     def data_clock(self) -> int | None:
         """DuckLake: a number that changes whenever any process commits a write; None for a DuckDB file."""
@@ -386,12 +397,17 @@ def _memory() -> duckdb.DuckDBPyConnection:
     return duckdb.connect(config=CONNECT_CONFIG)
 
 
-def read_once(store: Store, table: str, where: str, params: dict, views: Callable):
+def read_once(store: Store, table: str, where: str, params: dict, views: Callable, *, empty: bool = False):
     """``views(con)`` (statements on ``table``) from ONE read of the store: on a DuckLake store every statement on a
     table costs catalog rounds (more the more columns it reads: 15-130 ms each on the 100k lake, even empty), so the
     rows ``where`` selects are read once and ``views`` runs in memory on them under the table's name (the same SQL,
     the same answers, as long as ``views`` selects no rows outside ``where``). On the file, statements are cheap:
-    ``views`` runs on the store itself."""
+    ``views`` runs on the store itself. ``empty``: the caller knows the table holds no row (from the data version):
+    on a DuckLake store ``views`` then runs on an empty table of its columns, and the store is not read at all."""
+    if store.lake and empty:
+        with _memory().cursor() as con:
+            con.execute(empty_table_sql(table))  # a temporary table: this cursor's own
+            return views(con)
     with store.read() as cur:
         if not store.lake:
             return views(cur)
@@ -399,6 +415,16 @@ def read_once(store: Store, table: str, where: str, params: dict, views: Callabl
     with _memory().cursor() as con:
         con.register(table, rows)
         return views(con)
+
+
+def in_memory(tables: dict, sql: str, params: list | dict | None = None) -> "pd.DataFrame":
+    """``sql`` over ``tables`` (name -> Arrow table or DataFrame, already read from a store) in this process's
+    in-memory database, as a DataFrame: for joining what a page keeps in memory (a bench's answer lengths) with a
+    fresh read, without reading the store again. Each call has a cursor of its own: the names never leak."""
+    with _memory().cursor() as con:
+        for name, table in tables.items():
+            con.register(name, table)
+        return con.execute(sql, params or []).df()
 
 
 def plain_frame(res) -> "pd.DataFrame":

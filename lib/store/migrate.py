@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from lib.errors import UsageError
+from lib.store.bulk import DERIVED
 from lib.store.files import check_database_file, open_error
 from lib.store.lake import ID_COLUMNS, sql_text
 
@@ -46,7 +47,7 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         def copy(cur) -> dict[str, int]:
             counts = {}
             for table in tables:
-                counts[table] = cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {alias}.main.{table}"
+                counts[table] = cur.execute(f"INSERT INTO {table} BY NAME {_copy_select(cur, alias, table)}"
                                             ).fetchone()[0]
             from lib.search_index import index_new_sources
             from lib.text_features import fill_answer_features
@@ -54,7 +55,7 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
             index_new_sources(cur)  # anew: a store made with the first index has no norm columns
             fill_answer_features(cur)  # anew too: the file may predate the table
             for key, value in cur.execute(f"SELECT key, value FROM {alias}.main.meta").fetchall():
-                if key not in ("schema_version", "write_clock") and not key.startswith("last_id:"):
+                if key not in ("schema_version", "write_clock") and not key.startswith(("last_id:", "derived:")):
                     target.set_meta(cur, key, value)
             if target.lake:  # keep counting ids where the file's sequences were
                 for table, (column, sequence) in ID_COLUMNS.items():
@@ -67,3 +68,16 @@ def migrate(source: str | os.PathLike, target: Store) -> dict[str, int]:
         return target.transaction(copy)
     finally:
         target.con.execute(f"DETACH {alias}")
+
+
+def _copy_select(cur, alias: str, table: str) -> str:
+    """The SELECT copying ``table`` from the attached file: every column, its derived ones (``DERIVED``) computed
+    anew by this JudgeLens's rules (the file may predate a column, or have filled it by an older rule)."""
+    derived = DERIVED.get(table, ())
+    if not derived:
+        return f"SELECT * FROM {alias}.main.{table}"
+    theirs = {r[0] for r in cur.execute("SELECT column_name FROM information_schema.columns WHERE table_catalog = ? "
+                                        "AND table_name = ?", [alias, table]).fetchall()}
+    stale = [column for column, _ in derived if column in theirs]
+    exclude = f" EXCLUDE ({', '.join(stale)})" if stale else ""
+    return f"SELECT *{exclude}{''.join(f', {expr} AS {column}' for column, expr in derived)} FROM {alias}.main.{table}"

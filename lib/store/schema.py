@@ -80,7 +80,9 @@ CREATE TABLE IF NOT EXISTS single_judgments (
     judge_prompt VARCHAR,                      -- the rendered prompt the judge saw (Swallow: JSON messages)
     tstamp       DOUBLE,
     rationale_norm VARCHAR,                    -- search index (lib.search_index): lower(NFKC(rationale)) when NFKC
-    prompt_norm    VARCHAR                     -- changes it, else NULL; the same for judge_prompt
+    prompt_norm    VARCHAR,                    -- changes it, else NULL; the same for judge_prompt
+    single_bracket BOOLEAN                     -- no [[N]] but a [N] in the rationale (lib.vocab.single_bracket_only_sql),
+                                               -- written by every insert (lib.store.bulk.DERIVED); NULL reads as false
 );
 CREATE TABLE IF NOT EXISTS pair_judgments (
     source_id      INTEGER NOT NULL,
@@ -388,7 +390,8 @@ SCHEMA = SCHEMA.replace("{QUESTION_SET}", _question_set_sql())
 
 # Columns added to a table after stores with that table existed: (table, column, type), added on open.
 ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"), ("sources", "scale_min", "DOUBLE"),
-                 ("sources", "scale_max", "DOUBLE"), ("sources", "failure_code", "DOUBLE"))
+                 ("sources", "scale_max", "DOUBLE"), ("sources", "failure_code", "DOUBLE"),
+                 ("single_judgments", "single_bracket", "BOOLEAN"))  # filled by upgrade_derived
 
 
 def lake_schema(schema: str = SCHEMA) -> str:
@@ -401,6 +404,14 @@ def lake_schema(schema: str = SCHEMA) -> str:
     out = re.sub(r"( NOT NULL)? DEFAULT \[\]", "", out)  # no list defaults: NULL where a writer gives none
     return out
 
+
+
+def empty_table_sql(table: str) -> str:
+    """``CREATE TEMP TABLE table (...)``: ``table``'s columns as a DuckLake store has them, for an empty copy."""
+    found = re.search(rf"CREATE TABLE IF NOT EXISTS {table} \(.*?\n\);", lake_schema(), re.S)
+    if not found:
+        raise ValueError(f"no table {table!r} in the schema")
+    return found.group(0).replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1)
 
 
 def schema_tables() -> set[str]:
@@ -423,6 +434,34 @@ def upgrade_answer_features(cur) -> bool:
     cur.execute("DELETE FROM meta WHERE key = 'answer_features'")
     cur.execute("INSERT INTO meta VALUES ('answer_features', ?)", [ANSWER_FEATURES_VERSION])
     return added > 0
+
+
+def derived_meta_key(table: str, column: str) -> str:
+    """meta key holding the SQL a derived column (``lib.store.bulk.DERIVED``) was last filled with."""
+    return f"derived:{table}.{column}"
+
+
+def upgrade_derived(cur) -> bool:
+    """A store made before a derived column (``lib.store.bulk.DERIVED``: BOOLEAN flags every insert computes) or
+    filled by an older rule: set it on the stored rows, once (meta ``derived:<table>.<column>`` holds the rule's
+    SQL). Only the rows whose flag changes are written (NULL reads as false), so on a DuckLake store the upgrade
+    rewrites the few flagged rows, not the table. The column itself is added first (``ADDED_COLUMNS``). Returns
+    whether rows were written."""
+    from lib.store.bulk import DERIVED
+
+    changed = False
+    for table, columns in DERIVED.items():
+        for column, expr in columns:
+            key = derived_meta_key(table, column)
+            row = cur.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+            if row and row[0] == expr:
+                continue
+            updated = cur.execute(f"UPDATE {table} SET {column} = {expr} "
+                                  f"WHERE coalesce({column}, false) <> coalesce({expr}, false)").fetchone()[0]
+            changed = changed or updated > 0
+            cur.execute("DELETE FROM meta WHERE key = ?", [key])
+            cur.execute("INSERT INTO meta VALUES (?, ?)", [key, expr])
+    return changed
 
 
 def search_index_current(cur) -> bool:

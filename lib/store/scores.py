@@ -21,7 +21,7 @@ def refresh_item_scores(cur, benches=None, *, marked=()) -> None:
     """Recompute item_scores for these benches (None: all), inside the caller's transaction.
 
     Call after any write to single_judgments or questions (ingest, remove, re-judge). ``marked``: new sources
-    whose texts were marked for the search index as they were inserted (``lib.search_index.mark_expression``).
+    whose texts were marked for the search index as they were inserted (``lib.search_index.marker``).
     """
     if benches is None:
         cur.execute("DELETE FROM item_scores")
@@ -65,19 +65,29 @@ def refresh_judge_questions(cur, benches=None) -> None:
     new = f"source_id IN ({', '.join(str(int(i)) for i in todo) or 'NULL'})"
     # one row per prompt: its asked turns cut out once (question_seen_sql's ``turns``), both turns' texts from them,
     # then unnested (a UNION ALL of two selects over the grouped prompts grouped and cut them twice).
-    # A group's prompt is the smallest of its first model's (by name): only those prompts are read, not every prompt
-    # of the new sources (at 1M judgments min() over all of them read 2 GB back, a sixth of the import)
+    # A group's prompt is the smallest of its first model's (by name) that has one: only those prompts are read, not
+    # every prompt of the new sources (at 1M judgments min() over all of them read 2 GB back, a sixth of the import).
+    # The first model is found without reading the prompts (m0: even "judge_prompt IS NOT NULL" read all 2 GB of
+    # them at 1M, ~3 CPU-s); only the groups whose first model has no prompt at all (``missing``, normally none) look
+    # for the first model that has one (m1), reading the prompts of those groups.
     key = "bench, question_id, turn, source_id, judge, prompt_name"
+    groups = " AND ".join(f"j.{c} = {{t}}.{c}" for c in key.split(", ")[:-1]) + \
+        " AND j.prompt_name IS NOT DISTINCT FROM {t}.prompt_name"
+    first_prompts = f"""SELECT j.source_id, j.bench, j.question_id, j.turn, j.judge, j.prompt_name,
+                              min(j.judge_prompt) AS prompt
+                       FROM single_judgments j SEMI JOIN {{t}} ON {groups} AND j.model = {{t}}.model
+                       WHERE j.{new} GROUP BY j.bench, j.question_id, j.turn, j.source_id, j.judge, j.prompt_name"""
     cur.execute(f"""
         INSERT INTO judge_prompt_questions
-        WITH m AS (SELECT {key}, min(model) AS model FROM single_judgments WHERE judge_prompt IS NOT NULL AND {new}
-                   GROUP BY ALL),
-             p AS (SELECT j.source_id, j.bench, j.question_id, j.turn, min(j.judge_prompt) AS prompt
-                   FROM single_judgments j SEMI JOIN m ON j.source_id = m.source_id AND j.bench = m.bench
-                        AND j.question_id = m.question_id AND j.turn = m.turn AND j.judge = m.judge
-                        AND j.prompt_name IS NOT DISTINCT FROM m.prompt_name AND j.model = m.model
-                   WHERE j.judge_prompt IS NOT NULL AND j.{new}
-                   GROUP BY j.bench, j.question_id, j.turn, j.source_id, j.judge, j.prompt_name
+        WITH m0 AS (SELECT {key}, min(model) AS model FROM single_judgments WHERE {new} GROUP BY ALL),
+             p0 AS ({first_prompts.format(t="m0")}),
+             missing AS (SELECT * FROM p0 WHERE prompt IS NULL),
+             m1 AS (SELECT j.bench, j.question_id, j.turn, j.source_id, j.judge, j.prompt_name, min(j.model) AS model
+                    FROM single_judgments j SEMI JOIN missing ON {groups.format(t="missing")}
+                    WHERE j.judge_prompt IS NOT NULL AND j.{new} GROUP BY ALL),
+             p AS (SELECT source_id, bench, question_id, turn, prompt FROM p0 WHERE prompt IS NOT NULL
+                   UNION ALL
+                   SELECT source_id, bench, question_id, turn, prompt FROM ({first_prompts.format(t="m1")})
                    UNION ALL
                    SELECT source_id, bench, question_id, turn, min(g1_user_prompt) FROM pair_judgments
                    WHERE g1_user_prompt IS NOT NULL AND {new}

@@ -19,7 +19,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from lib.analysis import agreement as ag
-from lib.store import refresh_item_scores
+from lib.store import insert_rows, refresh_item_scores
 from lib.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +74,7 @@ def insert_judgments(store, rows):
     """rows: (judge, model, question_id, turn, sample, raw_score, rationale[, bench]) — status and 1-10
     score derived the way the FastChat loader does."""
     with store.write() as cur:
+        new = []
         for row in rows:
             judge, model, qid, turn, sample, raw, rationale, *rest = row
             bench = rest[0] if rest else "b"
@@ -85,10 +86,10 @@ def insert_judgments(store, rows):
                 status = "out_of_range"
             else:
                 status = "ok"
-            cur.execute(
-                "INSERT INTO single_judgments (source_id, harness, bench, judge, model, question_id, turn, sample, "
-                "raw_score, score, parse_status, rationale) VALUES (1, 'fastchat', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [bench, judge, model, str(qid), turn, sample, raw, raw if status == "ok" else None, status, rationale])
+            new.append(dict(source_id=1, harness="fastchat", bench=bench, judge=judge, model=model, question_id=str(qid),
+                            turn=turn, sample=sample, raw_score=float(raw), score=float(raw) if status == "ok" else None,
+                            parse_status=status, rationale=rationale))
+        insert_rows(cur, "single_judgments", new)  # the writers' insert: derives the single-bracket flag
         refresh_item_scores(cur)  # what ingest does after writing judgments
 
 

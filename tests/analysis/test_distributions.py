@@ -133,6 +133,32 @@ def test_histogram_bins(store):
     assert "10" in HISTOGRAM_RULE
 
 
+def test_histogram_of_one_count_frame_for_every_grouping(store):
+    """The page queries score_counts once per unit and filters and sums it per colouring and panels: every grouping
+    gets the same bins as score_histogram, a 0 (a 0-10 scale) opening a bin 0 for all, a question without a
+    category (NULL) grouped last."""
+    add_questions(store, "b", {"1": "writing", "2": "math"})
+    add_judgments(store, [("J", "M", 1, 1, 10), ("J", "M", 1, 2, 7.5), ("J", "M", 2, 1, 0), ("J", "M", 3, 1, 3),
+                          ("K", "M", 1, 1, 5), ("K", "N", 2, 2, 9), ("K", "N", 2, 2, 8)])   # K/N q2 t2: 8.5
+    counts = distributions.score_counts(store, unit="item")
+    ordered = counts.fillna({"category": "-"}).sort_values(["judge", "model", "turn", "bin"])
+    assert ordered[["judge", "model", "turn", "category", "bin", "count"]].values.tolist() == [
+        ["J", "M", 1, "math", 0, 1], ["J", "M", 1, "-", 3, 1], ["J", "M", 1, "writing", 10, 1],
+        ["J", "M", 2, "writing", 7, 1], ["K", "M", 1, "writing", 5, 1], ["K", "N", 2, "math", 8, 1]]
+    by_cat = distributions.histogram_of_counts(counts, ["category"]).fillna({"category": "-"})
+    assert by_cat.columns.tolist() == ["category", "bin", "bin_label", "count", "n", "share"]
+    assert by_cat.bin.tolist() == list(range(0, 11)) * 3 and by_cat.bin_label.iloc[:2].tolist() == ["[0,1)", "[1,2)"]
+    assert by_cat.category.iloc[::11].tolist() == ["math", "writing", "-"]
+    assert by_cat[by_cat["count"] > 0][["category", "bin", "count", "n"]].values.tolist() == [
+        ["math", 0, 1, 2], ["math", 8, 1, 2], ["writing", 5, 1, 3], ["writing", 7, 1, 3], ["writing", 10, 1, 3],
+        ["-", 3, 1, 1]]
+    for by in ([], ["judge"], ["turn", "category"], ["model", "judge"], ["harness", "bench", "turn"]):
+        assert distributions.histogram_of_counts(counts, by).equals(score_histogram(store, by, unit="item"))
+        assert score_histogram(store, by, counts=counts).equals(score_histogram(store, by))   # the page's path
+    empty = distributions.histogram_of_counts(distributions.score_counts(store, filters={"judge": "nobody"}), ["turn"])
+    assert empty.empty and empty.columns.tolist() == ["turn", "bin", "bin_label", "count", "n", "share"]
+
+
 def test_score_summary_matches_numpy(sample_store):
     df = score_summary(sample_store, ["judge", "model"], filters={"bench": JA})
     row = df[(df.judge == "gpt-4o") & (df.model == L8)].iloc[0]
@@ -186,6 +212,11 @@ def test_length_points_of_one_bench_are_those_of_every_bench_there(sample_store)
         assert mine.equals(everything[everything.bench == bench].reset_index(drop=True))
         one = distributions.length_points(sample_store, bench=bench, judge=mine.judge.iloc[0])
         assert one.equals(mine[mine.judge == mine.judge.iloc[0]].reset_index(drop=True))
+        # what the page does: the bench's answer lengths read once, then each judge joined to them in memory
+        lengths = distributions.answer_lengths(sample_store, bench=bench)
+        for judge in mine.judge.unique():
+            given = distributions.length_points(sample_store, bench=bench, judge=judge, lengths=lengths)
+            assert given.equals(mine[mine.judge == judge].reset_index(drop=True))
 
 
 def test_length_bias_uses_each_swallow_sample(sample_store):
@@ -230,6 +261,11 @@ def test_length_join_prefers_the_same_harness_then_the_same_name_then_the_newest
     add_judgments(store, [("J", "m", q, 1, 5) for q in (1, 2, 3, 4)])
     points, _ = length_bias(store)
     assert dict(zip(points.question_id, points.answer_chars)) == {"1": 10, "2": 20, "3": 60, "4": 70}
+    lengths = distributions.answer_lengths(store, bench="b")     # what the page keeps per bench
+    under_m = [q for q, name in zip(lengths["question_id"].to_pylist(), lengths["name"].to_pylist()) if name == "m"]
+    assert sorted(under_m) == ["1", "1", "2", "2", "3", "3", "4"]                # several candidates: ranked
+    given = distributions.length_points(store, bench="b", lengths=lengths)
+    assert dict(zip(given.question_id, given.answer_chars)) == {"1": 10, "2": 20, "3": 60, "4": 70}
 
 
 def test_length_summary_is_what_the_page_draws(store, monkeypatch):

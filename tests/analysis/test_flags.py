@@ -9,6 +9,7 @@ import pytest
 
 from lib.analysis import flags as F
 from lib.cli import main
+from lib.store import insert_rows
 
 SWALLOW_JUDGE = "gpt-4o-2024-08-06"
 REASONER = "hosted_vllm/fake-org/Fake-JA-Reasoner-32B"
@@ -188,12 +189,10 @@ def _add(store, *, answers=(), judgments=(), refs=(), questions=()):
             j = {"harness": "fastchat", "sample": 0, "prompt_name": "single-v1", "judge_prompt": None,
                  "parse_status": "ok", **j}
             j.setdefault("score", j["raw_score"] if j["parse_status"] == "ok" else None)
-            cur.execute("""INSERT INTO single_judgments (source_id, harness, bench, judge, prompt_name, model,
-                               question_id, turn, sample, raw_score, score, parse_status, rationale, judge_prompt)
-                           VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                        [j["harness"], j["bench"], j["judge"], j["prompt_name"], j["model"], j["question_id"],
-                         j["turn"], j["sample"], j["raw_score"], j["score"], j["parse_status"], j["rationale"],
-                         j["judge_prompt"]])
+            insert_rows(cur, "single_judgments", [{  # the writers' insert: derives the single-bracket flag
+                "source_id": 1, **{k: j[k] for k in ("harness", "bench", "judge", "prompt_name", "model", "question_id",
+                                                      "turn", "sample", "raw_score", "score", "parse_status",
+                                                      "rationale", "judge_prompt")}}])
 
 
 def test_crafted_empty_and_near_empty_answers(store):

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from lib.analysis import harness_diff as H
+from lib.analysis import linking
 from lib.analysis import runs as R
 from lib.cli import main
 from lib.errors import UsageError
@@ -345,6 +346,32 @@ def test_setup_table_with_the_benches_kept_reads_only_the_runs_and_is_the_same_t
     together = H.harness_diffs(sample_store, pairs, context=kept)
     for got, table in zip(together, expected):
         pd.testing.assert_frame_equal(got, table)
-    # the links are kept from A's bench to B's: with B's bench first they are read as before, the same table
-    pd.testing.assert_frame_equal(H.harness_diff(sample_store, sw, fc[0], context=kept),
-                                  H.harness_diff(sample_store, sw, fc[0]))
+    # the links are kept both ways: with B's bench first (another pick of run A) nothing shared is read either
+    turned = H.harness_diff(sample_store, sw, fc[0])
+    del seen[:]
+    pd.testing.assert_frame_equal(H.harness_diff(sample_store, sw, fc[0], context=kept), turned)
+    assert not [q for q in seen if shared.search(q)], seen
+
+
+@pytest.mark.parametrize("samples", R.SAMPLE_MODES)
+def test_compare_runs_with_the_benches_kept_reads_the_two_runs_once_and_gives_the_same_table(sample_store, samples):
+    """The two-harness view keeps ``setup_context`` of every bench of the model's runs: the gap table then reads the
+    two runs' item scores in one query and no question or link (on a lake each query pays its catalog look-ups),
+    across linked benches (either bench first) and within one bench, and gives the same pairs and table."""
+    every = [R.Run(*r) for r in R.runs(sample_store)[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    fc = [r for r in every if r.harness == "fastchat" and r.model == L8]
+    sw = next(r for r in every if r.harness == "swallow" and r.model.endswith(L8))
+    kept = H.setup_context(sample_store, tuple(sorted({fc[0].bench, sw.bench})))
+    for x, y in [(fc[0].bench, sw.bench), (sw.bench, fc[0].bench)]:  # the caption over the gap, either way round
+        assert H.link_summary_of(kept, x, y) == linking.link_summary(sample_store, x, y)
+    for a, b in [(fc[0], sw), (sw, fc[1]), (fc[0], fc[1])]:
+        expected = R.compare_runs(sample_store, a, b, levels=("all", "category"), swallow_samples=samples)
+        pairs = R.paired_runs(sample_store, a, b, swallow_samples=samples)
+        seen = count_queries(sample_store)
+        got = R.compare_runs(sample_store, a, b, levels=("all", "category"), swallow_samples=samples, context=kept)
+        assert len(seen) == 1 and "FROM question_links" not in seen[0] and "r(side," in seen[0], seen
+        del sample_store.read  # count_queries set it on the instance
+        pd.testing.assert_frame_equal(got, expected)
+        assert got.attrs == expected.attrs
+        pd.testing.assert_frame_equal(R.paired_runs(sample_store, a, b, swallow_samples=samples, context=kept), pairs)
+        assert len(pairs) > 100

@@ -35,7 +35,7 @@ def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_
 def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_store):
     """A report's largest disagreements: ``items_of`` gives each key's question, answer and verdicts as ``question``,
     ``answer`` and ``verdicts`` do one by one (Swallow samples, repeats, a model named by its file, an item the
-    store does not hold), in three queries instead of three per item."""
+    store does not hold), in one read instead of three per item."""
     with sample_store.read() as cur:
         judged = [ItemKey(*r) for r in cur.execute(
             "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "

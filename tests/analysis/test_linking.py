@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import random
 
+import pandas as pd
 import pytest
 
 from lib import vocab
@@ -54,6 +55,11 @@ def test_exact_edited_fuzzy_and_unlinked(store):
     # the same links seen from the other side
     flipped = by_a(L.links(store, "fork", "ja"))
     assert flipped["13"][:2] == ("3", "fuzzy") and flipped["1"][:2] == ("1", "exact")
+    # both sides from one read, each the frame ``links`` gives (what a page keeps for either pick of A and B)
+    both = L.links_both_ways(store, "fork", "ja")
+    assert set(both) == {("ja", "fork"), ("fork", "ja")}
+    for (a, b), df in both.items():
+        pd.testing.assert_frame_equal(df, L.links(store, a, b))
     # the diff of an edited link shows the changed characters of turn 2 only
     diff = L.link_diff(store, "ja", "2", "fork", "2")
     assert [d["same"] for d in diff] == [True, False]

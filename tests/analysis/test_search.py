@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -16,8 +17,10 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from lib.analysis import search as S
+from lib.analysis.search_view import group_samples
 from lib.cli.main import main as cli_main
 from lib.ingest.importer import ingest, remove_source
+from lib.store import Store
 
 SAMPLE = ROOT / "data" / "sample"
 
@@ -613,6 +616,75 @@ def test_the_fast_path_marks_texts_as_the_update_does(tmp_path):
     assert any(r not in (None, "") for _, r, _ in norms["plain"])
 
 
+# Texts that must be marked (mark_expression) and texts that must not: a text of only stable non-ASCII characters
+# is scanned and found clean, a pure-ASCII one is not scanned.
+MUST_MARK = ["１２３ full-width digits", "ｶﾞｲﾄﾞ half-width kana", "the ﬁle ligature", "circled ① one",
+             "compatibility ideograph \uF900", "cafe\u0301 combining sequence", "ellipsis … here", "İstanbul",
+             "ideographic\u3000space", "x² superscript", "ﾞ a lone half-width voiced-sound mark", "㍻ square era"]
+MUST_NOT = ["Plain ASCII Python text", "", "日本語の説明です。理由を述べます", "Straße über naïve", "東京 “quoted” — dash"]
+
+
+def _marked_by_the_rule(text: str) -> bool:
+    """The rule itself, without RE2: the text holds a copied or a local character (``case_tables``)."""
+    from lib.search_index import case_tables
+
+    copied, local = case_tables()[:2]
+    return any(c in copied or c in local for c in text)
+
+
+def test_no_ascii_character_is_marked():
+    """mark_expression leaves pure-ASCII texts unscanned: exact only while no ASCII character is copied or local."""
+    from lib.search_index import case_tables, marked_class
+
+    copied, local = case_tables()[:2]
+    assert not [c for c in map(chr, range(128)) if c in copied or c in local]
+    assert pa.compute.sum(pa.compute.match_substring_regex(pa.array([chr(c) for c in range(128)]),
+                                                           marked_class())).as_py() == 0
+
+
+@pytest.mark.parametrize("n_ascii", [0, 40])
+def test_the_mark_follows_the_rule_with_and_without_ascii_texts(n_ascii):
+    """mark_expression (the ASCII test, then RE2 on the rest) marks exactly the texts holding a marked character."""
+    import duckdb
+
+    from lib.search_index import mark_expression, marked_class
+
+    texts = MUST_MARK + MUST_NOT + [f"ascii text {i} (Rating: [[5]])" for i in range(n_ascii)] + [None]
+    got = duckdb.connect().execute(f"SELECT {mark_expression('t')} FROM (SELECT unnest($texts) AS t, "
+                                   "generate_subscripts($texts, 1) AS i) ORDER BY i",
+                                   {"texts": texts, "marked": marked_class()}).fetchall()
+    assert [g == ("",) for g in got[:-1]] == [_marked_by_the_rule(t) for t in texts[:-1]] and got[-1] == (None,)
+    assert sum(g == ("",) for g in got) == len(MUST_MARK)
+
+
+@pytest.mark.parametrize("n_ascii", [0, 60])
+def test_an_import_marks_texts_as_duckdbs_own_regex_does(tmp_path, n_ascii):
+    """The norms an import stores (fast path and the index's UPDATE of answers) are those of DuckDB's
+    regexp_matches over the marked class, with or without a majority of pure-ASCII texts beside them."""
+    from lib.search_index import marked_class
+    from lib.store import Store
+
+    texts = MUST_MARK + MUST_NOT + [f"ascii text {i}" for i in range(n_ascii)]
+    bench = tmp_path / "m" / "benchm"
+    write_jsonl(bench / "model_answer" / "m1.jsonl", [
+        {"question_id": i, "model_id": "m1", "choices": [{"index": 0, "turns": [t, "x"]}]}
+        for i, t in enumerate(texts, 1)])
+    write_jsonl(bench / "model_judgment" / "gpt-4_single.jsonl", [
+        judgment(i, "m1", "gpt-4", t + f" Rating: [[{i % 10 + 1}]]", i % 10 + 1, prompt="[Instruction] " + t)
+        for i, t in enumerate(texts, 1)])
+    with Store(tmp_path / "s.duckdb") as s:
+        assert sorted(f.fast for f in ingest(s, [tmp_path / "m"]).imported) == [False, True]  # answers, judgments
+        with s.read() as cur:
+            for table, column, norm in (("single_judgments", "rationale", "rationale_norm"),
+                                        ("single_judgments", "judge_prompt", "prompt_norm"),
+                                        ("answers", "text", "text_norm")):
+                wrong = cur.execute(f"SELECT {column} FROM {table} WHERE ({norm} IS NOT NULL) "
+                                    f"<> regexp_matches({column}, $m)", {"m": marked_class()}).fetchall()
+                assert wrong == []
+            marked = cur.execute("SELECT count(*) FROM single_judgments WHERE rationale_norm IS NOT NULL").fetchone()
+    assert marked == (len(MUST_MARK),)
+
+
 def test_a_store_whose_prompts_waited_for_a_search_is_upgraded(tmp_path):
     """Index 2 indexed judge prompts at the first search of them (tracked in search_prompt_sources): opening such a
     store indexes the prompts it had not, and a search finds what the JSONL files hold."""
@@ -661,3 +733,113 @@ def test_search_groups_swallow_samples_and_the_item_view_marks_the_hit(app_db):
     assert not item.exception
     assert any(c.value.startswith("Opened from Search: hits of «東京» are marked") for c in item.caption)
     assert any("«東京»" in t.value for t in item.text)
+
+
+@contextmanager
+def statements_run(monkeypatch):
+    """The SQL statements run through any store's read cursors inside the block (a list, filled as they run)."""
+    executed, real_read = [], Store.read
+
+    class Counting:
+        def __init__(self, cur):
+            self.cur = cur
+
+        def execute(self, sql, *args):
+            executed.append(sql)
+            return self.cur.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.cur, name)
+
+    @contextmanager
+    def counting(self):
+        with real_read(self) as cur:
+            yield Counting(cur)
+
+    monkeypatch.setattr(Store, "read", counting)
+    try:
+        yield executed
+    finally:
+        monkeypatch.setattr(Store, "read", real_read)
+
+
+def test_the_question_field_looks_at_the_turns_pages_show_only_when_some_question_text_matches(sample_store,
+                                                                                                monkeypatch):
+    """Which question turns count (those judges saw: current_questions, a join) is asked only when some question
+    text holds the word at all; the rows and counts are those of the full query either way."""
+    for text, some in (("zzqx-nowhere", False), ("rating", True)):
+        q = S.SearchQuery(text, fields=("question",))
+        with statements_run(monkeypatch) as executed:
+            page = S.search_page(sample_store, q, limit=100)
+        assert any("current_questions" in sql for sql in executed) == some, (text, executed)
+        assert len(page.rows) == S.count(sample_store, q) and (len(page.rows) > 0) == some
+        assert page.counts == {"question": len(page.rows)}
+
+
+def test_a_page_skips_the_fields_earlier_pages_counted_and_finds_the_same_rows(sample_store, monkeypatch):
+    """Paging does not read again what an earlier page read to its end: a field whose count is known (the next page
+    of the same search, or a field without any match under the same text with fewer filters) is skipped. The rows
+    are those of a search that knew nothing; only the statements run differ."""
+    q = S.SearchQuery("rating", fields=("question", "answer", "rationale"))
+    expected = S.count_by_field(sample_store, q)
+    assert expected["rationale"] > 80 and 0 < expected["question"] + expected["answer"] < 60, expected
+    before = expected["question"] + expected["answer"]
+    first = S.search_page(sample_store, q, limit=before + 10)
+    # question and answer were read to their end; the rationales were not
+    assert first.counts == {"question": expected["question"], "answer": expected["answer"]}
+    with statements_run(monkeypatch) as executed:
+        second = S.search_page(sample_store, q, limit=20, offset=before + 10,
+                               _known=S.carried_counts(q, [(q, first.counts)]))
+    searched = [sql for sql in executed if "search_sources" not in sql]  # the index's pending check aside
+    assert len(searched) == 1 and "FROM single_judgments" in searched[0], executed  # the rationales alone
+    assert second.counts == first.counts  # the rationales go on past this page too
+    pd.testing.assert_frame_equal(second.rows, S.search(sample_store, q, limit=20, offset=before + 10))
+    # without what the first page knew: the same rows
+    pd.testing.assert_frame_equal(second.rows, S.search_page(sample_store, q, limit=20, offset=before + 10).rows)
+
+    # the same text with a filter more: only a field without any match carries over (another's count may drop)
+    narrower = S.SearchQuery("rating", fields=("question", "answer", "rationale"), score_max=3.0)
+    assert S.carried_counts(narrower, [(q, {"question": 0, "answer": 40})]) == {"question": 0}
+    # the same query: every count; fewer filters, another text or a regex: nothing
+    assert S.carried_counts(narrower, [(narrower, {"question": 0, "answer": 40})]) == {"question": 0, "answer": 40}
+    assert S.carried_counts(q, [(narrower, {"question": 0, "answer": 0})]) == {}
+    assert S.carried_counts(S.SearchQuery("ratings"), [(q, {"question": 0})]) == {}
+    assert S.carried_counts(S.SearchQuery("rating", regex=True), [(q, {"question": 0})]) == {}
+    # a field the query does not search is left out
+    assert S.carried_counts(S.SearchQuery("rating", fields=("answer",)), [(q, {"question": 0})]) == {}
+
+
+def test_search_results_fold_identical_samples_and_leave_single_answers_as_they_are():
+    page = pd.DataFrame({"field": ["answer", "answer", "rationale", "question"],
+                         "bench": ["b", "b", "b", "b"], "question_id": ["1", "1", "1", "2"], "turn": [1, 1, 1, 1],
+                         "model": ["m", "m", "m", None], "judge": [None, None, "j", None], "sample": [1, 2, 1, None],
+                         "score": [None, None, 8.0, None], "snippet": ["«x»", "«x»", "«x» y", "«x» q"]},
+                        index=[5, 6, 7, 8])
+    folded = group_samples(page)
+    assert folded["samples"].tolist() == [2, 1, 1] and folded["sample"].tolist()[:2] == [1, 1]
+    single = group_samples(page.iloc[1:])  # nothing to fold: the rows as they are, one sample each
+    assert single.index.tolist() == [0, 1, 2] and single["samples"].tolist() == [1, 1, 1]
+    assert list(single.columns) == ["field", "bench", "question_id", "turn", "model", "judge", "sample", "samples",
+                                    "score", "snippet"]
+    assert single["score"].tolist()[1] == 8.0 and all(s != s for s in single["score"].tolist()[::2])  # None: NaN
+    assert single["snippet"].tolist() == ["«x»", "«x» y", "«x» q"]
+
+
+def test_the_search_pages_next_page_skips_what_its_first_page_read_to_the_end(app_db, monkeypatch):
+    """On the Search page, page 2 of a search does not read the questions and answers again (page 1 read them to
+    their end); a filter more then skips only what had no match; the rows are the library's own pages."""
+    at = search_page_with("rating")
+    q = S.SearchQuery("rating")
+    store = _store(app_db)
+    first = S.search_page(store, q, limit=51)
+    assert first.counts == {"question": first.counts["question"], "answer": first.counts["answer"]}, first.counts
+    with statements_run(monkeypatch) as executed:
+        at.number_input(key="sr_page").set_value(2).run()
+    assert not at.exception and executed and not any("FROM answers" in sql or "FROM search_text" in sql
+                                                     for sql in executed), executed
+    shown = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert shown["snippet"].tolist() == group_samples(S.search(store, q, limit=50, offset=50))["snippet"].tolist()
+    with statements_run(monkeypatch) as executed:
+        at.selectbox(key="sr_parse").set_value("ok").run()  # a filter more: the fields with matches are read again
+    assert not at.exception and any("FROM answers" in sql for sql in executed)
+    store.close()

@@ -164,3 +164,24 @@ def test_a_groups_question_is_read_from_its_first_models_prompt(tmp_path):
         with store.read() as cur:
             assert cur.execute("SELECT question_id, turn, text, n_prompts FROM judge_questions").fetchall() == [
                 ("1", 1, seen_a, 1)]
+
+
+def test_a_group_whose_first_model_has_no_prompt_reads_the_next_models(tmp_path):
+    """The first model is found without reading the prompts; a group whose first model by name has no prompt at all
+    takes the first model that has one ("b" here, not "a"), as before, and a group with prompts everywhere is
+    untouched (question 2: "a"'s prompt)."""
+    seen_b, seen_c, seen_q2 = "Bの見た質問", "Cの見た質問", "二問目の質問"
+    rows = [{"question_id": 1, "model": model, "judge": ["gpt-4", "single-v1"], "turn": 1, "score": 7,
+             "judgment": "Rating: [[7]]", **({"user_prompt": SINGLE.format(q=q, a="答え")} if q else {})}
+            for model, q in (("a", None), ("c", seen_c), ("b", seen_b))]
+    rows += [{"question_id": 2, "model": model, "judge": ["gpt-4", "single-v1"], "turn": 1, "score": 7,
+              "judgment": "Rating: [[7]]", "user_prompt": SINGLE.format(q=q, a="答え")}
+             for model, q in (("a", seen_q2), ("b", "別の質問"))]
+    path = _write(tmp_path / "data" / BENCH / "model_judgment" / "gpt-4_single.jsonl", rows)
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path])
+        assert [f.fast for f in report.imported] == [True]
+        with store.read() as cur:
+            assert cur.execute("SELECT count(*) FROM single_judgments WHERE judge_prompt IS NULL").fetchone() == (1,)
+            assert cur.execute("SELECT question_id, turn, text, n_prompts FROM judge_questions ORDER BY ALL"
+                               ).fetchall() == [("1", 1, seen_b, 1), ("2", 1, seen_q2, 1)]

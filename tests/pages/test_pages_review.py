@@ -67,6 +67,8 @@ def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
     expected = expected[expected["judge"].isin(app.multiselect(key="agr_judges").value)]
     assert len(failures) == len(expected) > 0                              # the chosen judges' rows, as the lib counts
     assert failures["not_parsed_rate"].tolist() == pytest.approx(expected["not_parsed_rate"].tolist())
+    # the single-bracket count is always there (the flag stored at import: no text scan to switch on)
+    assert failures["single_bracket_only"].tolist() == expected["single_bracket_only"].tolist()
 
 
 def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement(app, _sample_db):
@@ -381,6 +383,8 @@ def test_distributions_page_draws_the_libs_numbers(app, app_db):
     with Store(app_db) as store:
         hist = distributions.score_histogram(store, by=["judge"], filters={"bench": bench, "judge": judges})
         points, stats = distributions.length_bias(store, bench=bench, judge=judges[0])
+        other_points, other_stats = distributions.length_bias(store, bench=bench, judge=judges[1])
+        by_turn = distributions.score_histogram(store, by=["turn"], filters={"bench": bench, "judge": judges})
     assert any(c.value.startswith("Showing all") for c in app.caption)   # the sample: every model is shown
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
     assert _bars(spec) == {(j, b, round(s, 12)) for j, b, s in zip(hist["judge"], hist["bin"], hist["share"])}
@@ -391,6 +395,17 @@ def test_distributions_page_draws_the_libs_numbers(app, app_db):
     shown = next(f for f in frames(app) if "spearman_rho" in f.columns)
     assert shown["n"].tolist() == stats["n"].tolist()
     assert [float(v) for v in shown["spearman_rho"]] == pytest.approx(stats["spearman_rho"].tolist())
+    # another judge: the bench's answer lengths kept from the first, that judge's scores joined to them
+    app.selectbox(key="dist_length_judge").set_value(judges[1]).run()
+    assert not app.exception
+    assert any(c.value.startswith(f"{len(other_points):,} judged answers") for c in app.caption)
+    shown = next(f for f in frames(app) if "spearman_rho" in f.columns)
+    assert [float(v) for v in shown["spearman_rho"]] == pytest.approx(other_stats["spearman_rho"].tolist())
+    # another colouring: the same cached counts, summed by turn
+    app.selectbox(key="dist_color").set_value("turn").run()
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert _bars(spec) == {(f"turn {t}", b, round(s, 12))
+                           for t, b, s in zip(by_turn["turn"], by_turn["bin"], by_turn["share"])}
 
 
 @pytest.mark.parametrize("tab", ["My review queue", "All verdicts"])

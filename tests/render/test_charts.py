@@ -2,6 +2,7 @@
 markup, so a judge or model name holding one would become a link in the app and the HTML report."""
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -148,3 +149,61 @@ def test_histogram_bars_hold_the_frames_shares_one_trace_per_colour_and_panel():
     assert [list(t.y) for t in by_turn.data] == [[0.02, 0.03, 0.04], [0.03, 0.04, 0.05]]
     assert by_turn.layout.barmode == "group" and len({t.marker.color for t in by_turn.data}) == 2
     assert _markup(charts.histogram(hist.assign(judge=EVIL), "judge", "category")) == []
+
+
+def test_the_agreement_charts_built_from_plain_dicts_draw_what_plotly_express_drew():
+    """The judge-pair scatter grid and the agreement heatmap are built as plain dicts (``_figure``): the scatter
+    has one panel per pair, three to a row, titled by the pair, bubble area = items on one shared size scale
+    (the largest 28 px across); the heatmap is the symmetric judges x judges matrix, empty on the diagonal, on
+    a -1..1 colour scale for correlations and kappa, up to 1 for shares, free for mae."""
+    judges = ["a", "b", "c", "d"]
+    matrix = pd.DataFrame({"a": [1.0, 2.0, 2.0, 7.5, np.nan], "b": [1.0, 2.0, 2.0, 8.0, 3.0],
+                           "c": [2.0, 2.0, np.nan, 8.0, 3.0], "d": [5.0, 5.0, 5.0, 5.0, 5.0]})
+    grid = charts.scatter_grid(matrix, judges)
+    assert [t.hovertemplate.split("<br>")[0] for t in grid.data] == [
+        f"pair={x} (x) vs {y} (y)" for x, y in [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"), ("c", "d")]]
+    first = grid.data[0]  # a vs b: (1, 1) once, (2, 2) twice, (8, 8) once (7.5 rounds half up)
+    assert list(first.x) == [1.0, 2.0, 8.0] and list(first.y) == [1.0, 2.0, 8.0] and list(first.marker.size) == [1, 2, 1]
+    assert first.marker.sizemode == "area" and first.marker.sizeref == 2 / 28 ** 2  # the most items in one cell of any pair: 2
+    titles = {a.text: (round(a.x, 3), round(a.y, 3)) for a in grid.layout.annotations}
+    assert len(titles) == 6 and titles["a (x) vs b (y)"][1] == titles["a (x) vs d (y)"][1] > titles["b (x) vs c (y)"][1]
+    assert grid.layout.height == 760 and grid.layout.xaxis.range == (-0.5, 10.5)
+    table = pd.DataFrame({"judge_a": ["a", "a", "b"], "judge_b": ["b", "c", "c"], "qwk": [0.5, 0.25, -0.1],
+                          "mae": [1.0, 2.0, 3.0], "exact": [0.5, 0.2, 0.1]})
+    heat = charts.agreement_heatmap(table, "qwk")
+    z = np.asarray(heat.data[0].z, dtype=float)
+    assert list(heat.data[0].x) == list(heat.data[0].y) == ["a", "b", "c"]
+    assert np.isnan(np.diag(z)).all() and z[0, 1] == z[1, 0] == 0.5 and z[2, 1] == -0.1
+    assert (heat.layout.coloraxis.cmin, heat.layout.coloraxis.cmax) == (-1, 1)
+    assert heat.layout.yaxis.autorange == "reversed" and heat.data[0].texttemplate == "%{z:.2f}"
+    assert charts.agreement_heatmap(table, "exact").layout.coloraxis.cmin is None
+    assert charts.agreement_heatmap(table, "exact").layout.coloraxis.cmax == 1
+    assert charts.agreement_heatmap(table, "mae").layout.coloraxis.cmax is None
+
+
+def test_the_forest_from_plain_dicts_is_the_figure_the_setters_built():
+    """``delta_forest`` builds its figure from plain dicts (validated once, as ``_figure`` does): the same figure, to
+    the byte Plotly sends, as go.Scatter + add_vline + update_layout + ``_layout`` made (a Compare pick paid those
+    setters' validation)."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    table = pd.DataFrame({"category": ["coding", None, "writing"], "turn": pd.array([1, None, 2], dtype="Int64"),
+                          "model": [None, None, None], "delta": [0.4, -0.2, 1.5], "ci_low": [0.1, -0.5, -0.3],
+                          "ci_high": [0.7, 0.1, 3.0], "significant": [True, False, False], "n_questions": [10, 80, 9],
+                          "p_adjusted": [0.01, 0.4, 0.2]})
+    frame = table.assign(row=["coding · turn 1", "all categories · both turns", "writing · turn 2"]).iloc[::-1]
+    inside = ~((frame["ci_low"] > 0) | (frame["ci_high"] < 0))
+    fig = go.Figure(go.Scatter(
+        x=frame["delta"], y=frame["row"], mode="markers",
+        marker=dict(color=np.where(frame["significant"], "#c0392b", np.where(inside, "#999999", "#e67e22")), size=9),
+        error_x=dict(type="data", symmetric=False, array=frame["ci_high"] - frame["delta"],
+                     arrayminus=frame["delta"] - frame["ci_low"], color="#888"),
+        customdata=np.stack([frame["n_questions"], frame["p_adjusted"]], axis=1),
+        hovertemplate="%{y}<br>delta %{x:.3f}<br>questions %{customdata[0]}<br>Holm p %{customdata[1]:.3f}"
+                      "<extra></extra>"))
+    fig.add_vline(x=0, line_color="#444", line_width=1)
+    fig.update_layout(xaxis_title="a  minus  b  (score points)", yaxis_title="")
+    fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template="plotly_white",
+                      height=120 + 22 * len(frame))  # every chart's layout (no markup here to make literal)
+    assert json.loads(pio.to_json(charts.delta_forest(table, "a", "b"))) == json.loads(pio.to_json(fig))

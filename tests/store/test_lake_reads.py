@@ -174,3 +174,47 @@ def test_the_item_view_on_a_lake_steps_through_a_models_items(lake_store, monkey
         nxt.click().run()
         assert not at.exception
     assert seen[0] != seen[1]
+
+
+def test_a_lake_without_verdicts_reads_no_verdict_table_and_shows_the_same(lake_store, monkeypatch):
+    """The data version counts the verdicts: a lake that held none at the data version last read shows the Review page's "All verdicts", the Item
+    view's verdict panel and the review queue without a statement on the verdict table (each costs its catalog
+    rounds, 0.2 s at 1M judgments even empty), the same frames as reading the empty table gives; once a verdict is
+    recorded it is read."""
+    from lib.judging import human
+    from lib.store import read_once
+
+    ingest(lake_store, [JA / "ja_mt_bench" / "question.jsonl", JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl",
+                        JA / "ja_mt_bench" / "model_judgment" / "gpt-4.1-2025-04-14_single.jsonl"])
+    item = dict(bench="ja_mt_bench", question_id="81", turn=1, model="shisa-ai/shisa-v2-llama3.1-8b")
+
+    def shown():
+        return (human.all_verdicts(lake_store), human.item_verdicts(lake_store, author="ana", sample=0, **item),
+                human.review_queue(lake_store, "ana", bench="ja_mt_bench", n=5))
+
+    lake_store.data_version()
+    with counted(lake_store) as seen:
+        kept = shown()
+    assert not [s for s in seen if "human_verdicts" in s], seen
+    with monkeypatch.context() as m:
+        m.setattr(human, "no_verdicts_known", lambda store: False)
+        with counted(lake_store) as seen:
+            read = shown()
+        assert [s for s in seen if "human_verdicts" in s]
+    assert kept[0]["authors"] == read[0]["authors"] == [] and kept[0]["records"] == read[0]["records"] == []
+    for got, expected in ((kept[0]["latest"], read[0]["latest"]), (kept[0]["history"], read[0]["history"]),
+                          (kept[1]["history"], read[1]["history"]), (kept[1]["latest"], read[1]["latest"]),
+                          (kept[2], read[2])):
+        pd.testing.assert_frame_equal(got, expected)
+    assert len(kept[2]) == 5 and not kept[2]["decided"].any()
+    with lake_store.read() as cur:  # the empty table has the lake table's columns and types
+        columns = [c[:2] for c in cur.execute("DESCRIBE human_verdicts").fetchall()]
+    assert read_once(lake_store, "human_verdicts", "", {}, lambda con: [
+        c[:2] for c in con.execute("DESCRIBE human_verdicts").fetchall()], empty=True) == columns
+
+    human.record(lake_store, author="ana", score=7, **item)
+    assert lake_store.data_version()[2] == 1  # what the page asks first on its next run
+    with counted(lake_store) as seen:
+        after = shown()
+    assert any("human_verdicts" in s for s in seen)
+    assert len(after[1]["history"]) == 1 and after[0]["authors"] == ["ana"]
