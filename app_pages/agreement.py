@@ -201,7 +201,7 @@ def pairwise_tab() -> None:
 
 def failures_tab() -> None:
     """Parse failures per judge, under each harness's rule."""
-    st.caption(agreement.RULES_NOTE)
+    st.caption(md_escape(agreement.RULES_NOTE))  # literally: its "$ERROR$" drew as LaTeX, its * and _ as emphasis
     failures = cached_query(agreement.parse_failures, version, bench=bench)
     show_table(failures[failures["judge"].isin(judges)], f"parse_failures_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")

@@ -6,6 +6,7 @@ from urllib.parse import quote_plus
 
 import pytest
 
+from lib.render.safe_text import md_escape
 from lib.analysis import agreement
 from lib.store import Store
 
@@ -61,6 +62,8 @@ def test_agreement_page_pairwise_and_failures_on_the_english_bench(app):
     assert strict[strict["model"] == "phi-3-dpo"].iloc[0]["tie"] < 35
     agreement_tab(app, "Parse failures")
     assert not app.exception
+    # the rules note shows as written: "$ERROR$" is not LaTeX, judge_score_*_turn_k_avg no emphasis
+    assert any(c.value == md_escape(agreement.RULES_NOTE) and "\\$ERROR\\$" in c.value for c in app.caption)
     failures = next(f for f in frames(app) if "not_parsed_rate" in f.columns)
     with Store(os.environ["JUDGELENS_DB"]) as s:
         expected = agreement.parse_failures(s, bench="mt_bench")
