@@ -1,0 +1,91 @@
+"""Where a click's time goes in the browser: a Chrome DevTools CPU profile of each step of one page.
+
+Not a test. ``bench/browser_bench.py`` says how long a click takes; this says what the browser does in that time.
+Starts the real app on a benchmark store (as browser_bench.py does: ``--out`` holds its stores), opens one page in
+headless Chromium and runs that page's steps (browser_bench.py's ``scenarios``). For each step chosen it prints the
+wall time and the browser's sampled CPU time by script file and by function (the sampling itself slows the
+browser: read the shares, not the sum). "(program)" is the
+browser's native work: style, layout and paint; "(idle)" is waiting (for the server, or a frame).
+
+    .venv/bin/python bench/click_profile.py --size 100000 --page distributions --steps "panels" "top 20"
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from browser_bench import scenarios  # noqa: E402
+from browser_support import launch_chromium, new_context, open_app, running_app, wait_for_app, wait_for_rerun  # noqa: E402
+from stores import OUT  # noqa: E402
+
+
+def by_source(profile: dict, top: int) -> tuple[float, list, list]:
+    """(sampled seconds, [(script file, seconds)], [((file, function), seconds)]) of a DevTools CPU profile."""
+    nodes = {n["id"]: n["callFrame"] for n in profile["nodes"]}
+    files, functions = collections.Counter(), collections.Counter()
+    for node, micros in zip(profile["samples"], profile["timeDeltas"]):
+        frame = nodes[node]
+        where = frame["url"].rsplit("/", 1)[-1]
+        files[where or frame["functionName"]] += micros / 1e6
+        functions[(where, frame["functionName"])] += micros / 1e6
+    return sum(files.values()), files.most_common(top), functions.most_common(top)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=100_000, help="judgments in the benchmark's wide file store")
+    ap.add_argument("--out", type=Path, default=OUT, help="where browser_bench.py built its stores")
+    ap.add_argument("--page", default="", help="the scenario's URL path, e.g. distributions ('' = Overview)")
+    ap.add_argument("--steps", nargs="*", default=[], help="profile only steps whose name contains one of these")
+    ap.add_argument("--top", type=int, default=8)
+    args = ap.parse_args()
+    db = args.out / f"browser_wide_{args.size}.duckdb"
+    info = json.loads(db.with_suffix(".json").read_text())
+    scen = {s.page: s for s in scenarios(info)}[args.page]
+    with sync_playwright() as p, running_app(db, warm=True) as url:
+        browser = launch_chromium(p)
+        ctx = new_context(browser)
+        page = ctx.new_page()
+        cdp = ctx.new_cdp_session(page)
+        t0 = time.perf_counter()
+        open_app(page, f"{url}/{scen.page}")
+        print(f"-- open {scen.title}: {time.perf_counter() - t0:.3f} s")
+        for step in scen.steps:
+            if step.download:
+                continue
+            chosen = not args.steps or any(s in step.name for s in args.steps)
+            if chosen:
+                cdp.send("Profiler.enable")
+                cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                cdp.send("Profiler.start")
+            t0 = time.perf_counter()
+            if step.rerun:
+                wait_for_rerun(page, lambda: step.act(page))
+            else:
+                step.act(page)
+                wait_for_app(page)
+            wall = time.perf_counter() - t0
+            if not chosen:
+                print(f"-- {step.name}: {wall:.3f} s")
+                continue
+            total, files, functions = by_source(cdp.send("Profiler.stop")["profile"], args.top)
+            print(f"== {step.name}: {wall:.3f} s wall, {total:.3f} s sampled in the browser")
+            for where, seconds in files:
+                print(f"   {seconds:7.3f}  {where}")
+            for (where, fn), seconds in functions:
+                print(f"      {seconds:7.3f}  {where} {fn}")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
