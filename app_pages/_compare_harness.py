@@ -37,8 +37,19 @@ def _default_pair(candidates) -> tuple[int, int]:
 
 
 def harness_compare(store, version: tuple) -> None:
+    """The view, drawn as fragments: a pick of the model or a run reruns, sends and redraws this view alone (not the
+    page's title, View control and sidebar); the Rows level, the feature split, the setup section's expanders and
+    the attribution section's widgets rerun only their own section. The judge endpoint form is in the sidebar,
+    outside any fragment: read here, on a full run, and passed on."""
+    from app_pages._endpoint import judge_endpoint
+
     version = tuple(version) + linking.links_version(store)
     seed_from_url("hx", {"model": "hx_model", "a": "hx_a", "b": "hx_b", "samples": "hx_samples"})
+    _harness_view(store, version, judge_endpoint())
+
+
+@st.fragment
+def _harness_view(store, version: tuple, endpoint: tuple) -> None:
     table = cached_query(runs.runs, version)
     if table.empty:
         st.info("Nothing judged yet.")
@@ -97,6 +108,31 @@ def harness_compare(store, version: tuple) -> None:
     except JudgeLensError as exc:
         show_error(exc)
         return
+    _gap(version, ra, rb, samples, excl, context, head)
+    _feature_gap(version, ra, rb, samples, excl)
+    _setup_section(version, ra, rb, setup)
+
+    from app_pages._compare_attribution import attribution_section
+
+    attribution_section(store, version, ra, rb, endpoint)
+
+    from lib.reports import harness_report
+
+    def report() -> str:  # the ladder of these two runs, if one has run (read on download: the attribution section
+        result = st.session_state.get("hx_ladder_result")  # is a fragment and runs one without this run)
+        if result is not None and sorted(map(str, (result.forward.attrs.get("run_a"),
+                                                   result.forward.attrs.get("run_b")))) \
+                != sorted(map(str, (ra.selector, rb.selector))):
+            result = None  # a ladder of two other runs
+        return harness_report(store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl,
+                              attribution=result)
+
+    st.download_button("Download the report (HTML)", data=report, file_name="judgelens_harness_report.html",
+                       mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
+
+
+@st.fragment
+def _gap(version: tuple, ra, rb, samples: str, excl: tuple, context, head) -> None:
     st.subheader("The gap")
     headline = runs.gap_headline(head)
     if headline:  # the result first, in one line; the rows below say where it comes from
@@ -129,8 +165,9 @@ def harness_compare(store, version: tuple) -> None:
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
 
-    _feature_gap(version, ra, rb, samples, excl)
 
+@st.fragment
+def _setup_section(version: tuple, ra, rb, setup) -> None:
     st.subheader("How the two runs were set up")
     st.caption("Computed from the imported files: judge, judge prompt, answers' system prompt, samples, temperature, "
                "truncation, reasoning, references, parse failures, scale, questions. differs: yes / no / "
@@ -162,21 +199,6 @@ def harness_compare(store, version: tuple) -> None:
             if p["only_b"]:
                 st.caption("Sentences only in B:")
                 st.text("\n".join(p["only_b"]))
-
-    from app_pages._compare_attribution import attribution_section
-
-    attribution_section(store, version, ra, rb)
-
-    from lib.reports import harness_report
-
-    result = st.session_state.get("hx_ladder_result")
-    if result is not None and sorted(map(str, (result.forward.attrs.get("run_a"), result.forward.attrs.get("run_b")))) \
-            != sorted(map(str, (ra.selector, rb.selector))):
-        result = None  # a ladder of two other runs
-    st.download_button("Download the report (HTML)", data=lambda: harness_report(
-        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl, attribution=result),
-        file_name="judgelens_harness_report.html",
-        mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
 
 
 def _setup_cards(rows) -> None:
@@ -231,6 +253,7 @@ def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
             readable_dataframe(al, hide_index=True, width="stretch")
 
 
+@st.fragment
 def _feature_gap(version, ra, rb, samples: str, excl: tuple) -> None:
     """The gap split by an answer feature (issue 25 point 11): a self-contained block of the two-harness view."""
     with st.expander("The gap by answer feature (Japanese share, length, code block, <think>, refusal phrase)",
