@@ -13,7 +13,7 @@ from lib.analysis import aliases, answer_features, coverage, harness_diff, linki
 from lib.analysis.deltas import LEVEL_LABELS, LEVELS
 from lib.errors import JudgeLensError
 from lib.render import charts
-from lib.render.safe_text import csv_text, md_escape
+from lib.render.safe_text import cards_html, csv_text, md_escape
 from lib.render.textdiff import diff_html
 from app_pages._state import keep_valid, publish_to_url, seed_from_url
 from app_pages._store import Kept, cached_chart, cached_query, kept_query
@@ -203,16 +203,14 @@ def _setup_section(version: tuple, ra, rb, setup) -> None:
 
 def _setup_cards(rows) -> None:
     """One bordered card per setup row: what, whether it differs, A and B side by side, the evidence; every value
-    is data from the files, shown escaped and wrapped."""
-    for row in rows.itertuples():
-        with st.container(border=True):
-            st.markdown(f"**{md_escape(str(row.area))}** · differs: {md_escape(str(row.differs))}")
-            ca, cb = st.columns(2)
-            for col, name, value in ((ca, "A", row.a), (cb, "B", row.b)):
-                col.caption(name)
-                col.markdown(md_escape("—" if value is None or str(value) in ("", "nan", "None") else str(value)))
-            if row.evidence:
-                st.caption(md_escape(str(row.evidence)))
+    is data from the files, shown escaped and wrapped. All the rows' cards are one HTML element (``cards_html``)."""
+    def shown(value) -> str:
+        return "—" if value is None or str(value) in ("", "nan", "None") else str(value)
+
+    if not rows.empty:
+        st.html(cards_html([{"title": row.area, "note": f"differs: {row.differs}",
+                             "sides": [("A", shown(row.a)), ("B", shown(row.b))], "footer": row.evidence}
+                            for row in rows.itertuples()]))
 
 
 def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
