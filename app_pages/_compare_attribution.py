@@ -62,9 +62,16 @@ def _system_prompt(run, side: str, store, version):
 
 @st.fragment
 def attribution_section(store, version, ra, rb, endpoint: tuple) -> None:
-    """A fragment: its fields and buttons rerun this section alone. ``endpoint``: ``judge_endpoint()``'s (config,
-    api_key), read by the caller outside the fragment (its form is in the sidebar)."""
-    st.subheader("Attribute the gap: every cause gets a bar")
+    """A fragment: its fields and buttons rerun this section alone. A lazy expander: its fields, the stored answers'
+    view and its queries are drawn (and read) once it is opened, not on every pick of a run. ``endpoint``:
+    ``judge_endpoint()``'s (config, api_key), read by the caller outside the fragment (its form is in the sidebar)."""
+    with st.expander("Attribute the gap: every cause gets a bar (replay, regenerate, each factor, residual)",
+                     key="hx_attr_open", on_change="rerun", icon=":material/bar_chart:") as box:
+        if box.open:
+            _attribution(store, version, ra, rb, endpoint)
+
+
+def _attribution(store, version, ra, rb, endpoint: tuple) -> None:
     st.caption("Start from A's stored score and walk to B's, one cause at a time, on the same linked items: replay "
                "(A's answers judged A's way today: the judge's drift), regenerate (A's answers made again A's way "
                "on your model endpoint: the model's drift), then each generation factor (system prompt, "

@@ -72,6 +72,7 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
         expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
     expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()
 
+    open_expander(page, "Attribute the gap: every cause gets a bar (replay, regenerate, each factor, residual)")
     expect(page.get_by_text("What the stored answers tell without any call")).to_be_visible()  # no endpoint yet
     set_judge_endpoint(page, judge_server.url, KEY, model="judge-x")
     type_and_commit(page, page.get_by_label("Model endpoint (serving the model under test)"), model_server.url)

@@ -101,6 +101,10 @@ def test_full_waterfall_in_the_page(app):
     app.query_params["view"] = "harness"
     app.run()
     assert not app.exception
+    # a lazy expander: the attribution's fields and the stored answers' view are drawn once it is opened
+    assert not any("copy_share" in d.value.columns for d in app.dataframe) and not app.multiselect
+    app.session_state["hx_attr_open"] = True
+    app.run()
     stored = next(d.value for d in app.dataframe if "copy_share" in d.value.columns)
     assert len(stored) == 2 and stored["samples_per_item"].tolist() == [1, 5]
     assert app.multiselect(key="hx_order").options == ["judge prompt", "judge model", "judge max_tokens",
