@@ -101,6 +101,12 @@ def _harness_view(store, version: tuple, endpoint: tuple) -> None:
     try:
         head = cached_query(runs.compare_runs, version, a=ra, b=rb, levels=("all", "category"),
                             swallow_samples=samples, exclude_links=excl, context=context)
+    except JudgeLensError as exc:
+        show_error(exc)
+        return
+    _gap(version, ra, rb, samples, excl, context, head)
+    _feature_gap(version, ra, rb, samples, excl)
+    try:  # read after the gap is sent: the browser draws its chart and table meanwhile
         # the answers per model and bench, kept: another judge of run A or B reads none again
         answers = Kept.of_all(*(kept_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
                                 for r in (ra, rb)))
@@ -108,8 +114,6 @@ def _harness_view(store, version: tuple, endpoint: tuple) -> None:
     except JudgeLensError as exc:
         show_error(exc)
         return
-    _gap(version, ra, rb, samples, excl, context, head)
-    _feature_gap(version, ra, rb, samples, excl)
     _setup_section(version, ra, rb, setup)
 
     from app_pages._compare_attribution import attribution_section

@@ -105,13 +105,7 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
         "Red: significant after Holm; orange: the interval excludes 0 but the difference does not survive Holm; "
         "grey: the interval includes 0, the difference is inside the noise. A category has only 10 questions: "
         "expect wide intervals. Same numbers: python -m lib.cli compare.")
-    if mode == "two judges on the same answers":
-        # what no pick changes (the bench's questions, references, judge prompts): kept per data version
-        # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
-        context = kept_query(harness_diff.setup_context, version, benches=(bench,))
-        for row in cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
-                                model=a.get("model"), context=context).itertuples():
-            st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
+    warnings_box = st.empty()  # filled last: the browser draws the chart and the table while the warnings are read
     mde = compare_mde(table)
     if mde:
         st.info(mde, icon=":material/straighten:")
@@ -121,6 +115,16 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
     show_table(shown, f"deltas_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
+    if mode == "two judges on the same answers":
+        # what no pick changes (the bench's questions, references, judge prompts): kept per data version
+        # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
+        context = kept_query(harness_diff.setup_context, version, benches=(bench,))
+        warnings = cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
+                                model=a.get("model"), context=context)
+        if not warnings.empty:
+            with warnings_box.container():
+                for row in warnings.itertuples():
+                    st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
     return True
 
 
