@@ -29,7 +29,6 @@ def compare_mde(rows) -> str:
         if len(usable) > 1 else "")
 
 
-
 # The bench view and each of its sections are fragments: a widget reruns, sends and redraws only what it changes.
 # The pickers change every section below them (their fragment holds the sections); the Rows level and the per-model
 # toggle change only the rows section; the feature split only itself. The View control changes everything: a full
