@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 SCORE_AXIS = dict(range=[-0.5, 10.5], dtick=1)  # 0 is a rating on some scales (Nejumi 0-10)
-HISTOGRAM_MARGIN = {"l": 80, "r": 10, "t": 60, "b": 65}  # room for "100%", "score" and the axis titles
+FIXED_MARGIN = {"l": 80, "r": 10, "t": 60, "b": 65}  # _drawn_once: room for ticks up to "100%" and the axis titles
 COLORS = px.colors.qualitative.Safe
 
 
@@ -250,18 +250,27 @@ def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -
     top = float(frame["share"].max()) * 1.08 if len(frame) and frame["share"].max() > 0 else 1.0
     for key in layout:
         if key.startswith("xaxis"):
-            layout[key].update(SCORE_AXIS, automargin=False)
+            layout[key].update(SCORE_AXIS)
         elif key.startswith("yaxis"):
-            layout[key].update(tickformat=".0%", range=[0, top], autorange=False, automargin=False)
-    # Margins set, not found: the tick labels (0-10, 0%-100%) and axis titles are the same on every histogram, and
-    # plotly.js's automargin drew the whole chart twice (once to measure the labels). A short legend goes in a row
-    # above the bars: at the right it widens the margin, which draws the chart twice too. A long one (it would wrap
-    # over the panels' titles) stays at the right.
-    layout["margin"] = dict(HISTOGRAM_MARGIN)
-    names = [trace["name"] for trace in data if trace["showlegend"]]
+            layout[key].update(tickformat=".0%", range=[0, top], autorange=False)
+    return _figure(_drawn_once(data, layout), layout, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
+
+
+def _drawn_once(data: list[dict], layout: dict) -> list[dict]:
+    """A chart whose tick labels are short numbers (scores, shares, lengths) laid out in one plotly.js pass: margins
+    set (``FIXED_MARGIN``: room for the tick labels and axis titles) and automargin off on every axis, where plotly.js
+    drew the whole chart twice (once to measure the labels); a short legend (at most 6 entries, 60 characters) in a
+    row above the plot, where at the right it widens the margin, another pass. A longer one (it would wrap over
+    the panels' titles) stays at the right. Changes ``layout`` in place; returns ``data``."""
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")):
+            axis["automargin"] = False
+    layout["margin"] = dict(FIXED_MARGIN)
+    names = [trace["name"] for trace in data if trace.get("showlegend", True) and trace.get("name") is not None]
     if len(names) <= 6 and sum(len(str(n)) for n in names) <= 60:
-        layout["legend"].update(orientation="h", x=1, xanchor="right", y=1, yanchor="top", yref="container")
-    return _figure(data, layout, 420 if not facet else 260 * ((frame[facet].nunique() + 2) // 3))
+        layout.setdefault("legend", {}).update(orientation="h", x=1, xanchor="right", y=1, yanchor="top",
+                                               yref="container")
+    return data
 
 
 def box_from_summary(summary: pd.DataFrame, x: str, color: str | None = None) -> go.Figure:
@@ -413,9 +422,9 @@ def length_profile(profile: pd.DataFrame, points: pd.DataFrame | None = None) ->
                      "customdata": np.stack([part["chars_lo"], part["chars_hi"], part["n"]], axis=1),
                      "hovertemplate": "%{customdata[0]:,}–%{customdata[1]:,} characters<br>mean score %{y:.2f}"
                                       "<br>%{customdata[2]:,} answers<extra>%{fullData.name}</extra>"})
-    return _figure(data, {
-        "xaxis": {"type": "log", "title": {"text": "answer length (characters, log scale; median of each bin)"}},
-        "yaxis": {"title": {"text": "score (mean; band: middle half)"}, **SCORE_AXIS}}, 420)
+    layout = {"xaxis": {"type": "log", "title": {"text": "answer length (characters, log scale; median of each bin)"}},
+              "yaxis": {"title": {"text": "score (mean; band: middle half)"}, **SCORE_AXIS}}
+    return _figure(_drawn_once(data, layout), layout, 420)
 
 
 def win_rate_bars(rates: pd.DataFrame) -> go.Figure:

@@ -209,15 +209,20 @@ def test_the_forest_from_plain_dicts_is_the_figure_the_setters_built():
     assert json.loads(pio.to_json(charts.delta_forest(table, "a", "b"))) == json.loads(pio.to_json(fig))
 
 
-def test_the_histogram_is_drawn_in_one_pass_with_the_same_bars():
+def test_the_histogram_and_length_profile_are_drawn_in_one_pass_with_the_same_bars():
     """plotly.js drew a histogram twice when a margin had to grow (automargin measuring the tick labels, a legend at
-    the right) and measured every tick label against the page: the histogram sets its margins (room for the
-    "100%" ticks and the titles), turns automargin off on every axis, puts a short legend in a row above the bars
-    and lets tick labels pass the chart's edge (every chart's template). A long legend stays at the right."""
+    the right) and measured every tick label against the page: the histogram and the length profile set their
+    margins (room for the "100%" ticks and the titles), turn automargin off on every axis, put a short legend in a
+    row above the plot and let tick labels pass the chart's edge (every chart's template). A long legend stays at
+    the right."""
     rows = [dict(judge=j, category=c, bin=b, count=b, n=10, share=b / 10, bin_label=str(b))
             for j in ("j1", "j2") for c in ("coding", "math", "stem", "writing") for b in (1, 2, 3)]
     hist = pd.DataFrame(rows)
-    for fig in (charts.histogram(hist, "judge", "category"), charts.histogram(hist[hist.category == "math"], "judge")):
+    profile = pd.DataFrame({"judge": "j1", "bin": [1, 2], "chars_lo": [10, 200], "chars_hi": [199, 900],
+                            "chars_median": [120.0, 400.0], "n": [5, 5], "mean": [6.0, 7.5], "q1": [5.0, 7.0],
+                            "q3": [7.0, 8.0]})
+    for fig in (charts.histogram(hist, "judge", "category"), charts.histogram(hist[hist.category == "math"], "judge"),
+                charts.length_profile(profile)):
         layout = fig.layout
         axes = [k for k in layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
         assert axes and all(layout[k].automargin is False for k in axes)
