@@ -38,8 +38,9 @@ if not judges or not models:
 filters = {"bench": bench, "judge": judges, "model": models}
 
 # Each section below is a fragment: its widgets change only that section, so a click there reruns, sends and redraws
-# that section alone (not the selectors above, nor the other charts). A change above reruns the whole page, the
-# fragments with it, with the same widget keys.
+# that section alone (not the selectors above, nor the other charts), with the bench, judges, models and data
+# version of the last whole-page run. A change above reruns the whole page, the fragments with it, with the same
+# widget keys.
 
 
 @st.fragment
