@@ -37,15 +37,21 @@ category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
 filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
            "category": None if category == "(all)" else category}
 
+
+def report() -> str:
+    """The report of these judges and filters, its pieces through the page's cache: the agreement table and its
+    kappa heatmap are there already, the intervals (a bootstrap per pair) if "95% intervals" was opened, and will be
+    when it is."""
+    table = cached_query(agreement.agreement, version, judges=judges, **filters)
+    return build_report(store, judges, **filters, table=table,
+                        heatmap=cached_chart(charts.agreement_heatmap, table, "qwk"),
+                        intervals=cached_query(agreement_ci.agreement_ci, version, judges=judges, **filters))
+
+
 if len(judges) >= 2:
     st.download_button(
         "Report (self-contained HTML)", icon=":material/summarize:", on_click="ignore", mime="text/html",
-        file_name=f"judgelens_report_{bench}.html",
-        # the agreement table and the intervals through the page's cache: the table is there already, the
-        # intervals are if "95% intervals" was opened, and will be when it is
-        data=lambda: build_report(
-            store, judges, **filters, table=cached_query(agreement.agreement, version, judges=judges, **filters),
-            intervals=cached_query(agreement_ci.agreement_ci, version, judges=judges, **filters)),
+        file_name=f"judgelens_report_{bench}.html", data=report,
         help="These judges and filters: headline tables, charts and the largest disagreements with their "
              "rationales, in one file that opens offline (safe to email).")
 
