@@ -311,9 +311,11 @@ def pairwise_agreement_ci(matrix: pd.DataFrame, judges: list[str], *, n_boot: in
     if len(set(judges)) != len(judges):
         raise JudgeChoiceError(f"Each judge may be named once; got {', '.join(judges)}.")
     rows = []
+    keys = question_key(matrix)  # once, not per pair (200,000 strings joined at a million judgments)
     for ja, jb in combinations(judges, 2):
-        both = matrix[["bench", "question_id", ja, jb]].dropna()
-        res = pair_intervals(both[ja].to_numpy(float), both[jb].to_numpy(float), question_key(both),
+        present = matrix[["bench", "question_id", ja, jb]].notna().all(axis=1)  # the rows dropna() keeps
+        both = matrix.loc[present, [ja, jb]]
+        res = pair_intervals(both[ja].to_numpy(float), both[jb].to_numpy(float), keys[present.to_numpy()],
                              n_boot=n_boot, alpha=alpha, method=method, seed=seed)
         row = {"judge_a": ja, "judge_b": jb, "n": len(both), "n_questions": res["n_questions"]}
         for s in CI_STATS:
