@@ -366,9 +366,12 @@ def scatter_grid(matrix: pd.DataFrame, judges: list[str]) -> go.Figure:
     for a, b in itertools.combinations(judges, 2):
         xs, ys = matrix[a].to_numpy(float), matrix[b].to_numpy(float)
         both = ~(np.isnan(xs) | np.isnan(ys))
-        points = np.stack([np.floor(xs[both] + 0.5), np.floor(ys[both] + 0.5)], axis=1)
-        cells, items = np.unique(points, axis=0, return_counts=True)  # sorted by x, then y: the groupby's order
-        frames.append(pd.DataFrame({"x": cells[:, 0], "y": cells[:, 1], "items": items,
+        # the (x, y) cells sorted by x, then y (the groupby's order), counted on one integer code per item: np.unique
+        # over rows (axis=0) sorted 200,000 items as raw bytes, seconds a pair at a million judgments
+        vx, ix = np.unique(np.floor(xs[both] + 0.5), return_inverse=True)
+        vy, iy = np.unique(np.floor(ys[both] + 0.5), return_inverse=True)
+        codes, items = np.unique(ix * len(vy) + iy, return_counts=True)
+        frames.append(pd.DataFrame({"x": vx[codes // len(vy)], "y": vy[codes % len(vy)], "items": items,
                                     "pair": f"{a} (x) vs {b} (y)"}))
     return scatter_grid_counts(pd.concat(frames, ignore_index=True) if frames
                                else pd.DataFrame(columns=["x", "y", "items", "pair"]))
