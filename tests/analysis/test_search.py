@@ -647,14 +647,19 @@ def test_the_mark_follows_the_rule_with_and_without_ascii_texts(n_ascii):
     """mark_expression (the ASCII test, then RE2 on the rest) marks exactly the texts holding a marked character."""
     import duckdb
 
-    from lib.search_index import mark_expression, marked_class
+    from lib.search_index import MARK_UDF, mark_expression, marked_class, marker
 
     texts = MUST_MARK + MUST_NOT + [f"ascii text {i} (Rating: [[5]])" for i in range(n_ascii)] + [None]
-    got = duckdb.connect().execute(f"SELECT {mark_expression('t')} FROM (SELECT unnest($texts) AS t, "
-                                   "generate_subscripts($texts, 1) AS i) ORDER BY i",
-                                   {"texts": texts, "marked": marked_class()}).fetchall()
-    assert [g == ("",) for g in got[:-1]] == [_marked_by_the_rule(t) for t in texts[:-1]] and got[-1] == (None,)
-    assert sum(g == ("",) for g in got) == len(MUST_MARK)
+    con = duckdb.connect()
+    with marker(con):
+        got = con.execute(f"SELECT {mark_expression('t')}, regexp_matches(t, $marked) FROM (SELECT unnest($texts) "
+                          "AS t, generate_subscripts($texts, 1) AS i) ORDER BY i",
+                          {"texts": texts, "marked": marked_class()}).fetchall()
+    assert [g[0] == "" for g in got[:-1]] == [_marked_by_the_rule(t) for t in texts[:-1]] and got[-1] == (None, None)
+    assert sum(g[0] == "" for g in got) == len(MUST_MARK)
+    assert [g[0] == "" for g in got[:-1]] == [g[1] for g in got[:-1]]  # pyarrow's RE2 reads the class as DuckDB's
+    assert con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
+                       [MARK_UDF]).fetchone()[0] == 0  # removed after the block
 
 
 @pytest.mark.parametrize("n_ascii", [0, 60])
