@@ -662,6 +662,17 @@ def test_the_mark_follows_the_rule_with_and_without_ascii_texts(n_ascii):
                        [MARK_UDF]).fetchone()[0] == 0  # removed after the block
 
 
+def test_holds_marked_reads_every_character_as_the_rule_does():
+    """holds_marked (pyarrow's RE2, the import's scan) marks a text for exactly the characters of the rule, each one
+    alone and inside Japanese text, over every character below U+30000: no range of the class is read differently."""
+    from lib.search_index import all_chars, holds_marked
+
+    chars = all_chars()
+    expected = [_marked_by_the_rule(c) for c in chars]
+    for texts in (chars, [f"日本語の{c}説明" for c in chars]):
+        assert holds_marked(pa.array(texts, pa.string())).to_pylist() == expected
+
+
 @pytest.mark.parametrize("n_ascii", [0, 60])
 def test_an_import_marks_texts_as_duckdbs_own_regex_does(tmp_path, n_ascii):
     """The norms an import stores (fast path and the index's UPDATE of answers) are those of DuckDB's
