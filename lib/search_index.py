@@ -279,10 +279,7 @@ def _has_table(cur, name: str) -> bool:
 def mark_expression(column: str) -> str:
     """A text's norm before any copy: ``''`` when it holds a marked character, else NULL (stable). An INSERT that
     reads the texts anyway computes it in the same pass, in parallel with the parsing (the importer's fast path,
-    inside ``marker(cur)``), and tells ``index_new_sources`` so (``marked``).
-    A pure-ASCII text (as many bytes as characters) is not scanned: no ASCII character is marked (pinned by
-    ``tests/analysis/test_search.py``), and counting characters costs about a tenth of the RE2 scan; DuckDB's CASE
-    runs the second test only on the rows the first one left. English judge texts are mostly pure ASCII."""
+    inside ``marker(cur)``), and tells ``index_new_sources`` so (``marked``)."""
     return f"CASE WHEN {_marked(column)} THEN '' END"
 
 
@@ -290,18 +287,31 @@ MARK_UDF = "judgelens_search_marked"
 
 
 def _marked(column: str) -> str:
-    # DuckDB evaluates an AND in a WHERE or a CASE test on the rows its first side kept: RE2 scans only non-ASCII texts
-    return f"(strlen({column}) <> length({column}) AND {MARK_UDF}({column}))"
+    return f"{MARK_UDF}({column})"
 
 
 def holds_marked(texts):
-    """True where a text of a pyarrow string array holds a character of ``marked_class()`` (NULL for NULL): the
-    scan behind ``mark_expression``, as a DuckDB function (``marker``). pyarrow's RE2 runs the class about twice
-    as fast as DuckDB's ``regexp_matches`` (the same RE2 pattern, so the same answer): the scan is the largest
-    cost an import adds to DuckDB's own JSON load (~1.4 CPU-s per 100k Japanese judgments with DuckDB's)."""
+    """True where a text of a pyarrow string array holds a character of ``marked_class()``: the scan behind
+    ``mark_expression``, as a DuckDB function (``marker``; DuckDB passes no NULL to it and answers NULL for one).
+
+    A pure-ASCII text is not scanned: no ASCII character is marked (pinned by ``tests/analysis/test_search.py``),
+    and pyarrow's ASCII test costs a fraction of the RE2 scan (English judge texts are mostly pure ASCII; DuckDB's
+    ``strlen <> length`` in front of the function cost more and still sent them through it). The rest goes
+    through pyarrow's RE2, which runs the class about twice as fast as DuckDB's ``regexp_matches`` (the same RE2
+    pattern, so the same answer): the scan is the largest cost an import adds to DuckDB's own JSON load."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    return pc.match_substring_regex(texts, marked_class())
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    other = pc.invert(pc.string_is_ascii(texts))
+    n_other = pc.sum(other).as_py() or 0
+    if n_other == 0:
+        return other  # all false
+    if n_other == len(texts):
+        return pc.match_substring_regex(texts, marked_class())
+    found = pc.match_substring_regex(pc.filter(texts, other), marked_class())
+    return pc.replace_with_mask(other, other, found)
 
 
 @contextmanager

@@ -669,8 +669,11 @@ def test_holds_marked_reads_every_character_as_the_rule_does():
 
     chars = all_chars()
     expected = [_marked_by_the_rule(c) for c in chars]
-    for texts in (chars, [f"日本語の{c}説明" for c in chars]):
+    for texts in (chars, [f"日本語の{c}説明" for c in chars]):  # ASCII and other texts mixed; no ASCII text
         assert holds_marked(pa.array(texts, pa.string())).to_pylist() == expected
+    mixed = [t for pair in zip(MUST_MARK, MUST_NOT * 3) for t in pair]  # every other text pure ASCII or stable
+    assert holds_marked(pa.array(mixed)).to_pylist() == [_marked_by_the_rule(t) for t in mixed]
+    assert holds_marked(pa.array(["Rating: [[5]]", ""])).to_pylist() == [False, False]  # only ASCII: no scan
 
 
 @pytest.mark.parametrize("n_ascii", [0, 60])
