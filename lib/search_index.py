@@ -25,11 +25,11 @@ five fields.
 
 Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``), in two steps per text
 column: mark (``norm = ''`` where the text holds a character of ``marked_class()``: one RE2 scan of every non-ASCII
-text, pyarrow's RE2 through ``holds_marked``) and
-copy (``normalise`` of the few marked texts holding a character of ``copy_class()``). The importer's fast path
-(FastChat judgment files, the largest) marks rationales and prompts in the INSERT that parses them
-(``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading: half the cost of a separate
-UPDATE. The classes come generated (``lib/search_classes.py``): building them takes longer than marking 100k texts.
+text, pyarrow's RE2 through ``holds_marked``) and copy (``normalise`` of the few marked texts holding a character
+of ``copy_class()``). The importer's fast path (FastChat judgment files, the largest) marks rationales and prompts in
+the INSERT that parses them (``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading:
+half the cost of a separate UPDATE. The classes come generated (``lib/search_classes.py``): building them takes
+longer than marking 100k texts.
 Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still NULL).
 
 Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
@@ -368,9 +368,9 @@ def unindexed(cur) -> int:
 
 def _index(cur, new: list[int], to_mark: list[int]) -> None:
     # Two steps per text column: mark (a scan of every text of the sources in ``to_mark``: RE2 over the marked
-    # class, ``holds_marked``, the cost an import pays), then copy (only the few marked texts holding a character of the copy
-    # class go through ``normalise``). Both touch only rows whose norm says they are not done yet, so running them
-    # again (a re-judge source growing while its batch runs) changes nothing already indexed.
+    # class, ``holds_marked``, the cost an import pays), then copy (only the few marked texts holding a character of
+    # the copy class go through ``normalise``). Both touch only rows whose norm says they are not done yet, so
+    # running them again (a re-judge source growing while its batch runs) changes nothing already indexed.
     with _normaliser(cur) as udf, marker(cur):
         for table, column, norm in COLUMNS.values():
             if to_mark:
