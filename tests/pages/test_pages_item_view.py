@@ -100,3 +100,17 @@ def test_a_rerun_on_the_same_item_reads_only_the_data_version(sample_app):
         at.run()
     assert not at.exception
     assert len(seen) == 1  # Store.data_version
+
+
+def test_the_search_box_opens_search_on_the_bench_picked_in_the_item_section(sample_app):
+    """The bench box lies in the page's fragment, the search box outside it: Enter reads the bench picked, so a
+    bench picked after the page's last full run is the one searched."""
+    at = sample_app
+    at.switch_page("app_pages/item_view.py").run()
+    benches = list(at.selectbox(key="iv_bench").options)
+    assert len(benches) > 1
+    other = next(b for b in benches if b != at.selectbox(key="iv_bench").value)
+    at.selectbox(key="iv_bench").set_value(other).run()
+    at.text_input(key="iv_search").input("answer").run()
+    assert not at.exception
+    assert (at.session_state["sr_q"], at.session_state["sr_bench"]) == ("answer", other)
