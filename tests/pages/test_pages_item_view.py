@@ -102,9 +102,9 @@ def test_a_rerun_on_the_same_item_reads_only_the_data_version(sample_app):
     assert len(seen) == 1  # Store.data_version
 
 
-def test_the_search_box_opens_search_on_the_bench_picked_in_the_item_section(sample_app):
-    """The bench box lies in the page's fragment, the search box outside it: Enter reads the bench picked, so a
-    bench picked after the page's last full run is the one searched."""
+def test_the_search_box_opens_search_on_the_bench_picked(sample_app):
+    """Enter in the Item view's search box opens Search with the text and the bench picked on the page (not the
+    first bench)."""
     at = sample_app
     at.switch_page("app_pages/item_view.py").run()
     benches = list(at.selectbox(key="iv_bench").options)
