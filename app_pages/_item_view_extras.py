@@ -7,15 +7,14 @@ import streamlit as st
 from app_pages._store import cached_item_query, cached_query, data_version
 
 
-def search_box(bench_key: str) -> None:
-    """Search everything from the Item view: Enter opens the Search page on the bench picked (the widget
-    ``bench_key``, read when Enter is pressed: the page's bench box lies in a fragment, run apart from this)."""
+def search_box(bench: str) -> None:
+    """Search everything from the Item view: Enter opens the Search page on this bench."""
     def go() -> None:
-        st.session_state["_iv_search_go"] = (st.session_state.get("iv_search", ""), st.session_state.get(bench_key))
+        st.session_state["_iv_search_go"] = st.session_state.get("iv_search", "")
 
     st.text_input("Search questions, answers, rationales, prompts and references", key="iv_search", on_change=go,
                   placeholder="type and press Enter: opens Search on this bench", label_visibility="collapsed")
-    text, bench = st.session_state.pop("_iv_search_go", None) or ("", None)
+    text = st.session_state.pop("_iv_search_go", None)
     if text:
         st.switch_page("app_pages/search.py", query_params={"q": text, "bench": bench})
 
@@ -126,7 +125,7 @@ def _go_next(store, key, author_name) -> None:
 NO_LABEL = "(no label)"
 
 
-def verdict_panel(store, key, version: tuple, name: str) -> None:
+def verdict_panel(store, key, version: tuple) -> None:
     """Your verdict on this item (on the sample shown, for Swallow), keyboard first: 1-9 and 0 (= 10) record a
     score with the label and note set below; "Label only" records them without touching your score; U jumps to
     the next undecided item of your review queue. Every press adds a row (history stays); each field of your
@@ -135,6 +134,7 @@ def verdict_panel(store, key, version: tuple, name: str) -> None:
     from lib.render.safe_text import md_escape
     from app_pages._widgets import readable_dataframe
 
+    name = author_sidebar()
     st.subheader("Your verdict")
     if not name:
         st.info("Set your name in the sidebar to record verdicts: they count as judge human:<name>.")
