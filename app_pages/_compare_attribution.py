@@ -19,7 +19,6 @@ from lib.generation.questions import run_answer_facts
 from lib.generation.setups import FASTCHAT_TYPICAL_SYSTEM_PROMPT, GenerationSetup
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from app_pages._endpoint import judge_endpoint
 from app_pages._store import cached_chart, cached_query
 from app_pages._widgets import show_chart, show_error, show_table
 
@@ -61,15 +60,25 @@ def _system_prompt(run, side: str, store, version):
     return text if text else ...
 
 
-def attribution_section(store, version, ra, rb) -> None:
-    st.subheader("Attribute the gap: every cause gets a bar")
+@st.fragment
+def attribution_section(store, version, ra, rb, endpoint: tuple) -> None:
+    """A fragment: its fields and buttons rerun this section alone. A lazy expander: its fields, the stored answers'
+    view and its queries are drawn (and read) once it is opened, not on every pick of a run. ``endpoint``:
+    ``judge_endpoint()``'s (config, api_key), read by the caller outside the fragment (its form is in the sidebar)."""
+    with st.expander("Attribute the gap: every cause gets a bar (replay, regenerate, each factor, residual)",
+                     key="hx_attr_open", on_change="rerun", icon=":material/bar_chart:") as box:
+        if box.open:
+            _attribution(store, version, ra, rb, endpoint)
+
+
+def _attribution(store, version, ra, rb, endpoint: tuple) -> None:
     st.caption("Start from A's stored score and walk to B's, one cause at a time, on the same linked items: replay "
                "(A's answers judged A's way today: the judge's drift), regenerate (A's answers made again A's way "
                "on your model endpoint: the model's drift), then each generation factor (system prompt, "
                "temperature, samples, turn-2 context, max_tokens) and each judge-side factor (prompt, judge, judge "
                "max_tokens, references, truncation, reasoning) switched to B's, then the residual (what no factor "
                "explains). Every request goes through the one request cache: a state already reached costs nothing.")
-    config, api_key = judge_endpoint()
+    config, api_key = endpoint
     c1, c2, c3 = st.columns([3, 2, 2])
     answer_url = c1.text_input("Model endpoint (serving the model under test)", key="hx_ans_url",
                                placeholder="http://127.0.0.1:8000/v1 (leave empty: judge-side steps only)")

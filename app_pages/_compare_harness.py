@@ -13,7 +13,7 @@ from lib.analysis import aliases, answer_features, coverage, harness_diff, linki
 from lib.analysis.deltas import LEVEL_LABELS, LEVELS
 from lib.errors import JudgeLensError
 from lib.render import charts
-from lib.render.safe_text import csv_text, md_escape
+from lib.render.safe_text import cards_html, csv_text, md_escape
 from lib.render.textdiff import diff_html
 from app_pages._state import keep_valid, publish_to_url, seed_from_url
 from app_pages._store import Kept, cached_chart, cached_query, kept_query
@@ -37,8 +37,19 @@ def _default_pair(candidates) -> tuple[int, int]:
 
 
 def harness_compare(store, version: tuple) -> None:
+    """The view, drawn as fragments: a pick of the model or a run reruns, sends and redraws this view alone (not the
+    page's title, View control and sidebar); the Rows level, the feature split, the setup section's expanders and
+    the attribution section's widgets rerun only their own section. The judge endpoint form is in the sidebar,
+    outside any fragment: read here, on a full run, and passed on."""
+    from app_pages._endpoint import judge_endpoint
+
     version = tuple(version) + linking.links_version(store)
     seed_from_url("hx", {"model": "hx_model", "a": "hx_a", "b": "hx_b", "samples": "hx_samples"})
+    _harness_view(store, version, judge_endpoint())
+
+
+@st.fragment
+def _harness_view(store, version: tuple, endpoint: tuple) -> None:
     table = cached_query(runs.runs, version)
     if table.empty:
         st.info("Nothing judged yet.")
@@ -90,6 +101,12 @@ def harness_compare(store, version: tuple) -> None:
     try:
         head = cached_query(runs.compare_runs, version, a=ra, b=rb, levels=("all", "category"),
                             swallow_samples=samples, exclude_links=excl, context=context)
+    except JudgeLensError as exc:
+        show_error(exc)
+        return
+    _gap(version, ra, rb, samples, excl, context, head)
+    _feature_gap(version, ra, rb, samples, excl)
+    try:  # read after the gap is sent: the browser draws its chart and table meanwhile
         # the answers per model and bench, kept: another judge of run A or B reads none again
         answers = Kept.of_all(*(kept_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
                                 for r in (ra, rb)))
@@ -97,6 +114,29 @@ def harness_compare(store, version: tuple) -> None:
     except JudgeLensError as exc:
         show_error(exc)
         return
+    _setup_section(version, ra, rb, setup)
+
+    from app_pages._compare_attribution import attribution_section
+
+    attribution_section(store, version, ra, rb, endpoint)
+
+    from lib.reports import harness_report
+
+    def report() -> str:  # the ladder of these two runs, if one has run (read on download: the attribution section
+        result = st.session_state.get("hx_ladder_result")  # is a fragment and runs one without this run)
+        if result is not None and sorted(map(str, (result.forward.attrs.get("run_a"),
+                                                   result.forward.attrs.get("run_b")))) \
+                != sorted(map(str, (ra.selector, rb.selector))):
+            result = None  # a ladder of two other runs
+        return harness_report(store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl,
+                              attribution=result)
+
+    st.download_button("Download the report (HTML)", data=report, file_name="judgelens_harness_report.html",
+                       mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
+
+
+@st.fragment
+def _gap(version: tuple, ra, rb, samples: str, excl: tuple, context, head) -> None:
     st.subheader("The gap")
     headline = runs.gap_headline(head)
     if headline:  # the result first, in one line; the rows below say where it comes from
@@ -129,8 +169,9 @@ def harness_compare(store, version: tuple) -> None:
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
 
-    _feature_gap(version, ra, rb, samples, excl)
 
+@st.fragment
+def _setup_section(version: tuple, ra, rb, setup) -> None:
     st.subheader("How the two runs were set up")
     st.caption("Computed from the imported files: judge, judge prompt, answers' system prompt, samples, temperature, "
                "truncation, reasoning, references, parse failures, scale, questions. differs: yes / no / "
@@ -163,34 +204,17 @@ def harness_compare(store, version: tuple) -> None:
                 st.caption("Sentences only in B:")
                 st.text("\n".join(p["only_b"]))
 
-    from app_pages._compare_attribution import attribution_section
-
-    attribution_section(store, version, ra, rb)
-
-    from lib.reports import harness_report
-
-    result = st.session_state.get("hx_ladder_result")
-    if result is not None and sorted(map(str, (result.forward.attrs.get("run_a"), result.forward.attrs.get("run_b")))) \
-            != sorted(map(str, (ra.selector, rb.selector))):
-        result = None  # a ladder of two other runs
-    st.download_button("Download the report (HTML)", data=lambda: harness_report(
-        store, ra.selector, rb.selector, swallow_samples=samples, exclude_links=excl, attribution=result),
-        file_name="judgelens_harness_report.html",
-        mime="text/html", on_click="ignore", icon=":material/download:", key="hx_report")
-
 
 def _setup_cards(rows) -> None:
     """One bordered card per setup row: what, whether it differs, A and B side by side, the evidence; every value
-    is data from the files, shown escaped and wrapped."""
-    for row in rows.itertuples():
-        with st.container(border=True):
-            st.markdown(f"**{md_escape(str(row.area))}** · differs: {md_escape(str(row.differs))}")
-            ca, cb = st.columns(2)
-            for col, name, value in ((ca, "A", row.a), (cb, "B", row.b)):
-                col.caption(name)
-                col.markdown(md_escape("—" if value is None or str(value) in ("", "nan", "None") else str(value)))
-            if row.evidence:
-                st.caption(md_escape(str(row.evidence)))
+    is data from the files, shown escaped and wrapped. All the rows' cards are one HTML element (``cards_html``)."""
+    def shown(value) -> str:
+        return "—" if value is None or str(value) in ("", "nan", "None") else str(value)
+
+    if not rows.empty:
+        st.html(cards_html([{"title": row.area, "note": f"differs: {row.differs}",
+                             "sides": [("A", shown(row.a)), ("B", shown(row.b))], "footer": row.evidence}
+                            for row in rows.itertuples()]))
 
 
 def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
@@ -231,6 +255,7 @@ def _links_editor(store, version, bench_a: str, bench_b: str) -> None:
             readable_dataframe(al, hide_index=True, width="stretch")
 
 
+@st.fragment
 def _feature_gap(version, ra, rb, samples: str, excl: tuple) -> None:
     """The gap split by an answer feature (issue 25 point 11): a self-contained block of the two-harness view."""
     with st.expander("The gap by answer feature (Japanese share, length, code block, <think>, refusal phrase)",

@@ -37,11 +37,21 @@ category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
 filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
            "category": None if category == "(all)" else category}
 
+
+def report() -> str:
+    """The report of these judges and filters, its pieces through the page's cache: the agreement table and its
+    kappa heatmap are there already, the intervals (a bootstrap per pair) if "95% intervals" was opened, and will be
+    when it is."""
+    table = cached_query(agreement.agreement, version, judges=judges, **filters)
+    return build_report(store, judges, **filters, table=table,
+                        heatmap=cached_chart(charts.agreement_heatmap, table, "qwk"),
+                        intervals=cached_query(agreement_ci.agreement_ci, version, judges=judges, **filters))
+
+
 if len(judges) >= 2:
     st.download_button(
         "Report (self-contained HTML)", icon=":material/summarize:", on_click="ignore", mime="text/html",
-        file_name=f"judgelens_report_{bench}.html",
-        data=lambda: build_report(store, judges, **filters),
+        file_name=f"judgelens_report_{bench}.html", data=report,
         help="These judges and filters: headline tables, charts and the largest disagreements with their "
              "rationales, in one file that opens offline (safe to email).")
 
@@ -58,19 +68,38 @@ def agreement_tab() -> None:
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("pearson", "spearman", "kendall", "qwk", "exact", "within1", "mean_diff", "mae")})
         setup_lines(judges, filters["model"])
-        stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
-                                    default="qwk", key="agr_stat")
-        show_chart(cached_chart(charts.agreement_heatmap, table, stat or "qwk"), f"agreement_heatmap_{bench}")
-        with st.expander("95% intervals and the number of questions behind each pair", key="agr_ci_open",
-                         on_change="rerun") as ci_box:
-            if ci_box.open:  # a bootstrap per pair: computed when opened, then cached until the data changes
-                intervals_table()
-        with st.expander("Score against score, one panel per pair of judges", key="agr_scatter_open",
-                         on_change="rerun") as scatter_box:
-            if scatter_box.open:  # drawn only when opened: one panel per pair is the page's heaviest figure
-                show_chart(cached_chart(charts.scatter_grid_counts,
-                                        cached_query(agreement.pair_counts, version, judges=judges, **filters)),
-                           f"agreement_scatter_{bench}")
+        heatmap(table)
+        ci_section()
+        scatter_section()
+
+
+# Fragments: a widget inside one reruns only that fragment (the filters, the agreement table and the setup
+# warnings are neither run again nor redrawn in the browser, where most of a click's time goes at 100k judgments).
+@st.fragment
+def heatmap(table) -> None:
+    """The agreement heatmap of the chosen statistic."""
+    stat = st.segmented_control("Heatmap of", ["pearson", "spearman", "kendall", "qwk", "exact", "within1", "mae"],
+                                default="qwk", key="agr_stat")
+    show_chart(cached_chart(charts.agreement_heatmap, table, stat or "qwk"), f"agreement_heatmap_{bench}")
+
+
+@st.fragment
+def ci_section() -> None:
+    with st.expander("95% intervals and the number of questions behind each pair", key="agr_ci_open",
+                     on_change="rerun") as ci_box:
+        if ci_box.open:  # a bootstrap per pair: computed when opened, then cached until the data changes
+            intervals_table()
+
+
+@st.fragment
+def scatter_section() -> None:
+    with st.expander("Score against score, one panel per pair of judges", key="agr_scatter_open",
+                     on_change="rerun") as scatter_box:
+        if scatter_box.open:  # drawn only when opened: one panel per pair is the page's heaviest figure
+            show_chart(cached_chart(charts.scatter_grid_counts,
+                                    cached_query(agreement.pair_counts, version, judges=judges, **filters)),
+                       f"agreement_scatter_{bench}")
+
 
 def setup_lines(chosen: list[str], model) -> None:
     """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
@@ -120,8 +149,9 @@ def reliability_tables() -> None:
                                   if c.startswith("alpha")})
 
 
+@st.fragment
 def variance_split() -> None:
-    """The variance decomposition of the chosen judges' scores (lazy: an expander)."""
+    """The variance decomposition of the chosen judges' scores (lazy: an expander; opening it reruns it alone)."""
     if not judges:
         return
     with st.expander("Where the spread of scores comes from (variance decomposition)", key="agr_var_open",
@@ -209,10 +239,16 @@ def failures_tab() -> None:
 
 
 # Lazy tabs: only the open tab's content runs and is sent, so a new browser tab draws the agreement table alone
-# (not the 200 disagreements, the pairwise tables and the parse-failure scan behind the other three).
-tabs = st.tabs(["Agreement", "Reliability", "Largest disagreements", "Pairwise verdicts", "Parse failures"],
-               key="agr_tab", on_change="rerun")
-for tab, draw in zip(tabs, (agreement_tab, reliability_tab, disagreements_tab, pairwise_tab, failures_tab)):
-    if tab.open:
-        with tab:
-            draw()
+# (not the 200 disagreements, the pairwise tables and the parse-failure scan behind the other three). A fragment:
+# a tab change reruns only the tabs, not the filters and the report button above them.
+@st.fragment
+def tabs_section() -> None:
+    tabs = st.tabs(["Agreement", "Reliability", "Largest disagreements", "Pairwise verdicts", "Parse failures"],
+                   key="agr_tab", on_change="rerun")
+    for tab, draw in zip(tabs, (agreement_tab, reliability_tab, disagreements_tab, pairwise_tab, failures_tab)):
+        if tab.open:
+            with tab:
+                draw()
+
+
+tabs_section()

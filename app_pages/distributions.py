@@ -37,72 +37,88 @@ if not judges or not models:
     st.stop()
 filters = {"bench": bench, "judge": judges, "model": models}
 
-st.subheader("Score distribution")
-d1, d2, d3 = st.columns(3)
-unit = d1.radio("Count", ["item", "judgment"], horizontal=True, key="dist_unit",
-                format_func={"item": "items (repeats and Swallow's 5 samples averaged)",
-                             "judgment": "single judgments (each sample)"}.get)
-color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "category"], key="dist_color")
-facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
-by = [color] + ([facet] if facet not in ("(none)", color) else [])
-# The counts per every group key at once, cached per unit and filters: colouring or splitting the bars another way
-# sums them again (milliseconds) instead of querying every judgment again; a rerun that changes neither reads the
-# histogram from its cache, without the counts.
-hist = cached_query_given(
-    distributions.score_histogram, version,
-    lambda: {"counts": cached_query(distributions.score_counts, version, unit=unit, filters=filters)},
-    by=by, unit=unit, filters=filters)
-if hist.empty:
-    st.info("No scored items for this choice.")
-    st.stop()
-show_chart(cached_chart(charts.histogram, hist, color, None if facet in ("(none)", color) else facet),
-           f"histogram_{bench}")
-st.caption(distributions.HISTOGRAM_RULE)
-# A lazy expander (drawn, and queried, only while open): a new tab draws the histogram first, not a second
-# chart and a table below it.
-with st.expander("Quartiles: box plot and table (mean, std, q1, median, q3 per group)", key="dist_box_open",
-                 on_change="rerun", icon=":material/candlestick_chart:") as box_box:
-    if box_box.open:
-        summary = cached_query(distributions.score_summary, version, by=by, unit=unit, filters=filters)
-        show_chart(cached_chart(charts.box_from_summary, summary, by[-1], color if len(by) > 1 else None),
-                   f"box_{bench}")
-        show_table(summary, f"score_summary_{bench}", column_config={
-            k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
+# Each section below is a fragment: its widgets change only that section, so a click there reruns, sends and redraws
+# that section alone (not the selectors above, nor the other charts), with the bench, judges, models and data
+# version of the last whole-page run. A change above reruns the whole page, the fragments with it, with the same
+# widget keys.
 
-st.subheader("Overall, as the JA harness reports it")
-r1, r2 = st.columns([1, 2])
-series = r1.radio("Radar: one line per", ["model", "judge"], horizontal=True, key="dist_radar",
-                  help="One radar for the chosen set: the models shown under one judge, or every chosen judge "
-                       "on one model.")
-frame = cached_query(distributions.radar_frame, version, bench=bench, filters={"judge": judges, "model": models})
-if series == "model":
-    keep_valid("dist_radar_judge", judges)
-    fixed = r2.selectbox("Judge", judges, key="dist_radar_judge")
-    part = frame[frame["judge"] == fixed]
-else:
-    keep_valid("dist_radar_model", models)
-    fixed = r2.selectbox("Model", models, key="dist_radar_model")
-    part = frame[frame["model"] == fixed]
-show_chart(cached_chart(charts.radar, part, series), f"radar_{bench}")
-# A lazy expander too: the radar above shows the same category means; the table (a data grid, the page's only one
-# at first sight) costs a new tab about a tenth of a second, so it waits for a click.
-with st.expander("Table: T1, T2, overall, per-category means and macro scores, as the harness's scripts compute them",
-                 key="dist_overall_open", on_change="rerun", icon=":material/table_view:") as overall_box:
-    if overall_box.open:
-        overall = cached_query(distributions.ja_overall, version, bench=bench,
-                               filters={"judge": judges, "model": models})
-        st.caption("T1, T2; overall as the mean of the two turn means (visualize-results.py) and pooled over items; "
-                   "each category as the mean of its per-turn means; macro = unweighted mean of the category means "
-                   "(results-table.py); macro xCM = the same without coding and math. Category cells hold 10 "
-                   "questions: differences under about one point are usually noise (see Compare).")
-        show_table(overall, f"ja_overall_{bench}",
-                   column_config={c: st.column_config.NumberColumn(format="%.3f") for c in overall.columns
-                                  if overall[c].dtype.kind == "f"})
 
-st.subheader("Length bias")
-with st.expander("Does a judge score longer answers higher? (reads every judged answer of one judge)",
-                 key="dist_length_open", on_change="rerun") as length_box:
-    if length_box.open:
+@st.fragment
+def score_distribution(version: tuple, bench: str, filters: dict) -> None:
+    d1, d2, d3 = st.columns(3)
+    unit = d1.radio("Count", ["item", "judgment"], horizontal=True, key="dist_unit",
+                    format_func={"item": "items (repeats and Swallow's 5 samples averaged)",
+                                 "judgment": "single judgments (each sample)"}.get)
+    color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "category"], key="dist_color")
+    facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
+    by = [color] + ([facet] if facet not in ("(none)", color) else [])
+    # The counts per every group key at once, cached per unit and filters: colouring or splitting the bars another
+    # way sums them again (milliseconds) instead of querying every judgment again; a rerun that changes neither
+    # reads the histogram from its cache, without the counts.
+    hist = cached_query_given(
+        distributions.score_histogram, version,
+        lambda: {"counts": cached_query(distributions.score_counts, version, unit=unit, filters=filters)},
+        by=by, unit=unit, filters=filters)
+    if hist.empty:
+        st.info("No scored items for this choice.")
+        st.stop()  # in a whole-page run, the rest of the page too (as before the sections were fragments)
+    show_chart(cached_chart(charts.histogram, hist, color, None if facet in ("(none)", color) else facet),
+               f"histogram_{bench}")
+    st.caption(distributions.HISTOGRAM_RULE)
+    # A lazy expander (drawn, and queried, only while open): a new tab draws the histogram first, not a second
+    # chart and a table below it.
+    with st.expander("Quartiles: box plot and table (mean, std, q1, median, q3 per group)", key="dist_box_open",
+                     on_change="rerun", icon=":material/candlestick_chart:") as box_box:
+        if box_box.open:
+            summary = cached_query(distributions.score_summary, version, by=by, unit=unit, filters=filters)
+            show_chart(cached_chart(charts.box_from_summary, summary, by[-1], color if len(by) > 1 else None),
+                       f"box_{bench}")
+            show_table(summary, f"score_summary_{bench}", column_config={
+                k: st.column_config.NumberColumn(format="%.3f") for k in ("mean", "std", "q1", "median", "q3")})
+
+
+@st.fragment
+def radar(version: tuple, bench: str, judges: list, models: list) -> None:
+    r1, r2 = st.columns([1, 2])
+    series = r1.radio("Radar: one line per", ["model", "judge"], horizontal=True, key="dist_radar",
+                      help="One radar for the chosen set: the models shown under one judge, or every chosen judge "
+                           "on one model.")
+    frame = cached_query(distributions.radar_frame, version, bench=bench, filters={"judge": judges, "model": models})
+    if series == "model":
+        keep_valid("dist_radar_judge", judges)
+        fixed = r2.selectbox("Judge", judges, key="dist_radar_judge")
+        part = frame[frame["judge"] == fixed]
+    else:
+        keep_valid("dist_radar_model", models)
+        fixed = r2.selectbox("Model", models, key="dist_radar_model")
+        part = frame[frame["model"] == fixed]
+    show_chart(cached_chart(charts.radar, part, series), f"radar_{bench}")
+
+
+@st.fragment
+def ja_overall(version: tuple, bench: str, judges: list, models: list) -> None:
+    # A lazy expander too: the radar above shows the same category means; the table (a data grid, the page's only
+    # one at first sight) costs a new tab about a tenth of a second, so it waits for a click.
+    with st.expander("Table: T1, T2, overall, per-category means and macro scores, as the harness's scripts compute "
+                     "them", key="dist_overall_open", on_change="rerun", icon=":material/table_view:") as overall_box:
+        if overall_box.open:
+            overall = cached_query(distributions.ja_overall, version, bench=bench,
+                                   filters={"judge": judges, "model": models})
+            st.caption("T1, T2; overall as the mean of the two turn means (visualize-results.py) and pooled over "
+                       "items; each category as the mean of its per-turn means; macro = unweighted mean of the "
+                       "category means (results-table.py); macro xCM = the same without coding and math. Category "
+                       "cells hold 10 questions: differences under about one point are usually noise (see Compare).")
+            show_table(overall, f"ja_overall_{bench}",
+                       column_config={c: st.column_config.NumberColumn(format="%.3f") for c in overall.columns
+                                      if overall[c].dtype.kind == "f"})
+
+
+@st.fragment
+def length_bias(version: tuple, bench: str, judges: list) -> None:
+    with st.expander("Does a judge score longer answers higher? (reads every judged answer of one judge)",
+                     key="dist_length_open", on_change="rerun") as length_box:
+        if not length_box.open:
+            return
         keep_valid("dist_length_judge", judges)
         judge = st.selectbox("Length bias of judge", judges, key="dist_length_judge")
         # The bench's answer lengths (every model's, whoever judged them) are kept per bench and data version:
@@ -113,20 +129,23 @@ with st.expander("Does a judge score longer answers higher? (reads every judged 
             bench=bench, judge=judge)
         if not n_points:
             st.info("No answer texts to measure: import the model_answer files of these models.")
-        else:
-            show_chart(cached_chart(charts.length_profile, profile, points), f"length_bias_{bench}")
-            st.caption(f"{n_points:,} judged answers of every model in {len(profile):,} bins of equal count: the "
-                       "line is the mean score per bin, the band the middle half of the scores. Spearman's rho "
-                       "between answer length and score: a positive rho means longer answers score higher. "
-                       "Over all models it mixes 'better models write longer' with 'the judge likes length'.")
-            show_table(stats, f"length_bias_{bench}",
-                       column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                      for c in ("spearman_rho", "spearman_p", "kendall_tau", "kendall_p")})
+            return
+        show_chart(cached_chart(charts.length_profile, profile, points), f"length_bias_{bench}")
+        st.caption(f"{n_points:,} judged answers of every model in {len(profile):,} bins of equal count: the "
+                   "line is the mean score per bin, the band the middle half of the scores. Spearman's rho "
+                   "between answer length and score: a positive rho means longer answers score higher. "
+                   "Over all models it mixes 'better models write longer' with 'the judge likes length'.")
+        show_table(stats, f"length_bias_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                  for c in ("spearman_rho", "spearman_p", "kendall_tau", "kendall_p")})
 
-st.subheader("By what the answers are")
-with st.expander("Scores split by an answer feature: Japanese share, length, code block, <think>, refusal phrase",
-                 key="dist_feature_open", on_change="rerun") as feature_box:
-    if feature_box.open:
+
+@st.fragment
+def by_feature(version: tuple, bench: str, judges: list) -> None:
+    with st.expander("Scores split by an answer feature: Japanese share, length, code block, <think>, refusal phrase",
+                     key="dist_feature_open", on_change="rerun") as feature_box:
+        if not feature_box.open:
+            return
         keep_valid("dist_feature", list(answer_features.FEATURES), "japanese")
         feature = st.selectbox("Answer feature", list(answer_features.FEATURES), key="dist_feature",
                                format_func=answer_features.FEATURES.get)
@@ -134,12 +153,23 @@ with st.expander("Scores split by an answer feature: Japanese share, length, cod
                              judges=judges)
         if table.empty:
             st.info("No answer texts for these judges' items: import the model_answer files.")
-        else:
-            st.caption("Mean item score per judge and bin of the feature (lib.text_features; computed once at "
-                       "import from the visible text, <think> removed; Swallow's samples of an answer averaged), with "
-                       "a 95% question-clustered t interval: the items of one question move together, so questions "
-                       "are the unit (n_questions). The interval covered the true bin mean 94-95% of the time in "
-                       "simulation at 10 and 80 questions per bin (bench/calibrate_feature_bins.py). Same numbers: "
-                       "python -m lib.cli features.")
-            show_table(table.drop(columns=["feature"]), f"feature_{feature}_{bench}",
-                       column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("mean", "ci_low", "ci_high")})
+            return
+        st.caption("Mean item score per judge and bin of the feature (lib.text_features; computed once at "
+                   "import from the visible text, <think> removed; Swallow's samples of an answer averaged), with "
+                   "a 95% question-clustered t interval: the items of one question move together, so questions "
+                   "are the unit (n_questions). The interval covered the true bin mean 94-95% of the time in "
+                   "simulation at 10 and 80 questions per bin (bench/calibrate_feature_bins.py). Same numbers: "
+                   "python -m lib.cli features.")
+        show_table(table.drop(columns=["feature"]), f"feature_{feature}_{bench}",
+                   column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("mean", "ci_low", "ci_high")})
+
+
+st.subheader("Score distribution")
+score_distribution(version, bench, filters)
+st.subheader("Overall, as the JA harness reports it")
+radar(version, bench, judges, models)
+ja_overall(version, bench, judges, models)
+st.subheader("Length bias")
+length_bias(version, bench, judges)
+st.subheader("By what the answers are")
+by_feature(version, bench, judges)

@@ -6,6 +6,9 @@ headless Chromium and runs that page's steps (browser_bench.py's ``scenarios``).
 wall time and the browser's sampled CPU time by script file and by function (the sampling itself slows the
 browser: read the shares, not the sum). "(program)" is the
 browser's native work: style, layout and paint; "(idle)" is waiting (for the server, or a frame).
+Each step also prints the CPU time it cost the app server and the browser together (every process this script
+started): on a machine other work keeps busy, wall times grow with the load, CPU times much less. Compare them
+for steps that are not profiled (``--steps`` naming none: the sampling costs CPU too).
 
     .venv/bin/python bench/click_profile.py --size 100000 --page distributions --steps "panels" "top 20"
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,6 +43,29 @@ def by_source(profile: dict, top: int) -> tuple[float, list, list]:
         files[where or frame["functionName"]] += micros / 1e6
         functions[(where, frame["functionName"])] += micros / 1e6
     return sum(files.values()), files.most_common(top), functions.most_common(top)
+
+
+def tree_cpu() -> float:
+    """CPU seconds (user + system) of the processes this script started and still runs: the app server, the
+    Playwright driver and the browser's processes."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone since listed
+                continue
+            children[int(fields[1])].append(int(entry))
+    ticks, todo = 0, list(children[os.getpid()])
+    while todo:
+        pid = todo.pop()
+        todo += children[pid]
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -68,18 +95,19 @@ def main() -> None:
                 cdp.send("Profiler.enable")
                 cdp.send("Profiler.setSamplingInterval", {"interval": 200})
                 cdp.send("Profiler.start")
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), tree_cpu()
             if step.rerun:
                 wait_for_rerun(page, lambda: step.act(page))
             else:
                 step.act(page)
                 wait_for_app(page)
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, tree_cpu() - c0
             if not chosen:
-                print(f"-- {step.name}: {wall:.3f} s")
+                print(f"-- {step.name}: {wall:.3f} s wall, {cpu:.2f} s CPU (server and browser)")
                 continue
             total, files, functions = by_source(cdp.send("Profiler.stop")["profile"], args.top)
-            print(f"== {step.name}: {wall:.3f} s wall, {total:.3f} s sampled in the browser")
+            print(f"== {step.name}: {wall:.3f} s wall, {cpu:.2f} s CPU (server and browser, sampling included), "
+                  f"{total:.3f} s sampled in the browser")
             for where, seconds in files:
                 print(f"   {seconds:7.3f}  {where}")
             for (where, fn), seconds in functions:

@@ -24,11 +24,12 @@ and ``lower(NFKC)``, with keys and filter columns. ``search_sources``: the sourc
 five fields.
 
 Built inside the writer's transaction (``refresh_item_scores`` calls ``index_new_sources``), in two steps per text
-column: mark (``norm = ''`` where the text holds a character of ``marked_class()``: one RE2 scan of every text) and
-copy (``normalise`` of the few marked texts holding a character of ``copy_class()``). The importer's fast path
-(FastChat judgment files, the largest) marks rationales and prompts in the INSERT that parses them
-(``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading: half the cost of a separate
-UPDATE. The classes come generated (``lib/search_classes.py``): building them takes longer than marking 100k texts.
+column: mark (``norm = ''`` where the text holds a character of ``marked_class()``: one RE2 scan of every non-ASCII
+text, pyarrow's RE2 through ``holds_marked``) and copy (``normalise`` of the few marked texts holding a character
+of ``copy_class()``). The importer's fast path (FastChat judgment files, the largest) marks rationales and prompts in
+the INSERT that parses them (``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading:
+half the cost of a separate UPDATE. The classes come generated (``lib/search_classes.py``): building them takes
+longer than marking 100k texts.
 Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still NULL).
 
 Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
@@ -276,18 +277,69 @@ def _has_table(cur, name: str) -> bool:
 
 
 def mark_expression(column: str) -> str:
-    """A text's norm before any copy: ``''`` when it holds a marked character, else NULL (stable); the pattern is
-    the parameter ``$marked`` (``marked_class()``). An INSERT that reads the texts anyway computes it in the same
-    pass, in parallel with the parsing (the importer's fast path), and tells ``index_new_sources`` so (``marked``).
-    A pure-ASCII text (as many bytes as characters) is not scanned: no ASCII character is marked (pinned by
-    ``tests/analysis/test_search.py``), and counting characters costs about a tenth of the RE2 scan; DuckDB's CASE
-    runs the second test only on the rows the first one left. English judge texts are mostly pure ASCII."""
+    """A text's norm before any copy: ``''`` when it holds a marked character, else NULL (stable). An INSERT that
+    reads the texts anyway computes it in the same pass, in parallel with the parsing (the importer's fast path,
+    inside ``marker(cur)``), and tells ``index_new_sources`` so (``marked``)."""
     return f"CASE WHEN {_marked(column)} THEN '' END"
 
 
+MARK_UDF = "judgelens_search_marked"
+
+
 def _marked(column: str) -> str:
-    # DuckDB evaluates an AND in a WHERE or a CASE test on the rows its first side kept: RE2 scans only non-ASCII texts
-    return f"(strlen({column}) <> length({column}) AND regexp_matches({column}, $marked))"
+    return f"{MARK_UDF}({column})"
+
+
+def holds_marked(texts):
+    """True where a text of a pyarrow string array holds a character of ``marked_class()``: the scan behind
+    ``mark_expression``, as a DuckDB function (``marker``; DuckDB passes no NULL to it and answers NULL for one).
+
+    A pure-ASCII text is not scanned: no ASCII character is marked (pinned by ``tests/analysis/test_search.py``),
+    and pyarrow's ASCII test costs a fraction of the RE2 scan (English judge texts are mostly pure ASCII; DuckDB's
+    ``strlen <> length`` in front of the function cost more and still sent them through it). The rest goes
+    through pyarrow's RE2, which runs the class about twice as fast as DuckDB's ``regexp_matches`` (the same RE2
+    pattern, so the same answer): the scan is the largest cost an import adds to DuckDB's own JSON load."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    other = pc.invert(pc.string_is_ascii(texts))
+    n_other = pc.sum(other).as_py() or 0
+    if n_other == 0:
+        return other  # all false
+    if n_other == len(texts):
+        return pc.match_substring_regex(texts, marked_class())
+    found = pc.match_substring_regex(pc.filter(texts, other), marked_class())
+    return pc.replace_with_mask(other, other, found)
+
+
+@contextmanager
+def marker(cur):
+    """``mark_expression`` usable on ``cur`` inside the block: ``holds_marked`` registered as a DuckDB function
+    (removed after). DuckDB streams the texts through it a vector at a time, from each of its threads."""
+    import duckdb
+
+    _register(cur, MARK_UDF, holds_marked, "BOOLEAN")
+    try:
+        yield
+    except BaseException:
+        try:  # a statement that failed aborted the transaction: DuckDB refuses the removal until its ROLLBACK
+            cur.remove_function(MARK_UDF)
+        except duckdb.Error:
+            pass  # registered anew (``_register`` removes it first) by the next ``marker``
+        raise
+    cur.remove_function(MARK_UDF)
+
+
+def _register(cur, name: str, fn, returns: str) -> None:
+    import duckdb
+
+    try:
+        cur.remove_function(name)
+    except (duckdb.InvalidInputException, duckdb.CatalogException):
+        pass
+    cur.create_function(name, fn, ["VARCHAR"], returns, type="arrow", side_effects=False)
 
 
 def index_new_sources(cur, *, marked=()) -> None:
@@ -315,15 +367,15 @@ def unindexed(cur) -> int:
 
 
 def _index(cur, new: list[int], to_mark: list[int]) -> None:
-    # Two steps per text column: mark (a scan of every text of the sources in ``to_mark``: DuckDB's RE2 over the
-    # marked class, the cost an import pays), then copy (only the few marked texts holding a character of the copy
-    # class go through ``normalise``). Both touch only rows whose norm says they are not done yet, so running them
-    # again (a re-judge source growing while its batch runs) changes nothing already indexed.
-    with _normaliser(cur) as udf:
+    # Two steps per text column: mark (a scan of every text of the sources in ``to_mark``: RE2 over the marked
+    # class, ``holds_marked``, the cost an import pays), then copy (only the few marked texts holding a character of
+    # the copy class go through ``normalise``). Both touch only rows whose norm says they are not done yet, so
+    # running them again (a re-judge source growing while its batch runs) changes nothing already indexed.
+    with _normaliser(cur) as udf, marker(cur):
         for table, column, norm in COLUMNS.values():
             if to_mark:
                 cur.execute(f"UPDATE {table} SET {norm} = '' WHERE list_contains($new, source_id) AND {norm} IS NULL "
-                            f"AND {_marked(column)}", {"new": to_mark, "marked": marked_class()})
+                            f"AND {_marked(column)}", {"new": to_mark})
             copy = f"list_contains($new, source_id) AND {norm} = '' AND regexp_matches({column}, $copy)"
             params = {"new": new, "copy": copy_class()}
             if cur.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {copy})", params).fetchone()[0]:
@@ -340,17 +392,11 @@ def _normaliser(cur):
     """``udf()``: the name of ``normalise`` as a DuckDB function, registered at its first use (most imports make
     no copy) and removed after. DuckDB streams the texts through it a vector at a time, so no table is held in
     Python whole."""
-    import duckdb
-
     registered = []
 
     def udf() -> str:
         if not registered:
-            try:
-                cur.remove_function(UDF)
-            except (duckdb.InvalidInputException, duckdb.CatalogException):
-                pass
-            cur.create_function(UDF, normalise, ["VARCHAR"], "VARCHAR", type="arrow", side_effects=False)
+            _register(cur, UDF, normalise, "VARCHAR")
             registered.append(UDF)
         return UDF
 

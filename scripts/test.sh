@@ -36,4 +36,5 @@ if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
 fi
 # Two workers (pytest-xdist), a test file each at a time: the suite takes about half as long, and runs the way it must
 # stay steady, with both cores busy. JUDGELENS_TEST_WORKERS=0 runs it in one process.
-exec .venv/bin/python -m pytest -n "${JUDGELENS_TEST_WORKERS:-2}" --dist loadfile "$@"
+# --durations: the slowest tests at the end of every run, so a test that grows shows where the ~10 minutes go.
+exec .venv/bin/python -m pytest -n "${JUDGELENS_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"

@@ -68,9 +68,14 @@ def coincidences(counts: np.ndarray) -> np.ndarray:
 
 def question_coincidences(counts: np.ndarray, clusters) -> tuple[np.ndarray, np.ndarray]:
     """(G, V, V) coincidence matrices per question, and the question labels."""
-    labels, index = np.unique(np.asarray(clusters), return_inverse=True)
-    out = np.stack([coincidences(counts[index == g]) for g in range(len(labels))]) if len(labels) else \
-        np.zeros((0, counts.shape[1], counts.shape[1]))
+    # the questions in np.unique's sorted order, by hashing (np.unique sorts every unit's string key); each
+    # question's units in their order, from one stable sort (a mask per question was G passes over every unit)
+    index, labels = pd.factorize(np.asarray(clusters), sort=True)
+    labels = np.asarray(labels)
+    order = np.argsort(index, kind="stable")
+    bounds = np.searchsorted(index[order], np.arange(len(labels) + 1))
+    out = np.stack([coincidences(counts[order[bounds[g]:bounds[g + 1]]]) for g in range(len(labels))]) \
+        if len(labels) else np.zeros((0, counts.shape[1], counts.shape[1]))
     return out, labels
 
 
@@ -111,7 +116,7 @@ def alpha_with_interval(matrix: pd.DataFrame, raters: list[str], *, n_boot: int 
     counts, values, clusters = unit_values(matrix, raters)
     pairable = counts.sum(1) >= 2
     out = {"n_units": int(len(matrix)), "n_pairable": int(pairable.sum()), "n_values": int(counts[pairable].sum()),
-           "n_questions": int(len(np.unique(clusters[pairable]))) if pairable.any() else 0}
+           "n_questions": int(pd.unique(clusters[pairable]).size) if pairable.any() else 0}
     if not pairable.any() or len(values) < 2:
         return out | {f"alpha_{m}{s}": math.nan for m in METRICS for s in ("", "_ci_low", "_ci_high")}
     per_q, _ = question_coincidences(counts[pairable], clusters[pairable])

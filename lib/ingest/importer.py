@@ -391,9 +391,9 @@ def insert_fast(cur, item: ImportFile, source_id: int) -> int:
         if name is None:
             raise FastPathRefused(item, "no pattern-free name for DuckDB")
         try:
-            # INSERT returns the number of rows it wrote
-            return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench", "path": name,
-                                     "marked": search_index.marked_class()}).fetchone()[0]
+            with search_index.marker(cur):  # INSERT returns the number of rows it wrote
+                return cur.execute(sql, {"sid": source_id, "bench": item.bench or "unknown_bench",
+                                         "path": name}).fetchone()[0]
         except INPUT_ERRORS as exc:  # NOT NULL violated by a row flagged bad, malformed JSON, …: line by line
             raise FastPathRefused(item, str(exc)) from exc
         # anything else (out of memory, disk full, a DuckLake commit conflict) says nothing about the file's

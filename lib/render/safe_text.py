@@ -6,6 +6,7 @@ dataframes; where a name must sit inside Markdown, ``md_escape`` it first.
 """
 from __future__ import annotations
 
+import html
 import re
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$])")
@@ -47,3 +48,28 @@ def csv_safe(df):
 def csv_text(df) -> str:
     """``df`` as CSV text (no index) that is safe to open in a spreadsheet."""
     return csv_safe(df).to_csv(index=False)
+
+
+_CARD = "border:1px solid rgba(128,128,128,0.3);border-radius:0.5rem;padding:0.75rem 1rem;margin-bottom:0.75rem"
+_CARD_SIDES = "display:grid;grid-template-columns:1fr 1fr;gap:1rem;margin:0.5rem 0"
+_CARD_SMALL = "font-size:0.875rem;opacity:0.6"
+_CARD_VALUE = "overflow-wrap:anywhere;word-break:break-word"
+
+
+def cards_html(cards: list[dict]) -> str:
+    """Bordered cards of untrusted text as one HTML block (for ``st.html``): per card a bold ``title`` and a
+    ``note`` on one line, its ``sides`` ((label, text) pairs) side by side with the values wrapped, and a small
+    ``footer`` when given. Every text is HTML-escaped and shown on one line per value (newlines read as spaces, as
+    ``md_escape`` shows them); the only markup is ours. One element for every card: a bordered container with
+    columns per card cost the browser a dozen components to redraw on every rerun."""
+    def text(value: object) -> str:
+        return html.escape(str(value).replace("\n", " "), quote=True)
+
+    parts = []
+    for card in cards:
+        sides = "".join(f'<div><div style="{_CARD_SMALL}">{text(label)}</div><div style="{_CARD_VALUE}">'
+                        f"{text(value)}</div></div>" for label, value in card["sides"])
+        footer = f'<div style="{_CARD_SMALL};{_CARD_VALUE}">{text(card["footer"])}</div>' if card.get("footer") else ""
+        parts.append(f'<div style="{_CARD}"><div><b>{text(card["title"])}</b> · {text(card["note"])}</div>'
+                     f'<div style="{_CARD_SIDES}">{sides}</div>{footer}</div>')
+    return f'<div class="jl-cards">{"".join(parts)}</div>'

@@ -51,17 +51,25 @@ def _table(df: pd.DataFrame, digits: int = 3) -> str:
 
 
 def build_report(store: Store, judges: list[str], *, bench: str | None = None, model: str | None = None,
-                 turn: int | None = None, category: str | None = None, top: int = 15) -> str:
-    """The report as one HTML string (about 2 MB: plotly.js is inlined, compressed, so it works offline)."""
+                 turn: int | None = None, category: str | None = None, top: int = 15,
+                 table: pd.DataFrame | None = None, intervals: pd.DataFrame | None = None, heatmap=None) -> str:
+    """The report as one HTML string (about 2 MB: plotly.js is inlined, compressed, so it works offline).
+
+    ``table`` and ``intervals``: ``agreement.agreement`` and ``agreement_ci.agreement_ci`` of these judges and
+    filters, and ``heatmap``, ``charts.agreement_heatmap(table, "qwk")``, when the caller has them already (the
+    page's cache: the intervals are a 2,000-replicate bootstrap per pair); computed here otherwise."""
     judges = agreement.check_choice(judges, minimum=2)  # item_matrix checks the names against the store
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
     matrix = agreement.item_matrix(store, judges, **filters)
-    table = agreement.pairwise_agreement(matrix, judges)
-    intervals = agreement_ci.pairwise_agreement_ci(matrix, judges)
+    if table is None:
+        table = agreement.pairwise_agreement(matrix, judges)
+    if intervals is None:
+        intervals = agreement_ci.pairwise_agreement_ci(matrix, judges)
     alpha = reliability.reliability_table(matrix, judges, by=())
     worst = agreement.disagreements(store, judges, limit=top, **filters)
 
-    figures = [("Agreement (quadratic weighted kappa)", charts.agreement_heatmap(table, "qwk")),
+    figures = [("Agreement (quadratic weighted kappa)",
+                heatmap if heatmap is not None else charts.agreement_heatmap(table, "qwk")),
                ("Scores of each judge pair (bubble area = items)", charts.scatter_grid(matrix, judges))]
     sections, deltas_all = [], []
     if len(judges) == 2:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from lib import harness as H
+from lib.search_index import COLUMNS, SEARCH_INDEX_VERSION
+from lib.store.bulk import DERIVED
+from lib.text_features import fill_answer_features
 
 SCHEMA_VERSION = "1"
 
@@ -424,8 +427,6 @@ ANSWER_FEATURES_VERSION = "1"  # meta 'answer_features': the rules of lib.text_f
 def upgrade_answer_features(cur) -> bool:
     """A store made before ``answer_features`` (or filled by older rules): fill it for every stored answer, once.
     Returns whether rows were written."""
-    from lib.text_features import fill_answer_features
-
     row = cur.execute("SELECT value FROM meta WHERE key = 'answer_features'").fetchone()
     if row and row[0] == ANSWER_FEATURES_VERSION:
         return False
@@ -447,8 +448,6 @@ def upgrade_derived(cur) -> bool:
     SQL). Only the rows whose flag changes are written (NULL reads as false), so on a DuckLake store the upgrade
     rewrites the few flagged rows, not the table. The column itself is added first (``ADDED_COLUMNS``). Returns
     whether rows were written."""
-    from lib.store.bulk import DERIVED
-
     changed = False
     for table, columns in DERIVED.items():
         for column, expr in columns:
@@ -465,8 +464,6 @@ def upgrade_derived(cur) -> bool:
 
 
 def search_index_current(cur) -> bool:
-    from lib.search_index import SEARCH_INDEX_VERSION
-
     row = cur.execute("SELECT value FROM meta WHERE key = 'search_index'").fetchone()
     return bool(row) and row[0] == SEARCH_INDEX_VERSION
 
@@ -476,8 +473,6 @@ def upgrade_search_index(cur) -> bool:
     norm columns, drop the old copy and forget which sources were indexed, so the next write or search
     (``lib.analysis.search.ensure_index``) indexes them again; stores of index 2 (judge prompts indexed at their
     first search): forget the sources whose prompts were not. Returns whether a table changed."""
-    from lib.search_index import COLUMNS, SEARCH_INDEX_VERSION
-
     if search_index_current(cur):
         return False
     have = {(t, c) for t, c in cur.execute(

@@ -647,14 +647,33 @@ def test_the_mark_follows_the_rule_with_and_without_ascii_texts(n_ascii):
     """mark_expression (the ASCII test, then RE2 on the rest) marks exactly the texts holding a marked character."""
     import duckdb
 
-    from lib.search_index import mark_expression, marked_class
+    from lib.search_index import MARK_UDF, mark_expression, marked_class, marker
 
     texts = MUST_MARK + MUST_NOT + [f"ascii text {i} (Rating: [[5]])" for i in range(n_ascii)] + [None]
-    got = duckdb.connect().execute(f"SELECT {mark_expression('t')} FROM (SELECT unnest($texts) AS t, "
-                                   "generate_subscripts($texts, 1) AS i) ORDER BY i",
-                                   {"texts": texts, "marked": marked_class()}).fetchall()
-    assert [g == ("",) for g in got[:-1]] == [_marked_by_the_rule(t) for t in texts[:-1]] and got[-1] == (None,)
-    assert sum(g == ("",) for g in got) == len(MUST_MARK)
+    con = duckdb.connect()
+    with marker(con):
+        got = con.execute(f"SELECT {mark_expression('t')}, regexp_matches(t, $marked) FROM (SELECT unnest($texts) "
+                          "AS t, generate_subscripts($texts, 1) AS i) ORDER BY i",
+                          {"texts": texts, "marked": marked_class()}).fetchall()
+    assert [g[0] == "" for g in got[:-1]] == [_marked_by_the_rule(t) for t in texts[:-1]] and got[-1] == (None, None)
+    assert sum(g[0] == "" for g in got) == len(MUST_MARK)
+    assert [g[0] == "" for g in got[:-1]] == [g[1] for g in got[:-1]]  # pyarrow's RE2 reads the class as DuckDB's
+    assert con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
+                       [MARK_UDF]).fetchone()[0] == 0  # removed after the block
+
+
+def test_holds_marked_reads_every_character_as_the_rule_does():
+    """holds_marked (pyarrow's RE2, the import's scan) marks a text for exactly the characters of the rule, each one
+    alone and inside Japanese text, over every character below U+30000: no range of the class is read differently."""
+    from lib.search_index import all_chars, holds_marked
+
+    chars = all_chars()
+    expected = [_marked_by_the_rule(c) for c in chars]
+    for texts in (chars, [f"日本語の{c}説明" for c in chars]):  # ASCII and other texts mixed; no ASCII text
+        assert holds_marked(pa.array(texts, pa.string())).to_pylist() == expected
+    mixed = [t for pair in zip(MUST_MARK, MUST_NOT * 3) for t in pair]  # every other text pure ASCII or stable
+    assert holds_marked(pa.array(mixed)).to_pylist() == [_marked_by_the_rule(t) for t in mixed]
+    assert holds_marked(pa.array(["Rating: [[5]]", ""])).to_pylist() == [False, False]  # only ASCII: no scan
 
 
 @pytest.mark.parametrize("n_ascii", [0, 60])

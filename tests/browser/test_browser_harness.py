@@ -72,6 +72,7 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
         expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
     expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()
 
+    open_expander(page, "Attribute the gap: every cause gets a bar (replay, regenerate, each factor, residual)")
     expect(page.get_by_text("What the stored answers tell without any call")).to_be_visible()  # no endpoint yet
     set_judge_endpoint(page, judge_server.url, KEY, model="judge-x")
     type_and_commit(page, page.get_by_label("Model endpoint (serving the model under test)"), model_server.url)
@@ -93,3 +94,25 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
     expect(page.get_by_text("These factors interact").first).to_be_visible()
     for expected in ("A stored", "regenerate (model drift)", "system prompt", "judge max_tokens"):
         expect(cell(page, expected), expected).to_be_attached()
+
+
+def test_the_bench_view_sections_redraw_on_their_own(page, app_url):
+    """The bench view's sections are fragments: Rows redraws the delta table alone, the feature split its own table
+    below it (the delta table keeps its level), and a picker above redraws both for the new pair."""
+    open_app(page, f"{app_url}/compare", timeout=FIRST_START_MS)
+    tables = fresh(page.get_by_test_id("stDataFrame"))
+    expect(tables).to_have_count(1)
+    click_and_wait(page.get_by_role("radio", name="all (every category and turn)"))
+    expect(tables).to_have_count(1)
+    expect(cell(page, "—")).to_be_attached()  # the one row over every category and turn
+    split = fresh(page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Split the gap by", exact=True)))
+    split.locator("input").click()
+    split.locator("input").fill("share of Japanese")
+    click_and_wait(page.get_by_role("option", name="share of Japanese characters in the visible answer", exact=True))
+    expect(fresh(page.get_by_text(re.compile(r"^A minus B per bin, binned by ")))).to_be_visible()
+    expect(tables).to_have_count(2)  # the delta table (still one row: its level kept) and the bins
+    expect(fresh(page.get_by_test_id("stDataFrame")).first.locator("table tbody tr")).to_have_count(1)
+    click_and_wait(page.get_by_text("two models under one judge", exact=True))
+    expect(fresh(page.get_by_role("heading", name=re.compile(r" vs .*judged by ")))).to_be_visible()
+    expect(fresh(page.get_by_text("Bin by the answers of", exact=True))).to_be_visible()  # a two-models split
+    expect(tables).to_have_count(2)  # both sections drawn again for the new pair

@@ -100,3 +100,17 @@ def test_a_rerun_on_the_same_item_reads_only_the_data_version(sample_app):
         at.run()
     assert not at.exception
     assert len(seen) == 1  # Store.data_version
+
+
+def test_the_search_box_opens_search_on_the_bench_picked(sample_app):
+    """Enter in the Item view's search box opens Search with the text and the bench picked on the page (not the
+    first bench)."""
+    at = sample_app
+    at.switch_page("app_pages/item_view.py").run()
+    benches = list(at.selectbox(key="iv_bench").options)
+    assert len(benches) > 1
+    other = next(b for b in benches if b != at.selectbox(key="iv_bench").value)
+    at.selectbox(key="iv_bench").set_value(other).run()
+    at.text_input(key="iv_search").input("answer").run()
+    assert not at.exception
+    assert (at.session_state["sr_q"], at.session_state["sr_bench"]) == ("answer", other)

@@ -204,6 +204,34 @@ def test_the_forest_from_plain_dicts_is_the_figure_the_setters_built():
                       "<extra></extra>"))
     fig.add_vline(x=0, line_color="#444", line_width=1)
     fig.update_layout(xaxis_title="a  minus  b  (score points)", yaxis_title="")
-    fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template="plotly_white",
+    fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), legend_title_text="", template=charts.TEMPLATE,
                       height=120 + 22 * len(frame))  # every chart's layout (no markup here to make literal)
     assert json.loads(pio.to_json(charts.delta_forest(table, "a", "b"))) == json.loads(pio.to_json(fig))
+
+
+def test_the_histogram_and_length_profile_are_drawn_in_one_pass_with_the_same_bars():
+    """plotly.js drew a histogram twice when a margin had to grow (automargin measuring the tick labels, a legend at
+    the right) and measured every tick label against the page: the histogram and the length profile set their
+    margins (room for the "100%" ticks and the titles), turn automargin off on every axis, put a short legend in a
+    row above the plot and let tick labels pass the chart's edge (every chart's template). A long legend stays at
+    the right."""
+    rows = [dict(judge=j, category=c, bin=b, count=b, n=10, share=b / 10, bin_label=str(b))
+            for j in ("j1", "j2") for c in ("coding", "math", "stem", "writing") for b in (1, 2, 3)]
+    hist = pd.DataFrame(rows)
+    profile = pd.DataFrame({"judge": "j1", "bin": [1, 2], "chars_lo": [10, 200], "chars_hi": [199, 900],
+                            "chars_median": [120.0, 400.0], "n": [5, 5], "mean": [6.0, 7.5], "q1": [5.0, 7.0],
+                            "q3": [7.0, 8.0]})
+    for fig in (charts.histogram(hist, "judge", "category"), charts.histogram(hist[hist.category == "math"], "judge"),
+                charts.length_profile(profile)):
+        layout = fig.layout
+        axes = [k for k in layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+        assert axes and all(layout[k].automargin is False for k in axes)
+        assert (layout.margin.l, layout.margin.b, layout.margin.t) == (80, 65, 60)
+        assert (layout.legend.orientation, layout.legend.yref) == ("h", "container")
+        assert layout.template.layout.xaxis.ticklabeloverflow == layout.template.layout.yaxis.ticklabeloverflow == "allow"
+    long = hist.assign(judge=hist["judge"].map({"j1": "organisation/a-long-judge-model-name-v1",
+                                                 "j2": "organisation/another-long-judge-name-v2"}))
+    fig = charts.histogram(long, "judge", "category")
+    assert fig.layout.legend.orientation is None and fig.layout.margin.r == 10   # plotly.js widens it for the legend
+    assert {(t.name, tuple(t.y)) for t in fig.data} == {
+        (n, tuple(p.share)) for (n, _), p in long.groupby(["judge", "category"], sort=False)}

@@ -125,3 +125,24 @@ def test_report_of_a_pair_with_no_shared_item(sample_store):
         columns=["judge_a", "judge_b", "n", "n_questions"]).isna().all().all()
     text = build_report(sample_store, ["gpt-4o", "gpt-4"], bench="ja_mt_bench", top=3)
     assert "gpt-4o vs gpt-4" in text
+
+
+def test_report_given_the_pages_table_intervals_and_heatmap_is_the_same_report(sample_store):
+    """The page passes its cached agreement table, intervals (a bootstrap per pair) and kappa heatmap instead of
+    having the report compute them again: the same file, the Generated minute and the charts' random ids aside."""
+    import pickle
+
+    from lib.analysis import agreement_ci
+    from lib.render import charts
+
+    judges = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
+    filters = {"bench": "ja_mt_bench", "model": None, "turn": 2, "category": None}
+    # as the page's cache hands them over: pickled and unpickled (the intervals' note travels in attrs)
+    table = pickle.loads(pickle.dumps(agreement.agreement(sample_store, judges, **filters)))
+    intervals = pickle.loads(pickle.dumps(agreement_ci.agreement_ci(sample_store, judges, **filters)))
+    varying = re.compile(r"Generated [0-9: -]+ ·|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # chart ids
+    own = varying.sub("", build_report(sample_store, judges, **filters, top=2))
+    given = varying.sub("", build_report(sample_store, judges, **filters, top=2, table=table, intervals=intervals,
+                                         heatmap=charts.agreement_heatmap(table, "qwk")))
+    assert given == own
+    assert agreement_ci.CI_NOTE.format(n_boot=agreement_ci.N_BOOT, method="expanded percentile") in html.unescape(own)

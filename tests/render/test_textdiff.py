@@ -71,3 +71,17 @@ def test_md_escape_neutralises_markdown_images_links_and_directives():
     for raw in ("![", "](", ":red[", "$x$", "**", "http://"):
         assert raw not in out
     assert out.replace("\\", "").replace("\u2060", "") == "![x](http://127.0.0.1:9/p.png) :red[hi] $x$ **b**"
+
+
+def test_cards_html_escapes_every_text_and_keeps_the_order():
+    from lib.render.safe_text import cards_html
+
+    out = cards_html([{"title": "judge_prompt", "note": "differs: yes", "sides": [("A", "<img src=x onerror=alert(1)>"),
+                                                                                    ("B", "line 1\nline 2 & more")],
+                       "footer": "![x](http://evil/)"},
+                      {"title": "samples", "note": "differs: yes", "sides": [("A", "1"), ("B", "5")], "footer": None}])
+    assert "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert "line 1 line 2 &amp; more" in out  # one line per value, as md_escape shows it
+    assert "![x](http://evil/)" in out  # HTML is not Markdown: shown as written
+    assert out.index("<b>judge_prompt</b> · differs: yes") < out.index("<b>samples</b> · differs: yes")
+    assert out.count('opacity:0.6;overflow-wrap') == 1  # the second card has no footer
