@@ -44,6 +44,7 @@ Timeouts are generous on purpose (a loaded 2-core machine): ``TIMEOUT_MS`` for a
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -286,6 +287,13 @@ def fresh(locator):
     """``locator`` without the copies Streamlit marked stale during a rerun (they sit inside an element
     container with ``data-stale="true"``)."""
     return locator.and_(locator.page.locator(NOT_STALE))
+
+
+def grid_cell(page, pattern: str | re.Pattern):
+    """A cell of a current (not stale) dataframe with exactly this text (the grids' accessible tables are
+    hidden: expect it attached, not visible)."""
+    text = pattern if isinstance(pattern, re.Pattern) else re.compile(f"^{re.escape(pattern)}$")
+    return fresh(page.get_by_test_id("stDataFrame")).locator("table td").filter(has_text=text).first
 
 
 def click_and_wait(locator, timeout: float = TIMEOUT_MS) -> None:

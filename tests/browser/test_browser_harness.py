@@ -10,8 +10,8 @@ from fake_model import FakeModel
 from fake_openai import FakeOpenAI
 from playwright.sync_api import expect
 
-from browser_support import (FIRST_START_MS, click_and_wait, fresh, open_app, open_expander, set_judge_endpoint,
-                             type_and_commit)
+from browser_support import (FIRST_START_MS, click_and_wait, fresh, grid_cell, open_app, open_expander,
+                             set_judge_endpoint, type_and_commit)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # generous: a loaded 2-core machine
 KEY = "sk-browser-harness-123456789"
@@ -33,13 +33,6 @@ def model_server():
         yield srv
 
 
-def cell(page, pattern: str | re.Pattern):
-    """A cell of a current (not stale) dataframe with exactly this text (the grids' accessible tables are
-    hidden: expect it attached, not visible)."""
-    text = pattern if isinstance(pattern, re.Pattern) else re.compile(f"^{re.escape(pattern)}$")
-    return fresh(page.get_by_test_id("stDataFrame")).locator("table td").filter(has_text=text).first
-
-
 def test_the_gap_leads_and_every_rows_option_is_reachable_at_1440(page, app_url):
     """At 1440 x 1000: the headline (the gap, its interval, the largest categories) comes first, and the Rows
     control's last option lies inside the page and switches the table to the one all-questions row."""
@@ -54,9 +47,9 @@ def test_the_gap_leads_and_every_rows_option_is_reachable_at_1440(page, app_url)
     assert box["x"] >= 0 and box["x"] + box["width"] <= width, (box, width)
     click_and_wait(last)
     # one row over every category and turn: its category and turn read as an em dash, its p-value plainly
-    expect(cell(page, "—")).to_be_attached()
-    expect(cell(page, "< 0.001")).to_be_attached()
-    expect(cell(page, "None")).to_have_count(0)
+    expect(grid_cell(page, "—")).to_be_attached()
+    expect(grid_cell(page, "< 0.001")).to_be_attached()
+    expect(grid_cell(page, "None")).to_have_count(0)
 
 
 def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_server, model_server):
@@ -69,8 +62,8 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
     expect(fresh(page.get_by_text("gpt-4o-2024-08-06", exact=True)).first).to_be_visible()
     open_expander(page, "As a table (with a link to an example item per row)")
     for expected in ("judge_model", "judge_prompt", "system_prompt", "gpt-4o-2024-08-06"):
-        expect(cell(page, expected), f"{expected} not in the setup table").to_be_attached()
-    expect(cell(page, re.compile(r"^not recorded"))).to_be_attached()
+        expect(grid_cell(page, expected), f"{expected} not in the setup table").to_be_attached()
+    expect(grid_cell(page, re.compile(r"^not recorded"))).to_be_attached()
 
     open_expander(page, "Attribute the gap: every cause gets a bar (replay, regenerate, each factor, residual)")
     expect(page.get_by_text("What the stored answers tell without any call")).to_be_visible()  # no endpoint yet
@@ -93,26 +86,4 @@ def test_harness_comparison_setup_table_and_waterfall(page, app_url, judge_serve
     assert model_server.chat_requests() and judge_server.chat_requests()
     expect(page.get_by_text("These factors interact").first).to_be_visible()
     for expected in ("A stored", "regenerate (model drift)", "system prompt", "judge max_tokens"):
-        expect(cell(page, expected), expected).to_be_attached()
-
-
-def test_the_bench_view_sections_redraw_on_their_own(page, app_url):
-    """The bench view's sections are fragments: Rows redraws the delta table alone, the feature split its own table
-    below it (the delta table keeps its level), and a picker above redraws both for the new pair."""
-    open_app(page, f"{app_url}/compare", timeout=FIRST_START_MS)
-    tables = fresh(page.get_by_test_id("stDataFrame"))
-    expect(tables).to_have_count(1)
-    click_and_wait(page.get_by_role("radio", name="all (every category and turn)"))
-    expect(tables).to_have_count(1)
-    expect(cell(page, "—")).to_be_attached()  # the one row over every category and turn
-    split = fresh(page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Split the gap by", exact=True)))
-    split.locator("input").click()
-    split.locator("input").fill("share of Japanese")
-    click_and_wait(page.get_by_role("option", name="share of Japanese characters in the visible answer", exact=True))
-    expect(fresh(page.get_by_text(re.compile(r"^A minus B per bin, binned by ")))).to_be_visible()
-    expect(tables).to_have_count(2)  # the delta table (still one row: its level kept) and the bins
-    expect(fresh(page.get_by_test_id("stDataFrame")).first.locator("table tbody tr")).to_have_count(1)
-    click_and_wait(page.get_by_text("two models under one judge", exact=True))
-    expect(fresh(page.get_by_role("heading", name=re.compile(r" vs .*judged by ")))).to_be_visible()
-    expect(fresh(page.get_by_text("Bin by the answers of", exact=True))).to_be_visible()  # a two-models split
-    expect(tables).to_have_count(2)  # both sections drawn again for the new pair
+        expect(grid_cell(page, expected), expected).to_be_attached()
