@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from browser_bench import scenarios  # noqa: E402
+from plotly_mount import cpu  # noqa: E402  (CPU seconds of a list of processes)
 from browser_support import launch_chromium, new_context, open_app, running_app, wait_for_app, wait_for_rerun  # noqa: E402
 from stores import OUT  # noqa: E402
 
@@ -56,16 +57,12 @@ def tree_cpu() -> float:
             except OSError:  # gone since listed
                 continue
             children[int(fields[1])].append(int(entry))
-    ticks, todo = 0, list(children[os.getpid()])
+    tree, todo = [], list(children[os.getpid()])
     while todo:
         pid = todo.pop()
         todo += children[pid]
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+        tree.append(pid)
+    return cpu(tree)
 
 
 def main() -> None:
