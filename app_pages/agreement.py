@@ -40,12 +40,14 @@ filters = {"bench": bench, "model": None if model == "(all)" else model, "turn":
 
 def report() -> str:
     """The report of these judges and filters, its pieces through the page's cache: the agreement table and its
-    kappa heatmap are there already, the intervals (a bootstrap per pair) if "95% intervals" was opened, and will be
-    when it is."""
+    kappa heatmap are there already, the intervals (a bootstrap per pair) only while "95% intervals" is open (they
+    are cached then); otherwise the report computes them from the item matrix it reads anyway, which a cache miss
+    here would read a second time (on a lake, the report's slowest part)."""
     table = cached_query(agreement.agreement, version, judges=judges, **filters)
+    intervals = cached_query(agreement_ci.agreement_ci, version, judges=judges, **filters) \
+        if st.session_state.get("agr_ci_open") else None
     return build_report(store, judges, **filters, table=table,
-                        heatmap=cached_chart(charts.agreement_heatmap, table, "qwk"),
-                        intervals=cached_query(agreement_ci.agreement_ci, version, judges=judges, **filters))
+                        heatmap=cached_chart(charts.agreement_heatmap, table, "qwk"), intervals=intervals)
 
 
 if len(judges) >= 2:
