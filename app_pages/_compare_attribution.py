@@ -19,6 +19,7 @@ from lib.generation.questions import run_answer_facts
 from lib.generation.setups import FASTCHAT_TYPICAL_SYSTEM_PROMPT, GenerationSetup
 from lib.render import charts
 from lib.render.safe_text import md_escape
+from app_pages._state import keep_values
 from app_pages._store import cached_chart, cached_query
 from app_pages._widgets import show_chart, show_error, show_table
 
@@ -52,19 +53,31 @@ def _system_prompt(run, side: str, store, version):
                              help="The model adapter's conversation template decides it. JudgeLens never guesses: "
                                   "state it, or tick 'none'.")
     else:
-        text = st.text_input(label, value=recorded or "", key=key, help="As the run's files show it; edit to state "
-                                                                         "another.")
+        seeded = f"hx_sp_seeded_{side}"  # prefilled with what this run's files show; a run showing another: again
+        if st.session_state.get(seeded, ...) != recorded:
+            st.session_state[key], st.session_state[seeded] = recorded or "", recorded
+        text = st.text_input(label, key=key, help="As the run's files show it; edit to state another.")
     none = st.checkbox(f"{side} sends no system prompt", key=f"hx_sp_none_{side}")
     if none:
         return None
     return text if text else ...
 
 
+# The section's fields: kept while the expander is closed (``keep_values``), so their defaults are set in the
+# session, never with ``value=`` / ``default=`` (Streamlit warns when a widget has both).
+FIELD_DEFAULTS = {"hx_ans_url": "", "hx_ans_model": "", "hx_ans_key": "", "hx_sp_A": "", "hx_sp_B": "",
+                  "hx_sp_none_A": False, "hx_sp_none_B": False, "hx_items": 20, "hx_both": True, "hx_shapley": 0}
+
+
 @st.fragment
 def attribution_section(store, version, ra, rb, endpoint: tuple) -> None:
     """A fragment: its fields and buttons rerun this section alone. A lazy expander: its fields, the stored answers'
-    view and its queries are drawn (and read) once it is opened, not on every pick of a run. ``endpoint``:
-    ``judge_endpoint()``'s (config, api_key), read by the caller outside the fragment (its form is in the sidebar)."""
+    view and its queries are drawn (and read) once it is opened, not on every pick of a run; what was typed in them
+    is kept while it is closed. ``endpoint``: ``judge_endpoint()``'s (config, api_key), read by the caller outside
+    the fragment (its form is in the sidebar)."""
+    keep_values(*FIELD_DEFAULTS, "hx_order")
+    for key, value in FIELD_DEFAULTS.items():
+        st.session_state.setdefault(key, value)
     with st.expander("Attribute the gap: every cause gets a bar (replay, regenerate, each factor, residual)",
                      key="hx_attr_open", on_change="rerun", icon=":material/bar_chart:") as box:
         if box.open:
@@ -110,14 +123,15 @@ def _attribution(store, version, ra, rb, endpoint: tuple) -> None:
             show_error(exc)
             return
     factors = L.FACTORS if with_answers else L.JUDGE_FACTORS
+    if st.session_state.get("hx_order_of") != factors:  # every factor, whenever the choice of factors changes
+        st.session_state["hx_order"], st.session_state["hx_order_of"] = list(factors), factors
     o1, o2, o3, o4 = st.columns([4, 1, 1, 1])
-    picked = o1.multiselect("Factors, in this order", list(factors), default=list(factors), key="hx_order",
-                            format_func=L.STEP_LABELS.get)
-    items = o2.number_input("Items", 2, 10_000, 20, key="hx_items",
+    picked = o1.multiselect("Factors, in this order", list(factors), key="hx_order", format_func=L.STEP_LABELS.get)
+    items = o2.number_input("Items", 2, 10_000, key="hx_items",
                             help="Linked items, question by question over the categories.")
-    both = o3.toggle("Both orders", value=True, key="hx_both", help="Also B's answers made A's way: a factor "
+    both = o3.toggle("Both orders", key="hx_both", help="Also B's answers made A's way: a factor "
                      "whose effect changes between the orders interacts with another.")
-    shapley = o4.number_input("Shapley orders", 0, 50, 0, key="hx_shapley",
+    shapley = o4.number_input("Shapley orders", 0, 50, key="hx_shapley",
                               help="Average each factor's effect over this many orders (0: off).")
     if config is None:
         st.info("Set a judge endpoint in the sidebar first.")

@@ -137,3 +137,38 @@ def test_full_waterfall_in_the_page(app):
                                               "system prompt", "judge prompt", "residual", "B stored"]
         assert float(tables[0].set_index("step").loc["system prompt", "delta"]) == 2   # shown as "2.000"
         assert any("interact" in w.value for w in app.warning)
+
+
+def test_the_attribution_fields_survive_closing_their_expander(app, monkeypatch):
+    """A lazy expander drops its widgets' values when closed, unless the page keeps them: typed endpoint, item count
+    and order come back when it is opened again, and no widget gets both a default and a session value (Streamlit
+    logs a warning for that)."""
+    from streamlit.elements.lib import policies
+
+    warned = []
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *args, **kw: warned.append(msg % args))
+    app.switch_page("app_pages/compare.py")
+    app.query_params["view"] = "harness"
+    app.session_state["hx_attr_open"] = True
+    app.run()
+    assert app.number_input(key="hx_items").value == 20 and app.toggle(key="hx_both").value is True
+    app.text_input(key="hx_ans_url").set_value("http://127.0.0.1:9/v1")
+    app.number_input(key="hx_items").set_value(7)
+    app.toggle(key="hx_both").set_value(False)
+    app.multiselect(key="hx_order").set_value(["truncation", "prompt"]).run()
+    app.session_state["hx_attr_open"] = False
+    app.run()
+    assert not [w for w in app.number_input if w.key == "hx_items"]            # closed: not drawn
+    app.session_state["hx_attr_open"] = True
+    app.run()
+    assert not app.exception
+    assert app.text_input(key="hx_ans_url").value == "http://127.0.0.1:9/v1"
+    assert app.number_input(key="hx_items").value == 7 and app.toggle(key="hx_both").value is False
+    assert app.multiselect(key="hx_order").value == ["truncation", "prompt"]
+    # a model endpoint adds the generation factors: the order starts again from every factor
+    app.text_input(key="hx_ans_model").set_value("shisa").run()
+    app.text_input(key="hx_sp_A").set_value("You are a helpful assistant.").run()   # FastChat's files: not stated
+    assert app.multiselect(key="hx_order").value[:2] == ["system_prompt", "temperature"]
+    assert app.text_input(key="hx_sp_B").value                                # Swallow's files show B's prompt
+    assert not warned
