@@ -271,3 +271,8 @@ def reads_counted(store):
         yield seen
     finally:
         store.read = make
+
+
+def frames(at) -> list:
+    """Every table an AppTest run drew, as DataFrames."""
+    return [d.value for d in at.dataframe]

@@ -1,16 +1,22 @@
-"""The Item view under AppTest: what one item shows is cached (``cached_item_query``) and follows the data."""
+"""The Item view under AppTest, on the bundled sample: deep links, Previous / Next, the biggest disagreement, the
+diff, Swallow's samples and truncation, the reference where the judge saw it; what one item shows is cached
+(``cached_item_query``) and follows the data."""
 from __future__ import annotations
 
 import json
 import os
 import textwrap
 
+import pytest
 from conftest import JA
 
+from lib.analysis import agreement
 from lib.ingest.importer import ingest
 from lib.store import Store
 
 JUDGMENTS = JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"
+JUDGES = ["gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14", "gpt-4o"]
+MODEL_8B = "shisa-ai/shisa-v2-llama3.1-8b"
 
 
 def verdict_columns(at) -> list[str]:
@@ -114,3 +120,113 @@ def test_the_search_box_opens_search_on_the_bench_picked(sample_app):
     at.text_input(key="iv_search").input("answer").run()
     assert not at.exception
     assert (at.session_state["sr_q"], at.session_state["sr_bench"]) == ("answer", other)
+
+
+@pytest.fixture
+def app(sample_app):
+    return sample_app
+
+
+def test_item_view_opens_from_query_params_and_jumps_to_the_biggest_disagreement(app, _sample_db):
+    app.query_params.update({"bench": "ja_mt_bench", "q": "31", "turn": "2", "model": MODEL_8B,
+                             "cols": "fastchat:gpt-4o", "a": "answer:" + MODEL_8B, "b": "rationale:fastchat:gpt-4o"})
+    app.switch_page("app_pages/item_view.py").run()
+    assert not app.exception
+    assert app.selectbox(key="iv_q").value == "31" and app.radio(key="iv_turn").value == 2
+    assert app.multiselect(key="iv_cols").value == ["fastchat:gpt-4o"]
+    assert app.selectbox(key="iv_a").value == "answer:" + MODEL_8B
+    assert len(app.metric) == 1                                   # only the chosen column
+    next(b for b in app.button if b.label == "Next biggest disagreement").click().run()
+    with Store(_sample_db) as s:
+        ranked = agreement.disagreements(s, JUDGES, bench="ja_mt_bench", limit=1000)
+    keys = list(zip(ranked["question_id"], ranked["turn"].astype(int), ranked["model"]))
+    expected = keys[keys.index(("31", 2, MODEL_8B)) + 1]  # the next one down the ranking from where we were
+    where = (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value, app.selectbox(key="iv_model").value)
+    assert where == expected
+
+
+def test_item_view_diff_waits_until_opened_and_then_joins_the_link(app):
+    app.query_params.update({"bench": "ja_mt_bench", "q": "31", "turn": "2", "model": MODEL_8B})
+    app.switch_page("app_pages/item_view.py").run()
+    assert not app.exception
+    assert {"iv_a", "iv_b"}.isdisjoint(s.key for s in app.selectbox)   # closed: the diff is neither drawn nor sent
+    assert not app.get("html") and "a" not in app.query_params
+    app.session_state["iv_diff_open"] = True                             # the user opens it
+    app.run()
+    left, right = app.selectbox(key="iv_a").value, app.selectbox(key="iv_b").value
+    assert left.startswith("rationale:") and right.startswith("rationale:") and left != right
+    assert len(app.get("html")) == 1 and any("similar" in c.value for c in app.caption)
+    assert (app.query_params["a"], app.query_params["b"]) == (left, right)  # the address bar names the diff
+
+
+def test_item_view_biggest_disagreement_on_a_one_judge_bench_says_why_not(app, _sample_db):
+    app.query_params.update({"bench": "mt_bench", "q": "81", "turn": "1", "model": "phi-3-dpo"})
+    app.switch_page("app_pages/item_view.py").run()
+    next(b for b in app.button if b.label == "Next biggest disagreement").click().run()
+    assert any("No item here has scores from two or more judges" in i.value for i in app.info)
+
+
+def test_item_view_previous_and_next_walk_the_items(app):
+    app.switch_page("app_pages/item_view.py").run()
+    first = (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value)
+    next(b for b in app.button if b.label == "Next").click().run()
+    assert (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value) == (first[0], 2)
+    next(b for b in app.button if b.label == "Previous").click().run()
+    assert (app.selectbox(key="iv_q").value, app.radio(key="iv_turn").value) == first
+
+
+def test_item_view_swallow_item_has_samples_and_a_truncation_note(app):
+    app.query_params.update({"bench": "japanese_mt_bench", "q": "1", "turn": "1",
+                             "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
+    app.switch_page("app_pages/item_view.py").run()
+    assert not app.exception
+    assert app.get("button_group") or app.get("segmented_control")   # the 0-4 sample picker
+
+
+def test_item_view_flags_a_rationale_that_quotes_the_reference(app):
+    # GPT-4 on phi-3-dpo, mt_bench q128 turn 1: half the rationale is the reference's code (lib.analysis.flags finds it).
+    app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})
+    app.switch_page("app_pages/item_view.py").run()
+    assert not app.exception
+    assert any("Quotes the reference far more than the answer" in w.value for w in app.warning)
+
+
+def test_item_view_explains_swallow_turn_two_conditioning(app):
+    # q71 is a writing question: Swallow samples it at temperature 0.7, so samples 1-4 differ from sample 0.
+    app.query_params.update({"bench": "japanese_mt_bench", "q": "71", "turn": "2",
+                             "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B", "sample": "3"})
+    app.switch_page("app_pages/item_view.py").run()
+    assert not app.exception and app.session_state["iv_sample"] == 3
+    assert any("after sample 0's turn-1 answer" in i.value for i in app.info)
+
+
+def test_item_view_says_when_the_harness_cut_the_answer(app):
+    # lib.analysis.flags finds the 8,192-character cut on q10 turn 1 of the Swallow chat run.
+    app.query_params.update({"bench": "japanese_mt_bench", "q": "10", "turn": "1",
+                             "model": "hosted_vllm/fake-org/Fake-JA-Chat-8B"})
+    app.switch_page("app_pages/item_view.py").run()
+    assert any("cut this answer at 8,192 characters" in w.value for w in app.warning)
+
+
+def test_item_view_reference_answer_opens_where_the_judge_saw_it(app):
+    # The reference expander is lazy: open (and drawn) on a reference category, closed and not drawn elsewhere,
+    # unless the analyst opened or closed it on this question and turn.
+    def reference_captions():
+        return [c.value for c in app.caption if c.value.startswith("looked up by judge(s)")]
+
+    app.query_params.update({"bench": "mt_bench", "q": "128", "turn": "1", "model": "phi-3-dpo"})  # coding
+    app.switch_page("app_pages/item_view.py").run()
+    assert not app.exception
+    assert app.session_state["iv_ref_open"] is True and reference_captions()
+    app.selectbox(key="iv_q").set_value("81").run()  # mt_bench q81: writing, no reference shown to the judge
+    assert not app.exception
+    assert app.session_state["iv_ref_open"] is False
+    assert not any(c.value == "No reference answer for this question and turn." for c in app.caption)  # not drawn
+    assert any(e.label.startswith("Reference answer (not used") for e in app.expander)
+    app.session_state["iv_ref_open"] = True  # the analyst opens it here: it stays open on this item
+    app.session_state["_iv_ref_item"] = ("mt_bench", app.selectbox(key="iv_q").value, 1)
+    app.run()
+    assert not app.exception and app.session_state["iv_ref_open"] is True
+    assert any(c.value == "No reference answer for this question and turn." for c in app.caption)
+    app.selectbox(key="iv_q").set_value("128").run()  # another item: the default again (open: coding)
+    assert app.session_state["iv_ref_open"] is True and reference_captions()
