@@ -302,3 +302,34 @@ def test_length_counts_the_stored_text_think_blocks_included(store):
     points, stats = length_bias(store)
     assert dict(zip(points.question_id, points.answer_chars)) == {"1": len(think), "2": 0, "4": 5}
     assert stats.iloc[0][["n", "n_without_answer"]].tolist() == [3, 1]
+
+
+def test_length_summary_of_many_points_has_the_numbers_of_the_points(store, monkeypatch):
+    """Past SHOWN_POINTS the page's summary is worked out from arrays, not from a frame of the points: the same
+    profile and stats as length_bias's points give, runs of one judge under two harnesses, a run without any answer,
+    and equal lengths across a bin's edge put in the points' order (the keys', text in code point order: 'B' before
+    'a', '10' before '9', 'é' last), as SQL's ORDER BY puts them."""
+    models = ["B-model", "a-model", "é-model"]
+    with store.write() as cur:
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (0, 'fastchat', 'b', ?, NULL, NULL, ?, 0, ?, ?)",
+                        [[m, str(q), t, "x" * (10 if (q + t + i) % 3 else 20)]
+                         for i, m in enumerate(models) for q in range(1, 13) for t in (1, 2)])
+    rows = [(judge, m, q, t, 1 + (q * 7 + t * 3 + i + len(judge)) % 10)
+            for judge in ("J2", "J1") for i, m in enumerate(models) for q in range(1, 13) for t in (1, 2)]
+    add_judgments(store, rows)
+    add_judgments(store, [("J1", m, q, 1, 1 + q % 10) for m in models for q in range(1, 13)], harness="swallow")
+    add_judgments(store, [("J3", "nobody", q, 1, 5) for q in range(1, 5)])
+    points, stats = length_bias(store, bench="b")
+    with store.read() as cur:
+        keys = cur.execute("SELECT harness, bench, judge, model, question_id, turn, sample FROM single_judgments "
+                           "WHERE score IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
+    every = distributions.length_points(store, bench="b")
+    assert list(every[list(distributions.POINT_KEYS)].itertuples(index=False, name=None)) == keys
+    assert stats[["harness", "judge", "n", "n_without_answer"]].values.tolist() == [
+        ["fastchat", "J1", 72, 0], ["fastchat", "J2", 72, 0], ["swallow", "J1", 36, 0], ["fastchat", "J3", 0, 4]]
+    monkeypatch.setattr(distributions, "SHOWN_POINTS", 0)
+    profile, summary_stats, n, shown = distributions.length_summary(store, bench="b")
+    assert profile.equals(distributions.length_profile(points)) and summary_stats.equals(stats)
+    assert n == len(points) == 180 and shown is None
+    assert profile.groupby("judge")["n"].sum().to_dict() == {"J1": 108, "J2": 72}
