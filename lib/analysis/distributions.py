@@ -16,9 +16,8 @@ turn, category and question_id.
 """
 from __future__ import annotations
 
-from typing import Iterable
-
 import threading
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -204,7 +203,8 @@ def _category_frame(store: Store, filters: dict | None, categories=None) -> pd.D
     return df
 
 
-def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None = None) -> pd.DataFrame:
+def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None = None,
+               long: pd.DataFrame | None = None) -> pd.DataFrame:
     """The JA harness's headline numbers per harness, bench, judge, model (item means, -1 left out).
 
     Columns:
@@ -224,6 +224,10 @@ def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None =
     The category names are in ``df.attrs["categories"]``. Categories are per bench, so compare
     category columns only within one bench. With 10 questions per category and both turns scored,
     ``macro`` equals ``overall_pooled``; they part only when items are missing or failed.
+
+    ``long``: ``radar_frame(store, bench=bench, filters=filters)`` (filters without a category), when the caller
+    kept it: the category columns are its scores, and only the turn and pooled means are read here (on a DuckLake
+    store each statement costs catalog look-ups besides its scan).
     """
     filters = dict(filters or {})
     if bench is not None:
@@ -243,7 +247,8 @@ def ja_overall(store: Store, *, bench: str | None = None, filters: dict | None =
     head["overall_turn_mean"] = (head["t1"] + head["t2"]) / 2
     head["n_items"] = head["n_items"].astype("int64")
     head["n_no_category"] = head["n_no_category"].astype("int64")
-    long = _category_frame(store, filters)
+    if long is None:
+        long = _category_frame(store, filters)
     long = long[long["bench"].isin(head["bench"])]
     categories = sorted(set(long["category"]))
     if len(long):

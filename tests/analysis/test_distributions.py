@@ -96,6 +96,20 @@ def test_radar_frame_filters(sample_store):
     assert radar.score.notna().all() and (radar.n_items == 20).all()
 
 
+
+def test_ja_overall_of_the_radar_frame_kept(sample_store, store):
+    """The page passes the radar's frame (same bench and filters) to the JA table: the very table it reads itself,
+    missing and failed categories too."""
+    for bench, filters in ((JA, {"judge": ["gpt-4o", "gpt-4.1-2025-04-14"], "model": [L8]}), (JA, {}),
+                           (SWALLOW, {})):
+        kept = radar_frame(sample_store, bench=bench, filters=filters)
+        given = ja_overall(sample_store, bench=bench, filters=filters, long=kept)
+        assert len(given) and given.equals(ja_overall(sample_store, bench=bench, filters=filters))
+        assert given.attrs["categories"] == ja_overall(sample_store, bench=bench, filters=filters).attrs["categories"]
+    add_questions(store, "b", {"1": "writing", "2": "math", "3": "coding"})
+    add_judgments(store, [("J", "M", 1, 1, 8), ("J", "M", 2, 1, 4), ("J", "M", 3, 1, None), ("J", "N", 1, 2, 5)])
+    assert ja_overall(store, bench="b", long=radar_frame(store, bench="b")).equals(ja_overall(store, bench="b"))
+
 def test_histogram_counts_sum_to_n_and_units(sample_store):
     by_item = score_histogram(sample_store, ["model"], unit="item", filters={"harness": "swallow"})
     by_judgment = score_histogram(sample_store, ["model"], unit="judgment", filters={"harness": "swallow"})
