@@ -363,17 +363,17 @@ def length_points(store: Store, *, judge: str | None = None, bench: str | None =
     if isinstance(read, pd.DataFrame):
         df = read[list(columns)]
     else:
-        joined, order = read
+        joined, order, _ = read
         df = in_memory({"joined": joined.take(order)}, f"SELECT {', '.join(columns)} FROM joined")
     df.attrs["rule"] = LENGTH_RULE
     return df
 
 
 def _joined_points(store: Store, *, judge: str | None, bench: str | None, model: str | None, category: bool,
-                   lengths) -> tuple[pa.Table, np.ndarray] | pd.DataFrame:
+                   lengths) -> tuple[pa.Table, np.ndarray, list[np.ndarray]] | pd.DataFrame:
     """``length_points``' rows with every column (``category`` too, if asked): (an Arrow table of them in no
-    order, the order sorting them by ``POINT_KEYS``); a DataFrame in that order where some judged answer has
-    several stored answers (the best one picked)."""
+    order, the order sorting them by ``POINT_KEYS``, the keys as numbers: ``_key_order``); a DataFrame in that
+    order where some judged answer has several stored answers (the best one picked)."""
     params: dict = {}
     where = ["j.score IS NOT NULL"]
     for key, value in (("judge", judge), ("bench", bench), ("model", model)):
@@ -402,9 +402,9 @@ def _joined_points(store: Store, *, judge: str | None, bench: str | None, model:
                                  params).to_arrow_table()
         finally:
             cur.unregister(name)
-    order, repeated = _key_order(joined, POINT_KEYS)
+    order, repeated, ranked = _key_order(joined, POINT_KEYS)
     if not repeated:
-        return joined, order
+        return joined, order, ranked
     # Some have several (two sources or harnesses): the best match, same harness first, then the same stored
     # model name, then the newest source (ranking every judged answer was a third of the query's time at 1M).
     with store.read() as cur:
@@ -420,19 +420,20 @@ def _joined_points(store: Store, *, judge: str | None, bench: str | None, model:
         FROM judged j LEFT JOIN picked x ON x.i = j.i ORDER BY j.i""")
 
 
-def _key_order(table: pa.Table, keys: Iterable[str]) -> tuple[np.ndarray, bool]:
+def _key_order(table: pa.Table, keys: Iterable[str]) -> tuple[np.ndarray, bool, list[np.ndarray]]:
     """The row order of ``table`` sorted by ``keys`` (no NULLs; text in code point order, as SQL's ORDER BY sorts
-    it), and whether two rows have the same keys. Each text column is ranked over its distinct values (a few
-    thousand at most), then the rows are sorted by the ranks' numbers."""
+    it), whether two rows have the same keys, and the keys as numbers in the same order as their values (``_ranks``;
+    rows in the table's order). Each text column is ranked over its distinct values (a few thousand at most), then
+    the rows are sorted by the ranks' numbers."""
     columns = [_ranks(table[key]) for key in keys]
     if not table.num_rows:
-        return np.arange(0), False
+        return np.arange(0), False, columns
     order = np.lexsort(columns[::-1])
     same = np.ones(len(order) - 1, dtype=bool)
     for column in columns:
         ordered = column[order]
         same &= ordered[1:] == ordered[:-1]
-    return order, bool(same.any())
+    return order, bool(same.any()), columns
 
 
 def _ranks(column) -> np.ndarray:
@@ -520,8 +521,8 @@ def length_summary(store: Store, *, judge: str | None = None, bench: str | None 
         return length_profile(points), stats, len(points), points if len(points) <= SHOWN_POINTS else None
     # Many points: the same numbers from the arrays, without a frame of 200,000 rows (its text columns alone cost
     # a tenth of a second). In key order, the rows of one run (harness, bench, judge) follow one another.
-    joined, order = read
-    ranked = np.stack([_ranks(joined[k])[order] for k in STATS_KEYS])
+    joined, order, ranked = read
+    ranked = np.stack([ranked[POINT_KEYS.index(k)][order] for k in STATS_KEYS])
     starts = np.flatnonzero(np.r_[True, (ranked[:, 1:] != ranked[:, :-1]).any(axis=0)])
     chars = joined["answer_chars"].to_numpy(zero_copy_only=False)[order]  # float: NaN where no answer matched
     scores = joined["score"].to_numpy(zero_copy_only=False)[order]
