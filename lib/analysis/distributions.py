@@ -62,6 +62,12 @@ def _where(filters: dict | None, params: dict, prefix: str = "f") -> list[str]:
     return conditions
 
 
+# Where a question's category is read: ``file_questions``, whose category ``current_questions`` shows as it is (one row
+# per question in both); that view adds the turns the judges saw, another table a DuckLake store looks up in its
+# catalog on every statement (30-40 ms of CPU at 1M), for nothing read here.
+CATEGORIES = "file_questions"
+
+
 def _scored_rows(unit: str) -> str:
     """A relation with the grouping columns and ``score`` (non-NULL) for one unit of counting."""
     if unit == "item":
@@ -69,7 +75,7 @@ def _scored_rows(unit: str) -> str:
                 "FROM item_scores WHERE score IS NOT NULL)")
     if unit == "judgment":
         return ("(SELECT j.harness, j.bench, j.judge, j.model, j.question_id, j.turn, j.sample, q.category, j.score "
-                "FROM single_judgments j LEFT JOIN current_questions q "
+                f"FROM single_judgments j LEFT JOIN {CATEGORIES} q "
                 "ON q.bench = j.bench AND q.question_id = j.question_id WHERE j.score IS NOT NULL)")
     raise UsageError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
 
@@ -187,7 +193,7 @@ def _category_frame(store: Store, filters: dict | None, categories=None) -> pd.D
         WITH {_CELLS.format(where='WHERE ' + ' AND '.join(where) if where else '')},
         judged AS (SELECT DISTINCT harness, bench, judge, model FROM cells),
         bench_categories AS (
-            SELECT * FROM (SELECT DISTINCT bench, category FROM current_questions WHERE category IS NOT NULL
+            SELECT * FROM (SELECT DISTINCT bench, category FROM {CATEGORIES} WHERE category IS NOT NULL
                            UNION SELECT DISTINCT bench, category FROM cells WHERE category IS NOT NULL) {wanted}),
         means AS (
             SELECT harness, bench, judge, model, category, avg(total / n) AS score, sum(n) AS n_items
@@ -386,7 +392,7 @@ def _joined_points(store: Store, *, judge: str | None, bench: str | None, model:
     if category:
         judged_sql = f"""
             SELECT g.*, q.category FROM ({judged_sql}) g
-            LEFT JOIN current_questions q ON q.bench = g.bench AND q.question_id = g.question_id"""
+            LEFT JOIN {CATEGORIES} q ON q.bench = g.bench AND q.question_id = g.question_id"""
     on = f"""x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn AND x.sample = j.sample
              AND x.name = {_norm('j.model')}"""
     # One read: the judged answers joined to the lengths in the store's own connection (the lengths registered

@@ -347,3 +347,14 @@ def test_length_summary_of_many_points_has_the_numbers_of_the_points(store, monk
     assert profile.equals(distributions.length_profile(points)) and summary_stats.equals(stats)
     assert n == len(points) == 180 and shown is None
     assert profile.groupby("judge")["n"].sum().to_dict() == {"J1": 108, "J2": 72}
+
+
+def test_categories_are_read_where_pages_show_them(sample_store):
+    """distributions.CATEGORIES (where a question's category is read, one table less for a DuckLake store) holds
+    the very rows and categories current_questions shows, on a store whose judges saw turns of their own."""
+    with sample_store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM judge_questions").fetchone()[0] > 0
+        shown = cur.execute("SELECT bench, question_id, category FROM current_questions ORDER BY ALL").fetchall()
+        read = cur.execute(f"SELECT bench, question_id, category FROM {distributions.CATEGORIES} "
+                           "ORDER BY ALL").fetchall()
+    assert len(shown) > 0 and read == shown
