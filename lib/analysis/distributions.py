@@ -399,13 +399,17 @@ def _joined_points(store: Store, *, judge: str | None, bench: str | None, model:
     # there), in no order, with their keys, put in key order here from the keys' ranks: sorting 200,000 rows by
     # seven strings in SQL was a third of this at a million judgments, reading the judged rows into memory to join
     # them there another third. Almost always each judged answer has one stored answer under its name, or none: a
-    # plain join, one row per judged answer.
+    # plain join, one row per judged answer. Each model's name is worked out once, not per judged answer (-10%).
     name = f"_jl_lengths_{threading.get_ident()}"
     with store.read() as cur:
         cur.register(name, lengths)
         try:
-            joined = cur.execute(f"""SELECT j.*, x.answer_chars FROM ({judged_sql}) j LEFT JOIN {name} x ON {on}""",
-                                 params).to_arrow_table()
+            joined = cur.execute(f"""
+                WITH j AS ({judged_sql}),
+                names AS (SELECT model, {_norm('model')} AS name FROM (SELECT DISTINCT model FROM j))
+                SELECT j.*, x.answer_chars FROM j JOIN names n ON n.model = j.model
+                LEFT JOIN {name} x ON x.bench = j.bench AND x.question_id = j.question_id AND x.turn = j.turn
+                                  AND x.sample = j.sample AND x.name = n.name""", params).to_arrow_table()
         finally:
             cur.unregister(name)
     order, repeated, ranked = _key_order(joined, POINT_KEYS)
