@@ -173,6 +173,32 @@ def test_histogram_of_one_count_frame_for_every_grouping(store):
     assert empty.empty and empty.columns.tolist() == ["turn", "bin", "bin_label", "count", "n", "share"]
 
 
+
+def test_list_filters_keep_the_rows_of_their_values(store):
+    """A filter's list keeps the rows whose value it holds, never one without a value (NULL), a NULL in the list
+    included; None alone keeps those; an empty list none; question ids match as text; both units alike."""
+    add_questions(store, "b", {"1": "writing", "2": "math"})
+    add_judgments(store, [("J", "M", 1, 1, 10), ("J", "M", 1, 2, 7.5), ("J", "M", 2, 1, 4), ("J", "M", 3, 1, 3),
+                          ("K", "M", 1, 1, 5), ("K", "N", 2, 2, 9), ("K", "N", 2, 2, 8)])
+    for unit in ("item", "judgment"):
+        every = distributions.score_counts(store, unit=unit)
+
+        def kept(**filters):
+            got = distributions.score_counts(store, unit=unit, filters=filters)
+            return sorted(map(tuple, got[["judge", "model", "turn", "bin", "count"]]
+                              .astype(str).values.tolist()))
+
+        def expected(mask):
+            return sorted(map(tuple, every[mask][["judge", "model", "turn", "bin", "count"]].astype(str).values.tolist()))
+
+        assert kept(category=["math", None]) == expected(every.category == "math")
+        assert kept(category=["writing", "math"]) == expected(every.category.notna())
+        assert kept(category=None) == expected(every.category.isna())
+        assert kept(judge=["K"], model=("N", "nobody")) == expected((every.judge == "K") & (every.model == "N"))
+        assert kept(turn=[2]) == expected(every.turn == 2) and kept(judge=[]) == []
+        assert distributions.score_counts(store, unit=unit, filters={"question_id": [3, "2"]})["count"].sum() == \
+            (4 if unit == "judgment" else 3)
+
 def test_score_summary_matches_numpy(sample_store):
     df = score_summary(sample_store, ["judge", "model"], filters={"bench": JA})
     row = df[(df.judge == "gpt-4o") & (df.model == L8)].iloc[0]
