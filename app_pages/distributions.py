@@ -102,8 +102,13 @@ def ja_overall(version: tuple, bench: str, judges: list, models: list) -> None:
     with st.expander("Table: T1, T2, overall, per-category means and macro scores, as the harness's scripts compute "
                      "them", key="dist_overall_open", on_change="rerun", icon=":material/table_view:") as overall_box:
         if overall_box.open:
-            overall = cached_query(distributions.ja_overall, version, bench=bench,
-                                   filters={"judge": judges, "model": models})
+            # Its category means are the radar's (cached above, the same bench and filters): only the turn and
+            # pooled means are read (half the statements: each costs a lake its catalog look-ups).
+            overall = cached_query_given(
+                distributions.ja_overall, version,
+                lambda: {"long": cached_query(distributions.radar_frame, version, bench=bench,
+                                              filters={"judge": judges, "model": models})},
+                bench=bench, filters={"judge": judges, "model": models})
             st.caption("T1, T2; overall as the mean of the two turn means (visualize-results.py) and pooled over "
                        "items; each category as the mean of its per-turn means; macro = unweighted mean of the "
                        "category means (results-table.py); macro xCM = the same without coding and math. Category "

@@ -96,6 +96,20 @@ def test_radar_frame_filters(sample_store):
     assert radar.score.notna().all() and (radar.n_items == 20).all()
 
 
+
+def test_ja_overall_of_the_radar_frame_kept(sample_store, store):
+    """The page passes the radar's frame (same bench and filters) to the JA table: the very table it reads itself,
+    missing and failed categories too."""
+    for bench, filters in ((JA, {"judge": ["gpt-4o", "gpt-4.1-2025-04-14"], "model": [L8]}), (JA, {}),
+                           (SWALLOW, {})):
+        kept = radar_frame(sample_store, bench=bench, filters=filters)
+        given = ja_overall(sample_store, bench=bench, filters=filters, long=kept)
+        assert len(given) and given.equals(ja_overall(sample_store, bench=bench, filters=filters))
+        assert given.attrs["categories"] == ja_overall(sample_store, bench=bench, filters=filters).attrs["categories"]
+    add_questions(store, "b", {"1": "writing", "2": "math", "3": "coding"})
+    add_judgments(store, [("J", "M", 1, 1, 8), ("J", "M", 2, 1, 4), ("J", "M", 3, 1, None), ("J", "N", 1, 2, 5)])
+    assert ja_overall(store, bench="b", long=radar_frame(store, bench="b")).equals(ja_overall(store, bench="b"))
+
 def test_histogram_counts_sum_to_n_and_units(sample_store):
     by_item = score_histogram(sample_store, ["model"], unit="item", filters={"harness": "swallow"})
     by_judgment = score_histogram(sample_store, ["model"], unit="judgment", filters={"harness": "swallow"})
@@ -158,6 +172,32 @@ def test_histogram_of_one_count_frame_for_every_grouping(store):
     empty = distributions.histogram_of_counts(distributions.score_counts(store, filters={"judge": "nobody"}), ["turn"])
     assert empty.empty and empty.columns.tolist() == ["turn", "bin", "bin_label", "count", "n", "share"]
 
+
+
+def test_list_filters_keep_the_rows_of_their_values(store):
+    """A filter's list keeps the rows whose value it holds, never one without a value (NULL), a NULL in the list
+    included; None alone keeps those; an empty list none; question ids match as text; both units alike."""
+    add_questions(store, "b", {"1": "writing", "2": "math"})
+    add_judgments(store, [("J", "M", 1, 1, 10), ("J", "M", 1, 2, 7.5), ("J", "M", 2, 1, 4), ("J", "M", 3, 1, 3),
+                          ("K", "M", 1, 1, 5), ("K", "N", 2, 2, 9), ("K", "N", 2, 2, 8)])
+    for unit in ("item", "judgment"):
+        every = distributions.score_counts(store, unit=unit)
+
+        def kept(**filters):
+            got = distributions.score_counts(store, unit=unit, filters=filters)
+            return sorted(map(tuple, got[["judge", "model", "turn", "bin", "count"]]
+                              .astype(str).values.tolist()))
+
+        def expected(mask):
+            return sorted(map(tuple, every[mask][["judge", "model", "turn", "bin", "count"]].astype(str).values.tolist()))
+
+        assert kept(category=["math", None]) == expected(every.category == "math")
+        assert kept(category=["writing", "math"]) == expected(every.category.notna())
+        assert kept(category=None) == expected(every.category.isna())
+        assert kept(judge=["K"], model=("N", "nobody")) == expected((every.judge == "K") & (every.model == "N"))
+        assert kept(turn=[2]) == expected(every.turn == 2) and kept(judge=[]) == []
+        assert distributions.score_counts(store, unit=unit, filters={"question_id": [3, "2"]})["count"].sum() == \
+            (4 if unit == "judgment" else 3)
 
 def test_score_summary_matches_numpy(sample_store):
     df = score_summary(sample_store, ["judge", "model"], filters={"bench": JA})
@@ -302,3 +342,45 @@ def test_length_counts_the_stored_text_think_blocks_included(store):
     points, stats = length_bias(store)
     assert dict(zip(points.question_id, points.answer_chars)) == {"1": len(think), "2": 0, "4": 5}
     assert stats.iloc[0][["n", "n_without_answer"]].tolist() == [3, 1]
+
+
+def test_length_summary_of_many_points_has_the_numbers_of_the_points(store, monkeypatch):
+    """Past SHOWN_POINTS the page's summary is worked out from arrays, not from a frame of the points: the same
+    profile and stats as length_bias's points give, runs of one judge under two harnesses, a run without any answer,
+    and equal lengths across a bin's edge put in the points' order (the keys', text in code point order: 'B' before
+    'a', '10' before '9', 'é' last), as SQL's ORDER BY puts them."""
+    models = ["B-model", "a-model", "é-model"]
+    with store.write() as cur:
+        cur.executemany("INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id, "
+                        "sample, turn, text) VALUES (0, 'fastchat', 'b', ?, NULL, NULL, ?, 0, ?, ?)",
+                        [[m, str(q), t, "x" * (10 if (q + t + i) % 3 else 20)]
+                         for i, m in enumerate(models) for q in range(1, 13) for t in (1, 2)])
+    rows = [(judge, m, q, t, 1 + (q * 7 + t * 3 + i + len(judge)) % 10)
+            for judge in ("J2", "J1") for i, m in enumerate(models) for q in range(1, 13) for t in (1, 2)]
+    add_judgments(store, rows)
+    add_judgments(store, [("J1", m, q, 1, 1 + q % 10) for m in models for q in range(1, 13)], harness="swallow")
+    add_judgments(store, [("J3", "nobody", q, 1, 5) for q in range(1, 5)])
+    points, stats = length_bias(store, bench="b")
+    with store.read() as cur:
+        keys = cur.execute("SELECT harness, bench, judge, model, question_id, turn, sample FROM single_judgments "
+                           "WHERE score IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
+    every = distributions.length_points(store, bench="b")
+    assert list(every[list(distributions.POINT_KEYS)].itertuples(index=False, name=None)) == keys
+    assert stats[["harness", "judge", "n", "n_without_answer"]].values.tolist() == [
+        ["fastchat", "J1", 72, 0], ["fastchat", "J2", 72, 0], ["swallow", "J1", 36, 0], ["fastchat", "J3", 0, 4]]
+    monkeypatch.setattr(distributions, "SHOWN_POINTS", 0)
+    profile, summary_stats, n, shown = distributions.length_summary(store, bench="b")
+    assert profile.equals(distributions.length_profile(points)) and summary_stats.equals(stats)
+    assert n == len(points) == 180 and shown is None
+    assert profile.groupby("judge")["n"].sum().to_dict() == {"J1": 108, "J2": 72}
+
+
+def test_categories_are_read_where_pages_show_them(sample_store):
+    """distributions.CATEGORIES (where a question's category is read, one table less for a DuckLake store) holds
+    the very rows and categories current_questions shows, on a store whose judges saw turns of their own."""
+    with sample_store.read() as cur:
+        assert cur.execute("SELECT count(*) FROM judge_questions").fetchone()[0] > 0
+        shown = cur.execute("SELECT bench, question_id, category FROM current_questions ORDER BY ALL").fetchall()
+        read = cur.execute(f"SELECT bench, question_id, category FROM {distributions.CATEGORIES} "
+                           "ORDER BY ALL").fetchall()
+    assert len(shown) > 0 and read == shown
