@@ -131,9 +131,9 @@ def ranked_by_means(store, bench: str, limit: int = 1000) -> list[tuple[str, int
 
 def test_disagreement_order_is_the_ranking_of_the_judges_means_in_one_read(sample_store):
     """Next biggest disagreement's ranking: the items in the order of the spread of the judges' means (then bench,
-    question, model, turn), as ``disagreements`` ranks them, in one read where a bench's items come from one harness
-    each. An item holding a judge under two harnesses (its mean is then no single row) sends the ranking through
-    ``disagreements``: the same order with an analyst's verdicts, a judge scored twice and a judge alone."""
+    question, model, turn), as ``disagreements`` ranks them, in one read while each judge scores the bench under one
+    harness (an analyst's verdicts too: judge human:<name>). A judge under two harnesses (its mean is then no single
+    row) sends the ranking through ``disagreements``: the same order with a judge scored twice and a judge alone."""
     benches = iv.benches(sample_store)
     ranked = {}
     for bench in benches:
@@ -144,6 +144,11 @@ def test_disagreement_order_is_the_ranking_of_the_judges_means_in_one_read(sampl
             assert len(seen) == 1
     assert any(len(r) == 7 for (_, limit), r in ranked.items() if limit == 7)
     bench = next(b for b in benches if len(ranked[b, 1000]) > 7)
+    last = ranked[bench, 1000][-1]  # an analyst's 1 on the least disputed item: now a disagreement
+    human.record(sample_store, author="ann", bench=bench, question_id=last[0], turn=last[1], model=last[2], score=1)
+    with reads_counted(sample_store) as seen:
+        got = iv.disagreement_order(sample_store, bench)
+    assert got == ranked_by_means(sample_store, bench) != ranked[bench, 1000] and len(seen) == 1
     with sample_store.read() as cur:
         (judge, model, qid, turn, category), (alone_model, alone_qid, alone_turn) = cur.execute(
             """SELECT a.judge, a.model, a.question_id, a.turn, a.category FROM item_scores a
@@ -171,6 +176,3 @@ def test_disagreement_order_is_the_ranking_of_the_judges_means_in_one_read(sampl
                ORDER BY max(score) - min(score) DESC, {QID_ORDER}, model, turn LIMIT 1000""", [bench]).fetchall()]
     got = iv.disagreement_order(sample_store, bench)
     assert got == ranked_by_means(sample_store, bench) != naive
-    human.record(sample_store, author="ann", bench=bench, question_id=got[-1][0], turn=got[-1][1], model=got[-1][2],
-                 score=10)
-    assert iv.disagreement_order(sample_store, bench) == ranked_by_means(sample_store, bench)
