@@ -217,12 +217,23 @@ def window_texts(store: Store, bench: str, model: str, sample: int, items: tuple
                                {model_key_sql("coalesce(file_model, '')")})
                 QUALIFY row_number() OVER (PARTITION BY question_id, turn ORDER BY source_id DESC) = 1""",
             {"bench": bench, "model": model, "qids": qids, "sample": int(sample)}).fetchall()
-    by_item = {(q, int(t)): part for (q, t), part in found.groupby(["_q", "_t"], sort=False)} if len(found) else {}
+    # the column ids of every item at once, then each item's rows as a slice (sorted by item): a pandas groupby,
+    # drop and copy per item cost more than the lake's read of the block (0.1 of 0.25 CPU-s at 1M judgments)
+    keys = list(zip(found["_q"], found["_t"].astype(int)))
+    ranks = found.groupby(["_q", "_t", "harness", "judge"], sort=False).cumcount().add(1).tolist() if keys else []
+    verdicts = found.drop(columns=["_q", "_t"])
+    verdicts["column_id"] = [f"{h}:{j}" + (f"#{r}" if r > 1 else "")
+                             for h, j, r in zip(verdicts["harness"], verdicts["judge"], ranks)]
+    spans: dict[tuple[str, int], list[int]] = {}
+    for i, k in enumerate(keys):
+        spans.setdefault(k, [i, i])[1] = i + 1
+    none = _with_column_ids(found.iloc[0:0].drop(columns=["_q", "_t"]).reset_index(drop=True))
     answer_rows = {(r[0], int(r[1])): r[2:] for r in answers}
     out = {}
     for q, t in items:
-        part = by_item.get((q, int(t)), found.iloc[0:0]).drop(columns=["_q", "_t"]).reset_index(drop=True)
-        out[(q, int(t))] = {"answer": _answer(answer_rows.get((q, int(t)))), "verdicts": _with_column_ids(part)}
+        span = spans.get((q, int(t)))
+        part = verdicts.iloc[span[0]:span[1]].reset_index(drop=True) if span else none.copy()
+        out[(q, int(t))] = {"answer": _answer(answer_rows.get((q, int(t)))), "verdicts": part}
     return out
 
 
@@ -248,7 +259,32 @@ def step(order: list[tuple[str, int]], current: tuple[str, int], delta: int) -> 
 def disagreement_order(store: Store, bench: str, limit: int = 1000) -> list[tuple[str, int, str]]:
     """(question_id, turn, model) of this bench's items ranked by judge disagreement (largest spread first),
     over every judge with scores here; empty when fewer than two judges scored. Depends only on the data:
-    cache it per data version and step through it with ``following``."""
+    cache it per data version and step through it with ``following``.
+
+    One statement where each judge scoring the bench does so under one harness (the usual bench, also with an
+    analyst's verdicts: judge human:<name>): there ``item_scores`` holds one row per judge of an item, so a judge's
+    mean is its row and the spread is max - min of the rows. A judge scoring under two harnesses (a re-judge run
+    named like an imported judge) may hold two rows of an item, whose mean is then no row: the statement says so
+    and the ranking goes through ``disagreements`` (a pivot of the judges' means). The one statement skips the judge
+    list, the pivot and the questions' join, each a read with catalog rounds on a DuckLake store.
+    CPU at 1M judgments: 0.41-0.48 -> 0.26-0.36 s on a lake, 0.28 -> 0.20 s on the file."""
+    with store.read() as cur:
+        rows = cur.execute(
+            f"""SELECT question_id, turn, model,
+                       (SELECT count(*) FROM (SELECT judge FROM item_scores WHERE bench = $bench AND score IS NOT NULL
+                                              GROUP BY judge HAVING count(DISTINCT harness) > 1
+                                                                    OR count(harness) < count(*))) AS shared
+                FROM item_scores WHERE bench = $bench AND score IS NOT NULL
+                GROUP BY question_id, model, turn HAVING count(*) >= 2
+                ORDER BY max(score) - min(score) DESC, {QID_ORDER}, model, turn
+                LIMIT $limit""", {"bench": bench, "limit": int(limit)}).fetchall()
+    if not rows or not rows[0][3]:  # no item two judges scored (none for the pivot either), or no judge shared
+        return [(q, int(t), m) for q, t, m, _ in rows]
+    return _pivot_disagreement_order(store, bench, limit)
+
+
+def _pivot_disagreement_order(store: Store, bench: str, limit: int) -> list[tuple[str, int, str]]:
+    """``disagreement_order`` through ``disagreements``: each judge's mean per item, over every judge scoring here."""
     from lib.analysis.agreement import disagreements
 
     with store.read() as cur:

@@ -5,7 +5,9 @@ import pandas as pd
 from conftest import reads_counted
 
 from lib.analysis import item_view as iv
+from lib.judging import human
 from lib.keys import ItemKey
+from lib.vocab import QID_ORDER
 
 
 def test_answers_of_finds_what_answer_finds_for_every_model_in_one_query(sample_store):
@@ -111,3 +113,66 @@ def test_window_texts_on_a_lake(lake_store):
 
     ingest(lake_store, [SAMPLE])
     assert_window_texts_match(lake_store, sample_models(lake_store))
+
+
+def ranked_by_means(store, bench: str, limit: int = 1000) -> list[tuple[str, int, str]]:
+    """The disagreement ranking as ``agreement.disagreements`` gives it over every judge scoring the bench (a pivot
+    of each judge's mean per item)."""
+    from lib.analysis.agreement import disagreements
+
+    with store.read() as cur:
+        judges = [r[0] for r in cur.execute("SELECT DISTINCT judge FROM item_scores WHERE bench = ? AND score IS NOT "
+                                            "NULL ORDER BY judge", [bench]).fetchall()]
+    if len(judges) < 2:
+        return []
+    ranked = disagreements(store, judges, bench=bench, limit=limit)
+    return list(zip(ranked["question_id"], ranked["turn"].astype(int), ranked["model"]))
+
+
+def test_disagreement_order_is_the_ranking_of_the_judges_means_in_one_read(sample_store):
+    """Next biggest disagreement's ranking: the items in the order of the spread of the judges' means (then bench,
+    question, model, turn), as ``disagreements`` ranks them, in one read while each judge scores the bench under one
+    harness (an analyst's verdicts too: judge human:<name>). A judge under two harnesses (its mean is then no single
+    row) sends the ranking through ``disagreements``: the same order with a judge scored twice and a judge alone."""
+    benches = iv.benches(sample_store)
+    ranked = {}
+    for bench in benches:
+        for limit in (1000, 7):
+            with reads_counted(sample_store) as seen:
+                ranked[bench, limit] = iv.disagreement_order(sample_store, bench, limit)
+            assert ranked[bench, limit] == ranked_by_means(sample_store, bench, limit)
+            assert len(seen) == 1
+    assert any(len(r) == 7 for (_, limit), r in ranked.items() if limit == 7)
+    bench = next(b for b in benches if len(ranked[b, 1000]) > 7)
+    last = ranked[bench, 1000][-1]  # an analyst's 1 on the least disputed item: now a disagreement
+    human.record(sample_store, author="ann", bench=bench, question_id=last[0], turn=last[1], model=last[2], score=1)
+    with reads_counted(sample_store) as seen:
+        got = iv.disagreement_order(sample_store, bench)
+    assert got == ranked_by_means(sample_store, bench) != ranked[bench, 1000] and len(seen) == 1
+    with sample_store.read() as cur:
+        (judge, model, qid, turn, category), (alone_model, alone_qid, alone_turn) = cur.execute(
+            """SELECT a.judge, a.model, a.question_id, a.turn, a.category FROM item_scores a
+               JOIN item_scores b USING (bench, model, question_id, turn)
+               WHERE a.bench = ? AND a.judge < b.judge AND a.score IS NOT NULL AND b.score = a.score
+               ORDER BY ALL LIMIT 1""", [bench]).fetchone(), cur.execute(
+            """SELECT model, question_id, turn FROM item_scores WHERE bench = ? AND score IS NOT NULL
+               GROUP BY ALL HAVING count(*) = 1 ORDER BY ALL LIMIT 1""", [bench]).fetchone() or (None, None, None)
+    with sample_store.write() as cur:
+        # judge, agreeing with another judge on this item, scored again under another harness: its mean moves by 4
+        # (the rows' max - min says 8); a judge alone on an item, scored twice: still one judge, not ranked
+        cur.execute("INSERT INTO item_scores (harness, bench, judge, model, question_id, turn, category, score) "
+                    "VALUES ('rejudge', $b, $j, $m, $q, $t, $c, 8.0 + (SELECT score FROM item_scores WHERE bench = $b "
+                    "AND judge = $j AND model = $m AND question_id = $q AND turn = $t))",
+                    {"b": bench, "j": judge, "m": model, "q": qid, "t": turn, "c": category})
+        if alone_model is not None:
+            cur.execute("INSERT INTO item_scores (harness, bench, judge, model, question_id, turn, score) "
+                        "SELECT 'rejudge', bench, judge, model, question_id, turn, 10 - score FROM item_scores "
+                        "WHERE bench = ? AND model = ? AND question_id = ? AND turn = ?",
+                        [bench, alone_model, alone_qid, alone_turn])
+    with sample_store.read() as cur:  # the spread of the rows, not of the judges' means: another order
+        naive = [(q, int(t), m) for q, t, m in cur.execute(
+            f"""SELECT question_id, turn, model FROM item_scores WHERE bench = ? AND score IS NOT NULL
+               GROUP BY question_id, model, turn HAVING count(*) >= 2
+               ORDER BY max(score) - min(score) DESC, {QID_ORDER}, model, turn LIMIT 1000""", [bench]).fetchall()]
+    got = iv.disagreement_order(sample_store, bench)
+    assert got == ranked_by_means(sample_store, bench) != naive

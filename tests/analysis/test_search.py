@@ -862,3 +862,29 @@ def test_the_search_pages_next_page_skips_what_its_first_page_read_to_the_end(ap
         at.selectbox(key="sr_parse").set_value("ok").run()  # a filter more: the fields with matches are read again
     assert not at.exception and any("FROM answers" in sql for sql in executed)
     store.close()
+
+
+def test_a_lake_search_checks_the_index_once_per_data_version(lake_store):
+    """On a lake every search asked whether sources wait for the index (a statement with catalog rounds): once found
+    up to date at the data version the process last read, the check is not asked again at that version; a store
+    whose sources are not indexed (made before the index) is checked at its next version, indexed, and found."""
+    from conftest import JA, reads_counted
+
+    ingest(lake_store, [JA / "ja_mt_bench" / "question.jsonl",
+                        JA / "ja_mt_bench" / "model_judgment" / "gpt-4o_single.jsonl"])
+    query = S.SearchQuery("ｒａｔｉｎｇ", fields=("rationale",))
+    lake_store.data_version()
+    with reads_counted(lake_store) as seen:
+        S.ensure_index(lake_store)
+    assert len(seen) == 1
+    with reads_counted(lake_store) as seen:
+        S.ensure_index(lake_store)
+        found = S.search(lake_store, query)
+    assert len(seen) == 1 and len(found)  # the search's own read alone
+    with lake_store.write() as cur:  # as a store made before search: nothing indexed
+        cur.execute("DELETE FROM search_text")
+        cur.execute("DELETE FROM search_sources")
+    lake_store.data_version()
+    assert S.index_pending(lake_store) > 0
+    pd.testing.assert_frame_equal(S.search(lake_store, query), found)
+    assert S.index_pending(lake_store) == 0
