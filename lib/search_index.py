@@ -302,8 +302,8 @@ def holds_marked(texts):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
+    if isinstance(texts, pa.ChunkedArray):  # DuckDB hands each vector over as one chunk: taken as it is (combining
+        texts = texts.chunk(0) if texts.num_chunks == 1 else texts.combine_chunks()  # copied every text)
     other = pc.invert(pc.string_is_ascii(texts))
     n_other = pc.sum(other).as_py() or 0
     if n_other == 0:

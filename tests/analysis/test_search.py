@@ -673,6 +673,9 @@ def test_holds_marked_reads_every_character_as_the_rule_does():
         assert holds_marked(pa.array(texts, pa.string())).to_pylist() == expected
     mixed = [t for pair in zip(MUST_MARK, MUST_NOT * 3) for t in pair]  # every other text pure ASCII or stable
     assert holds_marked(pa.array(mixed)).to_pylist() == [_marked_by_the_rule(t) for t in mixed]
+    for chunks in ([mixed], [mixed[:3], mixed[3:]]):  # DuckDB hands a vector over as one chunk, taken as it is
+        chunked = pa.chunked_array([pa.array(c, pa.string()) for c in chunks])
+        assert holds_marked(chunked).to_pylist() == [_marked_by_the_rule(t) for t in mixed]
     assert holds_marked(pa.array(["Rating: [[5]]", ""])).to_pylist() == [False, False]  # only ASCII: no scan
 
 

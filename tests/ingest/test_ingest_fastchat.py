@@ -262,6 +262,56 @@ def test_fast_path_refuses_what_the_line_reader_refuses(store, tmp_path, case):
     assert rows_of(store, "SELECT count(*) FROM single_judgments") == [(0,)]
 
 
+NOT_STRING_TEXTS = {"judgment": [-3, 0.5, True, False, {"a": 1}, [1]], "user_prompt": [7, {"b": [2]}, ["x"], False]}
+
+
+@pytest.mark.parametrize("field", sorted(NOT_STRING_TEXTS))
+def test_fast_path_refuses_every_text_that_is_not_a_string(store, fast_spy, tmp_path, field):
+    """A judgment or prompt given as a number, boolean, object or list (DuckDB hands its JSON text over, starting with
+    one of fastchat.JSON_FIRST_CHARS) sends the file to the line reader, which names every such line."""
+    values = NOT_STRING_TEXTS[field]
+    path = write_jsonl(tmp_path / "b" / "model_judgment" / "gpt-4_single.jsonl",
+                       [judgment(qid=1)] + [judgment(qid=2 + i, **{field: v}) for i, v in enumerate(values)])
+    with pytest.raises(IngestError) as info:
+        ingest(store, [path])
+    assert fast_spy == [("gpt-4_single.jsonl", "refused")]
+    assert [p.line for p in info.value.problems] == list(range(2, 2 + len(values)))
+    assert all(f'"{field}" must be a string' in p.reason for p in info.value.problems)
+
+
+def test_fast_path_takes_texts_that_start_like_json(store, fast_spy, tmp_path):
+    """Texts starting with a character JSON values start with are still texts (json_valid decides), and a text that
+    is itself valid JSON goes to the line reader, which takes it: both ways the rows are the line reader's."""
+    texts = ["1. 正確性: good", "[[5]] is the rating", "{not json", " leading space", "true story", "-", "Infinity war",
+             "NaN or not", "\tTabbed", '"quoted" text']
+    path = write_jsonl(tmp_path / "b" / "model_judgment" / "gpt-4_single.jsonl",
+                       [judgment(qid=i, judgment=t, user_prompt=t) for i, t in enumerate(texts)])
+    report = ingest(store, [path])
+    assert fast_spy == [("gpt-4_single.jsonl", "ok")]
+    assert Counter(stored_rows(store, report.imported[0].source_id)) == Counter(python_rows(path, "b"))
+    whole = write_jsonl(tmp_path / "c" / "model_judgment" / "gpt-4_single.jsonl",
+                        [judgment(qid=1, judgment="[[5]]"), judgment(qid=2, user_prompt=" 12 ")])
+    report = ingest(store, [whole])
+    assert fast_spy[-1] == ("gpt-4_single.jsonl", "refused") and report.imported[0].rows == 2
+    assert Counter(stored_rows(store, report.imported[0].source_id)) == Counter(python_rows(whole, "c"))
+
+
+def test_json_first_chars_are_every_first_character_json_valid_accepts():
+    """The fast select asks json_valid only about texts starting with fastchat.JSON_FIRST_CHARS: no text starting
+    with another character may be valid JSON to this DuckDB (a newer one taking more would fail here)."""
+    import duckdb
+
+    tails = ["", "1", "a", "]", "}", '"', " 1", "rue", "alse", "ull", "aN", "nf", "nfinity", "Infinity", "NaN", "inf",
+             "nan", ".5", "1e5", "0x10", "/", "* */ 1", "/ x\n1", "1]", '"a"}', '""', "]]", "{}", "[]", '"a":1}', " ",
+             "\n", "true", "null", "[1]", '{"a":1}']
+    firsts = [chr(c) for c in range(0x800)] + [chr(c) for c in range(0x2000, 0x2070)] + ["\u3000", "\ufeff", "\uff3b"]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (c VARCHAR, s VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(c, c + t) for c in firsts for t in tails])
+    accepted = {c for (c,) in con.execute("SELECT DISTINCT c FROM t WHERE json_valid(s)").fetchall()}
+    assert accepted == set(fastchat.JSON_FIRST_CHARS)
+
+
 # --- quirks of the real files -------------------------------------------------------------------
 
 def test_escaped_and_raw_utf8_files_give_identical_rows(store, tmp_path):

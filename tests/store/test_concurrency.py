@@ -204,7 +204,7 @@ def test_an_import_bounds_memory_only_while_it_writes(store, monkeypatch):
     real_refresh = ingest_module.refresh_item_scores
     monkeypatch.setattr(ingest_module, "refresh_item_scores", lambda cur, b, **kw: (seen.append(limit()), real_refresh(cur, b, **kw)))
     ingest_module.ingest(store, [JA / "ja_mt_bench" / "question.jsonl"])
-    assert seen and seen[0] != before and seen[0].replace(" ", "").upper().startswith("95")  # 1 GB = 953.6 MiB
+    assert seen and seen[0] != before and seen[0].replace(" ", "").upper().startswith("1.8")  # 2 GB = 1.8 GiB
     assert limit() == before
 
 
