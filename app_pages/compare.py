@@ -4,10 +4,10 @@ import streamlit as st
 from lib.analysis import answer_features, coverage, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from lib.analysis import deltas, harness_diff, ranking, setup_warnings
+from lib.analysis import deltas, harness_diff, ranking, score_copy, setup_warnings
 from lib.errors import JudgeLensError
 from app_pages._state import keep_valid, seed_from_url
-from app_pages._store import cached_chart, cached_query, kept_query, page_start
+from app_pages._store import cached_chart, cached_query, cached_query_given, cached_shared, kept_query, page_start
 from app_pages._widgets import show_chart, show_error, show_table
 from app_pages._compare_harness import harness_compare
 
@@ -27,6 +27,13 @@ def compare_mde(rows) -> str:
     return ranking.mde_sentence(int(row["n_questions"]), float(se)) + (
         " (the row with the most questions; a category row has fewer, so its threshold is higher)"
         if len(usable) > 1 else "")
+
+
+def kept_scores(version: tuple):
+    """The store's scored items in memory (``score_copy``), one copy per data version for every session: each pick
+    of a judge or a model pairs its items there, not in the store (on a DuckLake store a pick's statements paid
+    catalog look-ups and unsorted Parquet row groups: 0.25-0.3 s at a million judgments). Read on a cache miss."""
+    return lambda: {"copy": cached_shared(score_copy.score_copy, version)}
 
 
 # The bench view and each of its sections are fragments: a widget reruns, sends and redraws only what it changes.
@@ -85,7 +92,8 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
     level = st.segmented_control("Rows", list(deltas.LEVELS), default="category", key="cmp_level",
                                  format_func=deltas.LEVEL_LABELS.get) or "category"
     try:
-        table = cached_query(deltas.compare, version, a=a, b=b, levels=(level,), per_model=per_model)
+        table = cached_query_given(deltas.compare, version, kept_scores(version), a=a, b=b, levels=(level,),
+                                   per_model=per_model)
     except JudgeLensError as exc:
         show_error(exc)
         return False
@@ -118,8 +126,9 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
         # what no pick changes (the bench's questions, references, judge prompts): kept per data version
         # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
         context = kept_query(harness_diff.setup_context, version, benches=(bench,))
-        warnings = cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
-                                model=a.get("model"), context=context)
+        warnings = cached_query_given(setup_warnings.pair_warnings, version, kept_scores(version),
+                                      judges=[a["judge"], b["judge"]], bench=bench, model=a.get("model"),
+                                      context=context)
         if not warnings.empty:
             with warnings_box.container():
                 for row in warnings.itertuples():
