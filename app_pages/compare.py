@@ -4,12 +4,12 @@ import streamlit as st
 from lib.analysis import answer_features, coverage, queries
 from lib.render import charts
 from lib.render.safe_text import md_escape
-from lib.analysis import deltas, harness_diff, ranking, score_copy, setup_warnings
+from lib.analysis import deltas, harness_diff, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from app_pages._state import keep_valid, seed_from_url
-from app_pages._store import cached_chart, cached_query, cached_query_given, cached_shared, kept_query, page_start
+from app_pages._store import cached_chart, cached_query, cached_query_given, kept_query, page_start
 from app_pages._widgets import show_chart, show_error, show_table
-from app_pages._compare_harness import harness_compare
+from app_pages._compare_harness import harness_compare, kept_scores
 
 store, version = page_start("Compare")
 
@@ -27,13 +27,6 @@ def compare_mde(rows) -> str:
     return ranking.mde_sentence(int(row["n_questions"]), float(se)) + (
         " (the row with the most questions; a category row has fewer, so its threshold is higher)"
         if len(usable) > 1 else "")
-
-
-def kept_scores(version: tuple):
-    """The store's scored items in memory (``score_copy``), one copy per data version for every session: each pick
-    of a judge or a model pairs its items there, not in the store (on a DuckLake store a pick's statements paid
-    catalog look-ups and unsorted Parquet row groups: 0.25-0.3 s at a million judgments). Read on a cache miss."""
-    return lambda: {"copy": cached_shared(score_copy.score_copy, version)}
 
 
 # The bench view and each of its sections are fragments: a widget reruns, sends and redraws only what it changes.

@@ -120,9 +120,15 @@ class _Reads:
         samples = sorted({s for _, s in wanted})
         return self._answers(f"a.question_id IN ({', '.join(f'$q{i}' for i in range(len(qids)))}) AND a.sample IN "
                              f"({', '.join(f'$s{i}' for i in range(len(samples)))})",
-                             {f"q{i}": q for i, q in enumerate(qids)} | {f"s{i}": x for i, x in enumerate(samples)})
+                             {f"q{i}": q for i, q in enumerate(qids)} | {f"s{i}": x for i, x in enumerate(samples)},
+                             category=False)
 
-    def _answers(self, narrow: str = "true", narrow_params: dict | None = None) -> dict[Run, pd.DataFrame]:
+    def _answers(self, narrow: str = "true", narrow_params: dict | None = None, *,
+                 category: bool = True) -> dict[Run, pd.DataFrame]:
+        """``category``: False leaves the questions' category out (None): the prompt examples do not read it, and
+        on a DuckLake store the join with current_questions (a view over two tables) was most of their read."""
+        join = ("LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id" if category
+                else "")
         mk = MODEL_KEY_SQL
         keys = (mk.format('a.model'), mk.format("coalesce(a.model_id, '')"), mk.format("coalesce(a.file_model, '')"))
         flags, params = [], dict(narrow_params or {})
@@ -136,9 +142,10 @@ class _Reads:
             df = cur.execute(f"""
                 SELECT * FROM (
                     SELECT a.question_id, a.turn, a.sample, a.text, a.temperature, a.system_prompt, a.max_chars,
-                           a.source_id, q.category, length(coalesce(a.text, '')) AS chars,
+                           a.source_id, {'q.category' if category else 'NULL::VARCHAR AS category'},
+                           length(coalesce(a.text, '')) AS chars,
                            contains(coalesce(a.text, ''), '<think>') AS think, {', '.join(flags)}
-                    FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
+                    FROM answers a {join}
                     WHERE a.bench IN ({benches}) AND {narrow})
                 WHERE {' OR '.join(f'in_{i}' for i in range(len(self.runs)))}
                 ORDER BY source_id, {qid_order()}, turn, sample""", params).df()

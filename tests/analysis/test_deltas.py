@@ -323,3 +323,34 @@ def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkey
 
 
 LEVELS_ALL = ("cell", "category", "turn", "all")
+
+
+def test_the_two_harness_gap_from_the_score_copy_is_the_stores(sample_store):
+    """The two-harness view pairs two runs' item scores from the kept copy too (Swallow's mean of samples is what
+    item_scores holds; "first sample" reads the judgments, so the store): the same tables, no read of item_scores."""
+    from conftest import reads_counted
+
+    from lib.analysis import harness_diff, runs, score_copy
+
+    copy = score_copy.score_copy(sample_store)
+    table = runs.runs(sample_store)
+    every = [runs.Run(*r) for r in table[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    swallow = [r for r in every if r.harness == "swallow"]
+    assert swallow
+    canonical = dict(zip(table["model"], table["canonical"]))
+    pairs = [(a, b) for a in every for b in swallow if a.harness != b.harness
+             and canonical[a.model] == canonical[b.model]][:4]
+    assert pairs
+    pairs += [(every[0], every[1])]
+    for a, b in pairs:
+        context = harness_diff.setup_context(sample_store, tuple(sorted({a.bench, b.bench})))
+        for samples in runs.SAMPLE_MODES:
+            want = runs.compare_runs(sample_store, a, b, levels=("all", "category"), swallow_samples=samples,
+                                     context=context)
+            with reads_counted(sample_store) as seen:
+                got = runs.compare_runs(sample_store, a, b, levels=("all", "category"), swallow_samples=samples,
+                                        context=context, copy=copy)
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
+            assert got.attrs == want.attrs
+            assert len(seen) == (0 if samples == "mean" else 1)
+    assert any(not runs.compare_runs(sample_store, a, b, copy=copy).empty for a, b in pairs)
