@@ -13,7 +13,7 @@ from lib.judging.batch import RejudgeBatch, default_label, rejudge_one
 from lib.keys import ItemKey
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
-from lib.judging.context import CONTEXT_VARIABLES, bench_texts, build_context, context_data, select_items
+from lib.judging.context import CONTEXT_VARIABLES, bench_texts, build_context, question_item, select_items
 from lib.judging.jobs import BackgroundJob
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
@@ -66,12 +66,15 @@ c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
 c4.selectbox("Model", models, key="wb_model")
 item = ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
-# without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the item):
-# the stored prompt is read only for the prompt diff below. Every turn of the question at once: the Turn control
-# reads nothing again (on a DuckLake store each query pays its catalog look-ups)
-stored = iv.turn_verdicts(cached_item_query(iv.question_verdicts, version, bench=item.bench,
-                                            question_id=item.question_id, model=item.model, sample=item.sample,
-                                            prompts=False), item.turn)
+# The verdicts without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the
+# item): the stored prompt is read only for the prompt diff below. The bench's questions and references are read once per data version, this model's answers to the question
+# (every turn and sample) and its verdicts once per question and model, side by side; the context of the turn, the
+# judge's reference and the pre-processing are made from them in memory: another model reads its answers and
+# verdicts alone, another turn nothing
+texts = kept_query(bench_texts, version, bench=item.bench)
+every_turn, data = cached_item_query(question_item, version, bench=item.bench, question_id=item.question_id,
+                                     model=item.model, sample=item.sample, texts=texts)
+stored = iv.turn_verdicts(every_turn, item.turn)
 judges = stored["judge"].drop_duplicates().tolist()
 if judges:
     keep_valid("wb_judge", judges)
@@ -148,12 +151,6 @@ try:
     unknown = [v for v in missing if v not in CONTEXT_VARIABLES and v not in ("data", "response")]
     if unknown:
         st.warning("Not in the item context (rendering will fail): " + ", ".join(md_escape(v) for v in unknown))
-    # the bench's questions and references are read once per data version, this model's answers to the question
-    # (every turn and sample) once per question and model; the context of the turn, the judge's reference and the
-    # pre-processing are made from them in memory: another model reads its answers alone, another turn nothing
-    texts = kept_query(bench_texts, version, bench=item.bench)
-    data = cached_item_query(context_data, version, bench=item.bench, model=item.model,
-                             question_id=item.question_id, texts=texts)
     context = build_context(store, item, preprocess=template.preprocess, judge_hint=st.session_state.get("wb_judge"),
                             data=data)
     messages = T.render(template, context)

@@ -41,6 +41,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import pandas as pd
+
 from lib.errors import ContextError
 from lib.keys import ItemKey, PairKey
 from lib.store import Store
@@ -253,6 +255,21 @@ def context_data(store: Store, bench: str, model: str, question_id: str,
     turns, or changing the template's pre-processing, reads nothing again. ``texts``: ``bench_texts(store, bench)``
     when the caller keeps it: the answers are the only read."""
     return ContextData(store, {bench}, {model}, {str(question_id)}, texts=texts)
+
+
+def question_item(store: Store, bench: str, question_id: str, model: str, sample: int = 0,
+                  texts: ContextData | None = None) -> tuple[pd.DataFrame, ContextData]:
+    """``item_view.question_verdicts`` (without the judge prompts) and ``context_data`` of one model's answer to one
+    question, the two read side by side (on a DuckLake store each statement mostly waits on its catalog look-ups
+    and Parquet reads): what the Workbench reads on a pick of a model or a question."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lib.analysis.item_view import question_verdicts
+
+    with ThreadPoolExecutor(1) as pool:
+        verdicts = pool.submit(question_verdicts, store, bench, question_id, model, sample, prompts=False)
+        data = context_data(store, bench, model, question_id, texts=texts)
+        return verdicts.result(), data
 
 
 def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,

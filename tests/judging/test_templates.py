@@ -415,3 +415,24 @@ def test_a_kept_context_data_gives_the_contexts_the_store_gives(sample_store):
         build_context(sample_store, missing, data=context_data(sample_store, missing.bench, missing.model,
                                                                missing.question_id, texts=texts[missing.bench]))
     assert str(got.value) == str(want.value)
+
+
+def test_the_workbench_reads_a_question_item_side_by_side(sample_store):
+    """``question_item``: the verdicts of every turn and the context data of one model's answer to one question, the
+    same as ``question_verdicts`` and ``context_data`` read one after the other."""
+    import pandas as pd
+
+    from lib.analysis import item_view as iv
+    from lib.judging.context import bench_texts, context_data, question_item
+
+    with sample_store.read() as cur:
+        keys = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 4").fetchall()]
+    for key in keys:
+        texts = bench_texts(sample_store, key.bench)
+        verdicts, data = question_item(sample_store, key.bench, key.question_id, key.model, key.sample, texts=texts)
+        pd.testing.assert_frame_equal(verdicts, iv.question_verdicts(sample_store, key.bench, key.question_id,
+                                                                     key.model, key.sample, prompts=False))
+        alone = context_data(sample_store, key.bench, key.model, key.question_id)
+        assert (data.questions, data.answers, data.refs) == (alone.questions, alone.answers, alone.refs)
