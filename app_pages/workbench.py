@@ -67,10 +67,10 @@ c4.selectbox("Model", models, key="wb_model")
 item = ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
 # The verdicts without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the
-# item): the stored prompt is read only for the prompt diff below. The bench's questions and references are read once per data version, this model's answers to the question
-# (every turn and sample) and its verdicts once per question and model, side by side; the context of the turn, the
-# judge's reference and the pre-processing are made from them in memory: another model reads its answers and
-# verdicts alone, another turn nothing
+# item): the stored prompt is read only for the prompt diff below. The bench's questions and references are read
+# once per data version; this model's answers to the question (every turn and sample) and its verdicts once per
+# question and model, side by side; the turn's context (its reference, the pre-processing) is made from them in
+# memory: another model reads its answers and verdicts alone, another turn nothing
 texts = kept_query(bench_texts, version, bench=item.bench)
 every_turn, data = cached_item_query(question_item, version, bench=item.bench, question_id=item.question_id,
                                      model=item.model, sample=item.sample, texts=texts)

@@ -141,9 +141,11 @@ class ContextData:
         params = {"b": bl} | ({"q": ql} if ql is not None else {})
         with store.read() as cur:
             if texts is not None:
-                self.questions = {k: v for k, v in texts.questions.items() if k[0] in benches
-                                  and (ql is None or k[1] in question_ids)}
-                self.refs = {k: v for k, v in texts.refs.items() if k[0] in benches and (ql is None or k[1] in question_ids)}
+                def wanted(key: tuple[str, str]) -> bool:
+                    return key[0] in benches and (ql is None or key[1] in question_ids)
+
+                self.questions = {k: v for k, v in texts.questions.items() if wanted(k)}
+                self.refs = {k: v for k, v in texts.refs.items() if wanted(k)}
             else:
                 for bench, qid, category, turns in cur.execute(
                         "SELECT bench, question_id, category, turns FROM current_questions "

@@ -297,7 +297,8 @@ def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkey
     both = {"judge": "gpt-4o"}, {"judge": "gpt-4.1-2025-04-14"}
     picks = [(GPT4O, GPT41, False), ({**GPT4O, "bench": JA}, {**GPT41, "bench": JA}, False),
              ({"judge": "gpt-4o", "model": L8}, {"judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.3-70b"}, False),
-             (*both, True), (*both, False), ({"judge": "gpt-4o", "model": L8}, {"model": "shisa-ai/shisa-v2-llama3.3-70b"}, False),
+             (*both, True), (*both, False),
+             ({"judge": "gpt-4o", "model": L8}, {"model": "shisa-ai/shisa-v2-llama3.3-70b"}, False),
              ({"judge": "gpt-4o", "model": "no-such-model"}, {"judge": "gpt-4.1-2025-04-14", "model": "no-such-model"},
               False)]
     for a, b, per_model in picks:
@@ -318,8 +319,9 @@ def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkey
     for model in (L8, None):
         assert (setup_warnings._shared_models(sample_store, JA, judges, model, copy)
                 == setup_warnings._shared_models(sample_store, JA, judges, model))
-        pd.testing.assert_frame_equal(setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model, copy=copy),
-                                      setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model))
+        pd.testing.assert_frame_equal(
+            setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model, copy=copy),
+            setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model))
 
 
 LEVELS_ALL = ("cell", "category", "turn", "all")
