@@ -122,7 +122,7 @@ def _kept_key(kept: Kept) -> tuple:
     return kept.key
 
 
-def _given(kwargs: dict) -> dict:
+def _given_kwargs(kwargs: dict) -> dict:
     return {k: v.value if isinstance(v, Kept) else v for k, v in kwargs.items()}
 
 
@@ -145,12 +145,12 @@ def _through_cache(cache, fn, version: tuple, kwargs: dict):
 # ``name`` keys a cache (``_fn`` is not hashed); ``db`` too: two database files can share a version.
 @st.cache_data(show_spinner=False, max_entries=128, hash_funcs={Kept: _kept_key})
 def _cached_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
-    return _fn(_open_store(db, data_path), **_given(kwargs))
+    return _fn(_open_store(db, data_path), **_given_kwargs(kwargs))
 
 
 @st.cache_data(show_spinner=False, max_entries=512, hash_funcs={Kept: _kept_key})
 def _cached_item_query(_fn, name: str, db: str, data_path: str | None, version: tuple, **kwargs):
-    return _fn(_open_store(db, data_path), **_given(kwargs))
+    return _fn(_open_store(db, data_path), **_given_kwargs(kwargs))
 
 
 def cached_shared(fn, version: tuple, **kwargs):
@@ -173,9 +173,9 @@ def cached_query_given(fn, version: tuple, given, **kwargs):
 
 
 # ``_given`` is not hashed (a leading underscore): the key is ``name``, ``db``, ``version`` and the other kwargs.
-@st.cache_data(show_spinner=False, max_entries=128)
+@st.cache_data(show_spinner=False, max_entries=128, hash_funcs={Kept: _kept_key})
 def _cached_query_given(_fn, name: str, db: str, data_path: str | None, version: tuple, _given, **kwargs):
-    return _fn(_open_store(db, data_path), **_given(), **kwargs)
+    return _fn(_open_store(db, data_path), **_given(), **_given_kwargs(kwargs))
 
 
 def cached_chart(fn, *args):

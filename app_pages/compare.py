@@ -7,9 +7,9 @@ from lib.render.safe_text import md_escape
 from lib.analysis import deltas, harness_diff, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from app_pages._state import keep_valid, seed_from_url
-from app_pages._store import cached_chart, cached_query, kept_query, page_start
+from app_pages._store import cached_chart, cached_query, cached_query_given, kept_query, page_start
 from app_pages._widgets import show_chart, show_error, show_table
-from app_pages._compare_harness import harness_compare
+from app_pages._compare_harness import harness_compare, kept_scores
 
 store, version = page_start("Compare")
 
@@ -85,7 +85,8 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
     level = st.segmented_control("Rows", list(deltas.LEVELS), default="category", key="cmp_level",
                                  format_func=deltas.LEVEL_LABELS.get) or "category"
     try:
-        table = cached_query(deltas.compare, version, a=a, b=b, levels=(level,), per_model=per_model)
+        table = cached_query_given(deltas.compare, version, kept_scores(version), a=a, b=b, levels=(level,),
+                                   per_model=per_model)
     except JudgeLensError as exc:
         show_error(exc)
         return False
@@ -118,8 +119,9 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
         # what no pick changes (the bench's questions, references, judge prompts): kept per data version
         # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
         context = kept_query(harness_diff.setup_context, version, benches=(bench,))
-        warnings = cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
-                                model=a.get("model"), context=context)
+        warnings = cached_query_given(setup_warnings.pair_warnings, version, kept_scores(version),
+                                      judges=[a["judge"], b["judge"]], bench=bench, model=a.get("model"),
+                                      context=context)
         if not warnings.empty:
             with warnings_box.container():
                 for row in warnings.itertuples():

@@ -13,14 +13,14 @@ from lib.judging.batch import RejudgeBatch, default_label, rejudge_one
 from lib.keys import ItemKey
 from lib.judging import templates as T
 from lib.errors import JudgeLensError
-from lib.judging.context import CONTEXT_VARIABLES, build_context, select_items
+from lib.judging.context import CONTEXT_VARIABLES, bench_texts, build_context, question_item, select_items
 from lib.judging.jobs import BackgroundJob
 from lib.judging.parsers import KINDS
 from lib.render.safe_text import md_escape
 from lib.render.textdiff import char_diff, diff_html, diff_stats
 from app_pages._endpoint import judge_endpoint
 from app_pages._state import keep_valid, keep_values, publish_to_url, seed_from_url
-from app_pages._store import cached_item_query, cached_query, data_version, get_store
+from app_pages._store import cached_item_query, cached_query, data_version, get_store, kept_query
 from app_pages._widgets import empty_state, show_error, show_text
 
 BATCH_KEYS = ("wb_b_cat", "wb_b_turn", "wb_b_model", "wb_b_order", "wb_b_limit", "wb_b_conc", "wb_b_label",
@@ -66,9 +66,15 @@ c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
 c4.selectbox("Model", models, key="wb_model")
 item = ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
-# without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the item):
-# the stored prompt is read only for the prompt diff below
-stored = cached_item_query(iv.verdicts, version, key=item, prompts=False)
+# The verdicts without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the
+# item): the stored prompt is read only for the prompt diff below. The bench's questions and references are read
+# once per data version; this model's answers to the question (every turn and sample) and its verdicts once per
+# question and model, side by side; the turn's context (its reference, the pre-processing) is made from them in
+# memory: another model reads its answers and verdicts alone, another turn nothing
+texts = kept_query(bench_texts, version, bench=item.bench)
+every_turn, data = cached_item_query(question_item, version, bench=item.bench, question_id=item.question_id,
+                                     model=item.model, sample=item.sample, texts=texts)
+stored = iv.turn_verdicts(every_turn, item.turn)
 judges = stored["judge"].drop_duplicates().tolist()
 if judges:
     keep_valid("wb_judge", judges)
@@ -145,8 +151,8 @@ try:
     unknown = [v for v in missing if v not in CONTEXT_VARIABLES and v not in ("data", "response")]
     if unknown:
         st.warning("Not in the item context (rendering will fail): " + ", ".join(md_escape(v) for v in unknown))
-    context = cached_item_query(build_context, version, item=item, preprocess=template.preprocess,
-                                judge_hint=st.session_state.get("wb_judge"))
+    context = build_context(store, item, preprocess=template.preprocess, judge_hint=st.session_state.get("wb_judge"),
+                            data=data)
     messages = T.render(template, context)
 except JudgeLensError as exc:
     show_error(exc)

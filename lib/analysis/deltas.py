@@ -55,6 +55,7 @@ import copy
 import numpy as np
 import pandas as pd
 
+from lib.analysis.score_copy import ScoreCopy
 from lib.analysis.selectors import SELECTOR_KEYS, check_selector, describe
 from lib.errors import UsageError
 from lib.store import Store
@@ -308,14 +309,16 @@ def describe_comparison(a: dict, b: dict) -> str:
     return label
 
 
-def paired_items(store: Store, a: dict, b: dict) -> pd.DataFrame:
+def paired_items(store: Store, a: dict, b: dict, *, copy: ScoreCopy | None = None) -> pd.DataFrame:
     """One row per paired item of A and B on one bench (see ``resolve_sides`` for the pairing).
 
     Columns: question (``"bench:question_id"``, the cluster key), bench, question_id, turn, category,
     harness, judge, model (the paired value; A's value where A and B name different ones), score_a,
     score_b. Scores are ``item_scores.score`` (repeats and Swallow's 5 samples averaged per item, parse
     failures left out); items scored on one side only are left out. ``df.attrs``: ``a``, ``b``,
-    ``pair_keys``, ``label`` and, when nothing pairs, ``note`` (why).
+    ``pair_keys``, ``label`` and, when nothing pairs, ``note`` (why). ``copy``: the store's ``score_copy`` (kept
+    per data version): the same query runs on it, in memory, instead of the store (when A and B are narrow enough:
+    ``ScoreCopy.frame``).
     """
     fa, fb, pair_keys = resolve_sides(a, b)
     params, conds = {}, {"a": [], "b": []}
@@ -333,8 +336,10 @@ def paired_items(store: Store, a: dict, b: dict) -> pd.DataFrame:
         FROM a JOIN b USING ({using})
         ORDER BY bench, {QID_ORDER}, turn, {', '.join(
             k for k in FREE_KEYS)}"""
-    with store.read() as cur:
-        df = cur.execute(sql, params).df()
+    df = copy.frame(sql, [fa, fb], params) if copy is not None else None
+    if df is None:
+        with store.read() as cur:
+            df = cur.execute(sql, params).df()
     df = df[["question", "bench", "question_id", "turn", "category", *FREE_KEYS, "score_a", "score_b"]]
     df["category"] = df["category"].astype(object)
     df.attrs.update(a=fa, b=fb, pair_keys=pair_keys, label=describe_comparison(fa, fb),
@@ -343,13 +348,14 @@ def paired_items(store: Store, a: dict, b: dict) -> pd.DataFrame:
 
 
 def compare(store: Store, a: dict, b: dict, *, levels=LEVELS, per_model: bool = False,
-            alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+            alpha: float = 0.05, seed: int = 0, copy: ScoreCopy | None = None) -> pd.DataFrame:
     """``compare_pairs(paired_items(store, a, b), ...)``: what the Compare page and ``lib.cli compare`` show.
 
     ``per_model`` compares each model with itself (A and B must not name different models). The
     result's ``attrs`` add ``a``, ``b``, ``pair_keys``, ``label`` and ``note`` from ``paired_items``.
+    ``copy``: as in ``paired_items``.
     """
-    pairs = paired_items(store, a, b)
+    pairs = paired_items(store, a, b, copy=copy)
     if per_model and "model" not in pairs.attrs["pair_keys"]:
         raise UsageError("--per-model compares every model with itself, but A and B name different models "
                          f"({pairs.attrs['a']['model']!r} vs {pairs.attrs['b']['model']!r})")

@@ -113,16 +113,47 @@ class _Reads:
         answer areas needs no other answer text: each costs its compressed vector); ``answers`` when read."""
         if "answers" in self.__dict__:
             return self.answers
-        wanted = {(row[1], row[3]) for r in self.runs for row in self.prompt_rows[r]}
+        return self._example_answers_of(self._examples_wanted())
+
+    def _examples_wanted(self) -> set[tuple[str, int]]:
+        return {(row[1], row[3]) for r in self.runs for row in self.prompt_rows[r]}
+
+    def read_examples(self, answers: bool = False) -> None:
+        """The judge prompt rows and the answers their examples need (every answer of the runs' models with
+        ``answers``), read side by side: two statements at once, where on a DuckLake store each mostly waits on
+        its catalog look-ups and Parquet reads. The examples are read for the first rows' questions (sample 0), the
+        ones the prompt rows hold unless a first row stored no prompt (rare: then they are read again, in turn)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if "prompt_rows" in self.__dict__ or "answers" in self.__dict__ or (
+                not answers and "example_answers" in self.__dict__):
+            return
+        guess = {(row[5], 0) for row in self._judgment_keys[0]}
+        if not guess and not answers:
+            return
+        with ThreadPoolExecutor(1) as pool:
+            rows = pool.submit(lambda: self.prompt_rows)
+            read = self.answers if answers else self._example_answers_of(guess)
+            rows.result()
+        if not answers and self._examples_wanted() == guess:
+            self.__dict__["example_answers"] = read
+
+    def _example_answers_of(self, wanted: set[tuple[str, int]]) -> dict[Run, pd.DataFrame]:
         if not wanted:
             return {r: self._answers("false") for r in self.runs}
         qids = sorted({q for q, _ in wanted})
         samples = sorted({s for _, s in wanted})
         return self._answers(f"a.question_id IN ({', '.join(f'$q{i}' for i in range(len(qids)))}) AND a.sample IN "
                              f"({', '.join(f'$s{i}' for i in range(len(samples)))})",
-                             {f"q{i}": q for i, q in enumerate(qids)} | {f"s{i}": x for i, x in enumerate(samples)})
+                             {f"q{i}": q for i, q in enumerate(qids)} | {f"s{i}": x for i, x in enumerate(samples)},
+                             category=False)
 
-    def _answers(self, narrow: str = "true", narrow_params: dict | None = None) -> dict[Run, pd.DataFrame]:
+    def _answers(self, narrow: str = "true", narrow_params: dict | None = None, *,
+                 category: bool = True) -> dict[Run, pd.DataFrame]:
+        """``category``: False leaves the questions' category out (None): the prompt examples do not read it, and
+        on a DuckLake store the join with current_questions (a view over two tables) was most of their read."""
+        join = ("LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id" if category
+                else "")
         mk = MODEL_KEY_SQL
         keys = (mk.format('a.model'), mk.format("coalesce(a.model_id, '')"), mk.format("coalesce(a.file_model, '')"))
         flags, params = [], dict(narrow_params or {})
@@ -136,9 +167,10 @@ class _Reads:
             df = cur.execute(f"""
                 SELECT * FROM (
                     SELECT a.question_id, a.turn, a.sample, a.text, a.temperature, a.system_prompt, a.max_chars,
-                           a.source_id, q.category, length(coalesce(a.text, '')) AS chars,
+                           a.source_id, {'q.category' if category else 'NULL::VARCHAR AS category'},
+                           length(coalesce(a.text, '')) AS chars,
                            contains(coalesce(a.text, ''), '<think>') AS think, {', '.join(flags)}
-                    FROM answers a LEFT JOIN current_questions q ON q.bench = a.bench AND q.question_id = a.question_id
+                    FROM answers a {join}
                     WHERE a.bench IN ({benches}) AND {narrow})
                 WHERE {' OR '.join(f'in_{i}' for i in range(len(self.runs)))}
                 ORDER BY source_id, {qid_order()}, turn, sample""", params).df()
@@ -731,6 +763,8 @@ def _table(reads: _Reads, ra: Run, rb: Run, areas=AREAS) -> pd.DataFrame:
             "truncation": lambda: _truncation(reads.answers, ra, rb), "reasoning": lambda: _reasoning(reads.answers, ra, rb),
             "references": lambda: _references(reads, ra, rb), "parse_failures": lambda: _parse_failures(reads, ra, rb),
             "scale": lambda: _scale(reads, ra, rb), "questions": lambda: _questions(reads, ra, rb)}
+    if "judge_prompt" in areas:  # its prompt rows beside the answers it (or the answer areas) reads
+        reads.read_examples(answers=any(area in ANSWER_AREAS for area in areas))
     if any(area in ANSWER_AREAS for area in areas):
         reads.answers  # before the judge prompt's examples: they come from it then, not from a read of their own
     df = pd.DataFrame([make[area]() for area in AREAS if area in areas], columns=COLUMNS)

@@ -133,16 +133,32 @@ def verdicts(store: Store, key: ItemKey, prompts: bool = True) -> pd.DataFrame:
     leaves out ``judge_prompt`` (the largest text: on a DuckLake store reading it costs as much as the rest of the
     item together), for a view that shows prompts only on request.
     """
+    return _with_column_ids(_verdict_rows(store, key, prompts, every_turn=False))
+
+
+def question_verdicts(store: Store, bench: str, question_id: str, model: str, sample: int = 0,
+                      prompts: bool = True) -> pd.DataFrame:
+    """``verdicts`` of every turn of one model's answer to one question, with a ``turn`` column, in one query: a page
+    stepping between the turns of a question (the Workbench) reads none again. Read one turn's out with
+    ``turn_verdicts``."""
+    return _verdict_rows(store, ItemKey(bench, question_id, 0, model, sample), prompts, every_turn=True)
+
+
+def turn_verdicts(frame: pd.DataFrame, turn: int) -> pd.DataFrame:
+    """``verdicts(store, key)`` of turn ``turn`` from ``question_verdicts`` (the same rows, order and column ids)."""
+    return _with_column_ids(frame[frame["turn"] == int(turn)].drop(columns=["turn"]).reset_index(drop=True))
+
+
+def _verdict_rows(store: Store, key: ItemKey, prompts: bool, every_turn: bool) -> pd.DataFrame:
     columns = VERDICT_COLUMNS if prompts else VERDICT_COLUMNS.replace(" judge_prompt,", "")
     with store.read() as cur:
-        df = cur.execute(
-            f"""SELECT {columns}
+        return cur.execute(
+            f"""SELECT {'turn, ' if every_turn else ''}{columns}
                FROM single_judgments
-               WHERE bench = ? AND question_id = ? AND turn = ? AND model = ?
+               WHERE bench = ? AND question_id = ?{'' if every_turn else ' AND turn = ?'} AND model = ?
                  AND ({H.sql_is_not("harness", H.where(multi_sample=True))} OR sample = ?)
-               ORDER BY {VERDICT_ORDER}""",
-            [key.bench, key.question_id, key.turn, key.model, key.sample]).df()
-    return _with_column_ids(df)
+               ORDER BY {'turn, ' if every_turn else ''}{VERDICT_ORDER}""",
+            [key.bench, key.question_id, *([] if every_turn else [key.turn]), key.model, key.sample]).df()
 
 
 def _with_column_ids(df: pd.DataFrame) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lib.analysis import aliases, linking
+from lib.analysis.score_copy import ScoreCopy
 from lib.analysis.selectors import check_selector, describe
 from lib.errors import UsageError
 from lib.store import Store
@@ -100,9 +101,11 @@ def _pick(store: Store, selector: dict, name: str, cands: list[tuple], table) ->
     return Run(*cands[0])
 
 
-def _item_scores(store: Store, run_a: Run, run_b: Run, samples: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _item_scores(store: Store, run_a: Run, run_b: Run, samples: str,
+                 copy: ScoreCopy | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run A's and run B's item scores (question_id, turn, category, score), from one read of both (on a DuckLake
-    store each statement pays its catalog look-ups)."""
+    store each statement pays its catalog look-ups); with ``samples`` "mean", of ``copy`` when given (the store's
+    ``score_copy``: no read of the store)."""
     if samples not in SAMPLE_MODES:
         raise UsageError(f"swallow samples: choose {' or '.join(SAMPLE_MODES)}, not {samples!r}")
     keys = ("harness", "bench", "judge", "model")
@@ -111,17 +114,17 @@ def _item_scores(store: Store, run_a: Run, run_b: Run, samples: str) -> tuple[pd
     # reads the two runs' blocks alone (an IN list of row values read every block: 4x slower at 1M)
     both = (f"JOIN (VALUES {', '.join('(' + ', '.join([str(i)] + [f'${k}{i}' for k in keys]) + ')' for i in (0, 1))}) "
             f"r(side, {', '.join(keys)}) ON {' AND '.join(f's.{k} = r.{k}' for k in keys)}")
-    with store.read() as cur:
-        if samples == "mean":
-            df = cur.execute(f"""SELECT r.side, s.question_id, s.turn, s.category, s.score FROM item_scores s {both}
-                                 WHERE s.score IS NOT NULL""", params).df()
-        else:
-            df = cur.execute(f"""SELECT r.side, s.question_id, s.turn, any_value(q.category) AS category,
-                                        avg(s.score) AS score
-                                 FROM single_judgments s {both}
-                                 LEFT JOIN current_questions q ON q.bench = s.bench AND q.question_id = s.question_id
-                                 WHERE s.sample = 0 AND s.score IS NOT NULL
-                                 GROUP BY r.side, s.question_id, s.turn""", params).df()
+    mean = f"""SELECT r.side, s.question_id, s.turn, s.category, s.score FROM item_scores s {both}
+               WHERE s.score IS NOT NULL"""
+    df = copy.frame(mean, [run_a.selector, run_b.selector], params) if copy is not None and samples == "mean" else None
+    if df is None:
+        with store.read() as cur:
+            df = cur.execute(mean if samples == "mean" else f"""
+                SELECT r.side, s.question_id, s.turn, any_value(q.category) AS category, avg(s.score) AS score
+                FROM single_judgments s {both}
+                LEFT JOIN current_questions q ON q.bench = s.bench AND q.question_id = s.question_id
+                WHERE s.sample = 0 AND s.score IS NOT NULL
+                GROUP BY r.side, s.question_id, s.turn""", params).df()
     return tuple(df.loc[df["side"] == i, ["question_id", "turn", "category", "score"]].reset_index(drop=True)
                  for i in (0, 1))
 
@@ -143,7 +146,8 @@ def _link_frame(store: Store, bench_a: str, bench_b: str, context: dict | None =
 
 
 def paired_runs(store: Store, a: dict | Run, b: dict | Run, *, swallow_samples: str = "mean",
-                exclude_links: tuple[str, ...] = (), context: dict | None = None) -> pd.DataFrame:
+                exclude_links: tuple[str, ...] = (), context: dict | None = None,
+                copy: ScoreCopy | None = None) -> pd.DataFrame:
     """Run A's and run B's items on linked questions, same turn (see the module docstring).
 
     Columns: ``PAIR_COLUMNS`` (``question`` = ``"bench_a:question_id_a"``, the cluster key ``compare_pairs``
@@ -151,13 +155,14 @@ def paired_runs(store: Store, a: dict | Run, b: dict | Run, *, swallow_samples: 
     (counts per method among the pairs), ``excluded`` (items left out by ``exclude_links``), ``note``
     (``run_a``/``run_b`` are the runs' full selectors: attrs stay JSON-serialisable for Streamlit).
     ``context``: ``harness_diff.setup_context`` of the runs' benches when the caller keeps it (its question ids and
-    links, read again otherwise).
+    links, read again otherwise). ``copy``: the store's ``score_copy`` when the caller keeps it (the runs' item
+    scores are read there).
     """
     run_a = a if isinstance(a, Run) else resolve_run(store, a, "A")
     run_b = b if isinstance(b, Run) else resolve_run(store, b, "B")
     if run_a == run_b:
         raise UsageError("A and B name the same run: pick two different ones.")
-    sa, sb = _item_scores(store, run_a, run_b, swallow_samples)
+    sa, sb = _item_scores(store, run_a, run_b, swallow_samples, copy)
     lf = _link_frame(store, run_a.bench, run_b.bench, context)
     sa = sa.rename(columns={"question_id": "question_id_a", "category": "category_a", "score": "score_a"})
     sb = sb.rename(columns={"question_id": "question_id_b", "category": "category_b", "score": "score_b"})
@@ -188,13 +193,14 @@ def paired_runs(store: Store, a: dict | Run, b: dict | Run, *, swallow_samples: 
 
 def compare_runs(store: Store, a: dict | Run, b: dict | Run, *, levels=("cell", "category", "turn", "all"),
                  swallow_samples: str = "mean", exclude_links: tuple[str, ...] = (), alpha: float = 0.05,
-                 each_level: bool = True, context: dict | None = None) -> pd.DataFrame:
+                 each_level: bool = True, context: dict | None = None, copy: ScoreCopy | None = None) -> pd.DataFrame:
     """``compare_pairs`` over ``paired_runs``: the A - B table across linked benches. With ``each_level``
     every level is its own Holm family (as the Compare page and the CLI show them, one level at a time).
-    ``context``: as in ``paired_runs``."""
+    ``context``, ``copy``: as in ``paired_runs``."""
     from lib.analysis.deltas import compare_pairs
 
-    pairs = paired_runs(store, a, b, swallow_samples=swallow_samples, exclude_links=exclude_links, context=context)
+    pairs = paired_runs(store, a, b, swallow_samples=swallow_samples, exclude_links=exclude_links, context=context,
+                        copy=copy)
     levels = (levels,) if isinstance(levels, str) else tuple(levels)
     if each_level:
         parts = [compare_pairs(pairs, levels=(lv,), alpha=alpha) for lv in levels]

@@ -15,20 +15,27 @@ from urllib.parse import urlencode
 import pandas as pd
 
 from lib.analysis import harness_diff, runs
+from lib.analysis.score_copy import ScoreCopy
 from lib.store import Store
 
 IGNORED_AREAS = ("judge_model", "parse_failures", "questions")
 WARNING_COLUMNS = ["judge_a", "judge_b", "model", "areas", "line", "link"]
 
 
-def _shared_models(store: Store, bench: str, judges: list[str], model: str | None) -> dict[tuple, tuple]:
+def _shared_models(store: Store, bench: str, judges: list[str], model: str | None,
+                   copy: ScoreCopy | None = None) -> dict[tuple, tuple]:
     """Per pair of ``judges``: (harness_a, harness_b, model), the first model (by name) both scored on the bench
-    (``model`` if given), from one read of item_scores."""
+    (``model`` if given), from one read of item_scores (of ``copy`` when given)."""
     where = "bench = $b AND score IS NOT NULL AND list_contains($judges, judge)" + (" AND model = $m" if model else "")
     params = {"b": bench, "judges": list(judges)} | ({"m": model} if model else {})
-    with store.read() as cur:
-        rows = cur.execute(f"SELECT DISTINCT judge, model, harness FROM item_scores WHERE {where} ORDER BY ALL",
-                           params).fetchall()
+    sql = f"SELECT DISTINCT judge, model, harness FROM item_scores WHERE {where} ORDER BY ALL"
+    found = copy.frame(sql, [{"judge": j} | ({"model": model} if model else {}) for j in judges], params) \
+        if copy is not None else None
+    if found is not None:
+        rows = list(found.itertuples(index=False, name=None))
+    else:
+        with store.read() as cur:
+            rows = cur.execute(sql, params).fetchall()
     scored: dict[str, dict[str, str]] = {}
     for judge, m, harness in rows:
         scored.setdefault(judge, {}).setdefault(m, harness)  # a model under two harnesses: the first by name
@@ -47,14 +54,15 @@ def compare_link(run_a: runs.Run, run_b: runs.Run, canonical: str) -> str:
 
 
 def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | None = None,
-                  context: dict | None = None) -> pd.DataFrame:
+                  context: dict | None = None, copy: ScoreCopy | None = None) -> pd.DataFrame:
     """One row per judge pair whose setups differ beyond the judge model: ``WARNING_COLUMNS``; ``line`` reads
     "gpt-4o vs human:ana: set up differently (judge prompt, samples per item): see the setup table".
-    ``context``: ``harness_diff.setup_context(store, (bench,))`` when the caller keeps it (per data version)."""
+    ``context``: ``harness_diff.setup_context(store, (bench,))`` when the caller keeps it (per data version);
+    ``copy``: the store's ``score_copy``, when the caller keeps it (which judge scored which model is read there)."""
     rows = []
     canon = None
     llm = [j for j in judges if not j.startswith("human:")]  # an analyst's verdicts have no harness setup to compare
-    shared = _shared_models(store, bench, llm, model)
+    shared = _shared_models(store, bench, llm, model, copy)
     pairs = [(runs.Run(ha, bench, ja, m), runs.Run(hb, bench, jb, m))
              for (ja, jb), (ha, hb, m) in shared.items()]
     # the two judges of a pair scored one model's answers on one bench: the rows read from those answers (every

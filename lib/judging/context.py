@@ -41,6 +41,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import pandas as pd
+
 from lib.errors import ContextError
 from lib.keys import ItemKey, PairKey
 from lib.store import Store
@@ -118,12 +120,15 @@ def reasoning_of(text: str | None) -> str:
 # ------------------------------------------------------------------------------------------------
 # Bulk loading
 
-class _Data:
+class ContextData:
     """Questions, answers and references of the benches, models and questions a set of items needs. Filtering by
     question too keeps one item cheap (the Workbench's preview): a model's answers to every question of a bench
-    were 0.3 s of key matching at 1M judgments."""
+    were 0.3 s of key matching at 1M judgments. Plain dicts: a page may cache it (``context_data``)."""
 
-    def __init__(self, store: Store, benches: set[str], models: set[str], question_ids: set[str]):
+    def __init__(self, store: Store, benches: set[str], models: set[str], question_ids: set[str] | None, *,
+                 texts: "ContextData | None" = None):
+        """``question_ids`` None: every question of the benches. ``texts``: a ``ContextData`` already holding the
+        questions and references wanted (``bench_texts``): only the answers are read."""
         self.questions: dict[tuple[str, str], tuple[str | None, list[str]]] = {}
         self.answers: dict[tuple[str, str, str, int, int], str | None] = {}
         self.refs: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
@@ -131,31 +136,41 @@ class _Data:
             return
         bl = sorted(benches)
         keys = sorted({model_key(m) for m in models})
-        ql = sorted(question_ids)
+        ql = sorted(question_ids) if question_ids is not None else None
+        of_questions = " AND question_id IN (SELECT unnest($q))" if ql is not None else ""
+        params = {"b": bl} | ({"q": ql} if ql is not None else {})
         with store.read() as cur:
-            for bench, qid, category, turns in cur.execute(
-                    "SELECT bench, question_id, category, turns FROM current_questions "
-                    "WHERE bench IN (SELECT unnest(?)) AND question_id IN (SELECT unnest(?))", [bl, ql]).fetchall():
-                self.questions[(bench, qid)] = (category, list(turns))
+            if texts is not None:
+                def wanted(key: tuple[str, str]) -> bool:
+                    return key[0] in benches and (ql is None or key[1] in question_ids)
+
+                self.questions = {k: v for k, v in texts.questions.items() if wanted(k)}
+                self.refs = {k: v for k, v in texts.refs.items() if wanted(k)}
+            else:
+                for bench, qid, category, turns in cur.execute(
+                        "SELECT bench, question_id, category, turns FROM current_questions "
+                        f"WHERE bench IN (SELECT unnest($b)){of_questions}", params).fetchall():
+                    self.questions[(bench, qid)] = (category, list(turns))
             mk = MODEL_KEY_SQL
             rows = cur.execute(
                 f"""SELECT bench, {mk.format('model')}, {mk.format("coalesce(model_id, '')")},
                            {mk.format("coalesce(file_model, '')")}, question_id, sample, turn, text
                     FROM answers
-                    WHERE bench IN (SELECT unnest($b)) AND question_id IN (SELECT unnest($q))
+                    WHERE bench IN (SELECT unnest($b)){of_questions}
                       AND ({mk.format('model')} IN (SELECT unnest($k))
                            OR {mk.format("coalesce(model_id, '')")} IN (SELECT unnest($k))
                            OR {mk.format("coalesce(file_model, '')")} IN (SELECT unnest($k)))
-                    ORDER BY source_id""", {"b": bl, "k": keys, "q": ql}).fetchall()
+                    ORDER BY source_id""", params | {"k": keys}).fetchall() if keys else []
             wanted = set(keys)
             for bench, k1, k2, k3, qid, sample, turn, text in rows:  # later sources win, as item_view.answer
                 for k in {k1, k2, k3} & wanted:
                     self.answers[(bench, k, qid, int(sample), int(turn))] = text
-            for bench, judge, qid, turn, text in cur.execute(
-                    """SELECT bench, judge, question_id, turn, text FROM reference_answers
-                       WHERE bench IN (SELECT unnest(?)) AND question_id IN (SELECT unnest(?))
-                       ORDER BY source_id""", [bl, ql]).fetchall():
-                self.refs.setdefault((bench, qid), {}).setdefault(judge, {})[int(turn)] = text
+            if texts is None:
+                for bench, judge, qid, turn, text in cur.execute(
+                        f"""SELECT bench, judge, question_id, turn, text FROM reference_answers
+                           WHERE bench IN (SELECT unnest($b)){of_questions}
+                           ORDER BY source_id""", params).fetchall():
+                    self.refs.setdefault((bench, qid), {}).setdefault(judge, {})[int(turn)] = text
 
     def answer_turns(self, bench: str, model: str, qid: str, sample: int, n_turns: int) -> dict[int, str] | None:
         k = model_key(model)
@@ -228,20 +243,54 @@ def _linked_references(store: Store, benches: set[str], reference_judge: str) ->
     return out
 
 
+def bench_texts(store: Store, bench: str) -> ContextData:
+    """The questions and reference answers of every question of ``bench`` (two small queries), no answer: for
+    ``context_data(..., texts=...)``. A page keeps it per data version: picking another model or question then
+    reads the answers alone (on a DuckLake store each query pays its catalog look-ups)."""
+    return ContextData(store, {bench}, set(), None)
+
+
+def context_data(store: Store, bench: str, model: str, question_id: str,
+                 texts: ContextData | None = None) -> ContextData:
+    """What the contexts of one model's answers to one question need, every turn and sample: pass it as ``data`` to
+    ``build_context`` of any of its items. A page keeps it per data version, so stepping between the question's
+    turns, or changing the template's pre-processing, reads nothing again. ``texts``: ``bench_texts(store, bench)``
+    when the caller keeps it: the answers are the only read."""
+    return ContextData(store, {bench}, {model}, {str(question_id)}, texts=texts)
+
+
+def question_item(store: Store, bench: str, question_id: str, model: str, sample: int = 0,
+                  texts: ContextData | None = None) -> tuple[pd.DataFrame, ContextData]:
+    """``item_view.question_verdicts`` (without the judge prompts) and ``context_data`` of one model's answer to one
+    question, the two read side by side (on a DuckLake store each statement mostly waits on its catalog look-ups
+    and Parquet reads): what the Workbench reads on a pick of a model or a question."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lib.analysis.item_view import question_verdicts
+
+    with ThreadPoolExecutor(1) as pool:
+        verdicts = pool.submit(question_verdicts, store, bench, question_id, model, sample, prompts=False)
+        data = context_data(store, bench, model, question_id, texts=texts)
+        return verdicts.result(), data
+
+
 def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,
-                   reference_judge: str | None = None, judge_hint: str | None = None) -> list[ContextResult]:
+                   reference_judge: str | None = None, judge_hint: str | None = None,
+                   data: ContextData | None = None) -> list[ContextResult]:
     """One ContextResult per item (``ItemKey`` for single grading, ``PairKey`` for pairwise).
 
     The reference answers come from ``reference_judge`` if given (``"BENCH::JUDGE"``: that judge's references
     in another bench, for the linked question), else from the judge named by
     ``judge_hint`` (the judge being compared), else from the alphabetically first judge that has a
-    reference for the question; ``context['reference_judge']`` says which.
+    reference for the question; ``context['reference_judge']`` says which. ``data``: ``context_data`` (or a
+    ``ContextData``) covering every item, already read; else it is read here.
     """
     benches = {i.bench for i in items}
     models = set()
     for i in items:
         models |= {i.model_a, i.model_b} if isinstance(i, PairKey) else {i.model}
-    data = _Data(store, benches, models, {str(i.question_id) for i in items})
+    if data is None:
+        data = ContextData(store, benches, models, {str(i.question_id) for i in items})
     linked = _linked_references(store, benches, reference_judge) if reference_judge and LINKED in reference_judge else None
     prefer = [reference_judge] if reference_judge else [judge_hint] if judge_hint else []
     out = []
@@ -301,10 +350,11 @@ def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,
 
 
 def build_context(store: Store, item, *, preprocess: dict | None = None, reference_judge: str | None = None,
-                  judge_hint: str | None = None) -> dict:
-    """The context of one item (``ItemKey`` or ``PairKey``). Raises ContextError if it has no answer."""
+                  judge_hint: str | None = None, data: ContextData | None = None) -> dict:
+    """The context of one item (``ItemKey`` or ``PairKey``). Raises ContextError if it has no answer. ``data``: as
+    in ``build_contexts``."""
     result = build_contexts(store, [item], preprocess=preprocess, reference_judge=reference_judge,
-                            judge_hint=judge_hint)[0]
+                            judge_hint=judge_hint, data=data)[0]
     if result.context is None:
         raise ContextError(result.error or "no context")
     return result.context

@@ -278,3 +278,81 @@ def test_selectors_parse_and_describe():
         with pytest.raises(UsageError, match=why) as err:
             parse_selector(bad)
         assert "harness, bench, judge, model" in str(err.value)
+
+
+def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkeypatch):
+    """Compare keeps the scored items in memory per data version (``score_copy``): a pick of judges or models pairs
+    its items there, with no read of the store, and the table is the store's to the last bit (every level, per
+    model, a pair that shares nothing with its note); a wide pairing (every model) reads the store as before; the
+    setup lines find the same judge pairs from the copy."""
+    from conftest import reads_counted
+
+    from lib.analysis import score_copy, setup_warnings
+    from lib.analysis.score_copy import NARROW_ROWS
+
+    copy = score_copy.score_copy(sample_store)
+    with sample_store.read() as cur:
+        scored = cur.execute("SELECT count(*) FROM item_scores WHERE score IS NOT NULL").fetchone()[0]
+    assert len(copy.table) == scored and scored < NARROW_ROWS
+    both = {"judge": "gpt-4o"}, {"judge": "gpt-4.1-2025-04-14"}
+    picks = [(GPT4O, GPT41, False), ({**GPT4O, "bench": JA}, {**GPT41, "bench": JA}, False),
+             ({"judge": "gpt-4o", "model": L8}, {"judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.3-70b"}, False),
+             (*both, True), (*both, False),
+             ({"judge": "gpt-4o", "model": L8}, {"model": "shisa-ai/shisa-v2-llama3.3-70b"}, False),
+             ({"judge": "gpt-4o", "model": "no-such-model"}, {"judge": "gpt-4.1-2025-04-14", "model": "no-such-model"},
+              False)]
+    for a, b, per_model in picks:
+        for level in LEVELS_ALL:
+            want = compare(sample_store, a, b, levels=(level,), per_model=per_model)
+            with reads_counted(sample_store) as seen:
+                got = compare(sample_store, a, b, levels=(level,), per_model=per_model, copy=copy)
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
+            assert got.attrs == want.attrs
+            assert len(seen) == (1 if want.empty else 0)  # an empty pairing says why (a read of the store)
+    monkeypatch.setattr(score_copy, "NARROW_ROWS", 10)  # wider than this: the store is read
+    with reads_counted(sample_store) as seen:
+        got = compare(sample_store, *both, levels=("category",), per_model=True, copy=copy)
+    assert len(seen) == 1
+    pd.testing.assert_frame_equal(got, compare(sample_store, *both, levels=("category",), per_model=True))
+    monkeypatch.setattr(score_copy, "NARROW_ROWS", NARROW_ROWS)
+    judges = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
+    for model in (L8, None):
+        assert (setup_warnings._shared_models(sample_store, JA, judges, model, copy)
+                == setup_warnings._shared_models(sample_store, JA, judges, model))
+        pd.testing.assert_frame_equal(
+            setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model, copy=copy),
+            setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model))
+
+
+LEVELS_ALL = ("cell", "category", "turn", "all")
+
+
+def test_the_two_harness_gap_from_the_score_copy_is_the_stores(sample_store):
+    """The two-harness view pairs two runs' item scores from the kept copy too (Swallow's mean of samples is what
+    item_scores holds; "first sample" reads the judgments, so the store): the same tables, no read of item_scores."""
+    from conftest import reads_counted
+
+    from lib.analysis import harness_diff, runs, score_copy
+
+    copy = score_copy.score_copy(sample_store)
+    table = runs.runs(sample_store)
+    every = [runs.Run(*r) for r in table[["harness", "bench", "judge", "model"]].itertuples(index=False)]
+    swallow = [r for r in every if r.harness == "swallow"]
+    assert swallow
+    canonical = dict(zip(table["model"], table["canonical"]))
+    pairs = [(a, b) for a in every for b in swallow if a.harness != b.harness
+             and canonical[a.model] == canonical[b.model]][:4]
+    assert pairs
+    pairs += [(every[0], every[1])]
+    for a, b in pairs:
+        context = harness_diff.setup_context(sample_store, tuple(sorted({a.bench, b.bench})))
+        for samples in runs.SAMPLE_MODES:
+            want = runs.compare_runs(sample_store, a, b, levels=("all", "category"), swallow_samples=samples,
+                                     context=context)
+            with reads_counted(sample_store) as seen:
+                got = runs.compare_runs(sample_store, a, b, levels=("all", "category"), swallow_samples=samples,
+                                        context=context, copy=copy)
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
+            assert got.attrs == want.attrs
+            assert len(seen) == (0 if samples == "mean" else 1)
+    assert any(not runs.compare_runs(sample_store, a, b, copy=copy).empty for a, b in pairs)

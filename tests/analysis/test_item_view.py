@@ -176,3 +176,31 @@ def test_disagreement_order_is_the_ranking_of_the_judges_means_in_one_read(sampl
                ORDER BY max(score) - min(score) DESC, {QID_ORDER}, model, turn LIMIT 1000""", [bench]).fetchall()]
     got = iv.disagreement_order(sample_store, bench)
     assert got == ranked_by_means(sample_store, bench) != naive
+
+
+def test_question_verdicts_hold_every_turn_as_verdicts_finds_it(sample_store):
+    """The Workbench reads the verdicts of every turn of a question at once (its Turn control then reads nothing):
+    each turn read out of them is what ``verdicts`` finds for that turn (Swallow samples, repeats, column ids), with
+    and without the judge prompts, in one query."""
+    with sample_store.read() as cur:
+        keys = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 10").fetchall()]
+        keys += [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "WHERE harness = 'swallow' AND sample > 0 ORDER BY ALL LIMIT 3").fetchall()]
+    keys.append(ItemKey(keys[0].bench, keys[0].question_id, keys[0].turn, "no-such-model"))
+    for key in keys:
+        for prompts in (True, False):
+            with reads_counted(sample_store) as seen:
+                every = iv.question_verdicts(sample_store, key.bench, key.question_id, key.model, key.sample,
+                                             prompts=prompts)
+            assert len(seen) == 1
+            for turn in (1, 2):
+                want = iv.verdicts(sample_store, ItemKey(key.bench, key.question_id, turn, key.model, key.sample),
+                                   prompts=prompts)
+                got = iv.turn_verdicts(every, turn)
+                assert list(got.columns) == list(want.columns)
+                assert got.astype(str).to_dict("records") == want.astype(str).to_dict("records")
+    assert len(iv.turn_verdicts(iv.question_verdicts(sample_store, keys[0].bench, keys[0].question_id,
+                                                     keys[0].model, keys[0].sample), keys[0].turn))

@@ -373,3 +373,66 @@ def test_suggestion_starts_from_the_shipped_prompt_not_a_later_edit():
     labels = ["ja-single-v1@v1", "ja-single-v1@v2", "ja-single-v1@v3", "single-v1@v1"]
     assert T.suggest_template(labels, "single-v1", "ja_mt_bench", "fastchat") == "ja-single-v1@v1"
     assert T.suggest_template(labels, "ja-single-v1@v3", "ja_mt_bench", "judgelens") == "ja-single-v1@v3"
+
+
+def test_a_kept_context_data_gives_the_contexts_the_store_gives(sample_store):
+    """The Workbench keeps a bench's questions and references per data version and one model's answers to one
+    question per question and model (``bench_texts``, ``context_data``), and makes each turn's context from them:
+    the same context as ``build_context`` reading the store (every turn, Swallow samples, a judge's own reference,
+    pre-processing), one query for the answers, none for another turn, and the same error for a missing answer."""
+    from conftest import reads_counted
+
+    from lib.errors import ContextError
+    from lib.judging.context import bench_texts, context_data
+
+    with sample_store.read() as cur:
+        items = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 8").fetchall()]
+        items += [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "WHERE harness = 'swallow' AND sample > 0 ORDER BY ALL LIMIT 2").fetchall()]
+        judges = [r[0] for r in cur.execute("SELECT DISTINCT judge FROM reference_answers ORDER BY 1").fetchall()]
+    texts = {b: bench_texts(sample_store, b) for b in {i.bench for i in items}}
+    assert any(t.refs for t in texts.values())
+    for item in items:
+        with reads_counted(sample_store) as seen:
+            data = context_data(sample_store, item.bench, item.model, item.question_id, texts=texts[item.bench])
+        assert len(seen) == 1  # the answers alone
+        for turn in (1, 2):
+            other = ItemKey(item.bench, item.question_id, turn, item.model, item.sample)
+            for pre, hint in ((None, None), ({"strip_think": True, "truncate": 20}, judges[-1])):
+                with reads_counted(sample_store) as seen:
+                    got = build_context(sample_store, other, preprocess=pre, judge_hint=hint, data=data)
+                assert not seen
+                assert got == build_context(sample_store, other, preprocess=pre, judge_hint=hint)
+                assert got == build_context(sample_store, other, preprocess=pre, judge_hint=hint,
+                                            data=context_data(sample_store, item.bench, item.model, item.question_id))
+    missing = ItemKey(items[0].bench, items[0].question_id, 1, "no-such-model")
+    with pytest.raises(ContextError) as want:
+        build_context(sample_store, missing)
+    with pytest.raises(ContextError) as got:
+        build_context(sample_store, missing, data=context_data(sample_store, missing.bench, missing.model,
+                                                               missing.question_id, texts=texts[missing.bench]))
+    assert str(got.value) == str(want.value)
+
+
+def test_the_workbench_reads_a_question_item_side_by_side(sample_store):
+    """``question_item``: the verdicts of every turn and the context data of one model's answer to one question, the
+    same as ``question_verdicts`` and ``context_data`` read one after the other."""
+    import pandas as pd
+
+    from lib.analysis import item_view as iv
+    from lib.judging.context import bench_texts, context_data, question_item
+
+    with sample_store.read() as cur:
+        keys = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 4").fetchall()]
+    for key in keys:
+        texts = bench_texts(sample_store, key.bench)
+        verdicts, data = question_item(sample_store, key.bench, key.question_id, key.model, key.sample, texts=texts)
+        pd.testing.assert_frame_equal(verdicts, iv.question_verdicts(sample_store, key.bench, key.question_id,
+                                                                     key.model, key.sample, prompts=False))
+        alone = context_data(sample_store, key.bench, key.model, key.question_id)
+        assert (data.questions, data.answers, data.refs) == (alone.questions, alone.answers, alone.refs)
