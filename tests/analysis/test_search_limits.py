@@ -69,6 +69,19 @@ def test_a_pathological_pattern_is_refused_before_it_runs(sample_store, monkeypa
     assert caught.value.message == TOO_SLOW
 
 
+def test_a_slow_wall_clock_refuses_no_plain_pattern(sample_store, monkeypatch):
+    """The pattern's cost is this thread's CPU time, not the wall clock: with other work on both cores a plain
+    pattern's wall time grew past the limit and it was refused. Here the wall clock races (each reading further
+    from the last), as on a machine where the search waits for the CPU; the patterns are still accepted and the
+    pathological one still refused."""
+    readings = (i * i for i in range(10**6))
+    monkeypatch.setattr(S.time, "perf_counter", lambda: float(next(readings)))
+    for pattern in (r"\p{Han}+語", r"\pL", "[[:digit:]]{3}"):
+        assert S.count(sample_store, S.SearchQuery(pattern, regex=True), time_limit=0) > 0
+    with pytest.raises(SearchTooSlow):
+        S.count(sample_store, S.SearchQuery(PATHOLOGICAL, regex=True), time_limit=0)
+
+
 def test_a_search_stops_when_its_asker_goes_away(sample_store):
     """The asker is asked before the search starts (a closed page starts nothing, however fast the search would
     be) and then by the watchdog while it runs (the same interrupt as the time limit's, tested above)."""
