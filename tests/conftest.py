@@ -209,6 +209,58 @@ def page(chromium):
 
 
 # ----------------------------------------------------------------------------------------------
+# The order files are handed to the two workers (scripts/test.sh: pytest-xdist --dist loadfile). xdist hands out
+# files with the most tests first, so the few-test files that take longest (a browser test driving the app for a
+# minute or more) came last, and one worker ran the last of them alone while the other idled: 2-3 minutes of a
+# 16-minute run. Handed out heaviest first, the many small files fill both workers to the end.
+
+SLOW_FIRST = (  # heaviest first (seconds per file in a run of scripts/test.sh on 2 cores, Nov 2026)
+    "tests/browser/test_browser_bench.py",                # ~170
+    "tests/judging/test_attribution_full.py",             # ~120
+    "tests/browser/test_browser_cli_beside_app.py",       # ~85
+    "tests/store/test_lake_reads.py",                     # ~70
+    "tests/judging/test_concurrent_batches.py",           # ~60
+    "tests/store/test_ducklake.py",                       # ~60
+    "tests/browser/test_browser_scale.py",                # ~55
+    "tests/browser/test_browser_item_view.py",            # ~50
+    "tests/browser/test_browser_harness.py",              # ~50
+    "tests/analysis/test_item_view.py",                   # ~45
+    "tests/store/test_ducklake_app.py",                   # ~45
+    "tests/analysis/test_harness.py",
+    "tests/judging/test_attribution.py",
+    "tests/browser/test_browser.py",
+    "tests/browser/test_browser_workbench.py",
+    "tests/browser/test_browser_search_verdicts.py",
+    "tests/store/test_ducklake_processes.py",
+    "tests/browser/test_browser_flow.py",
+    "tests/browser/test_browser_analyst_view.py",
+    "tests/browser/test_browser_fragments.py",
+    "tests/browser/test_browser_compare_bench_view.py",
+    "tests/browser/test_browser_probes.py",
+    "tests/browser/test_browser_reliability.py",
+)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order pytest_collection_modifyitems sets
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files in SLOW_FIRST order, then the others by number of tests, most first (xdist's own order for them);
+    each file's tests stay together and in their order."""
+    files = [item.nodeid.split("::")[0] for item in items]
+    count, first = {}, {}
+    for i, f in enumerate(files):
+        count[f] = count.get(f, 0) + 1
+        first.setdefault(f, i)
+    rank = {f: i for i, f in enumerate(SLOW_FIRST)}
+    order = sorted(range(len(items)), key=lambda i: (rank.get(files[i], len(rank)), -count[files[i]],
+                                                     first[files[i]], i))
+    items[:] = [items[i] for i in order]
+
+
+# ----------------------------------------------------------------------------------------------
 # A run that tested nothing must not look green: pytest already exits 5 when nothing is collected (or
 # everything is deselected); a run whose every test was skipped exits 5 too, with the reason.
 

@@ -375,26 +375,39 @@ def test_cli_ctrl_c_then_the_same_command_resumes(pair_store, servers):
 
 def test_interaction_flag_is_calibrated():
     """Two orders, the same true effect, independent per-item noise: the interaction flag (change between orders
-    beyond the 95% interval of that change) fires about 5% of the time; a change of 1 sd most of the time."""
+    beyond the 95% interval of that change) fires about 5% of the time; a change of 1 sd most of the time.
+
+    Each run's step table holds the delta and t interval ``J.paired`` gives (checked on the first runs), all runs of a
+    setting computed in one ``compare_pairs`` (each run its own family): a call per table took half a minute."""
     import numpy as np
     import pandas as pd
 
+    from lib.analysis.deltas import compare_pairs
     from lib.attribution import judge as J
 
     rng = np.random.default_rng(7)
+    items = 16
 
-    def table(effects: np.ndarray) -> pd.DataFrame:
-        frame = pd.DataFrame({"question": [f"q{i}" for i in range(len(effects))], "category": "c", "turn": 1,
-                              "before": 0.0, "after": effects})
-        return pd.DataFrame([{"step": "system_prompt", **J.paired(frame, "after", "before")}])
+    def tables(effects: list[np.ndarray]) -> list[pd.DataFrame]:
+        runs = len(effects)
+        frame = pd.DataFrame({"model": np.repeat(np.arange(runs), items),
+                              "question": np.tile([f"q{i}" for i in range(items)], runs), "category": "c", "turn": 1,
+                              "score_a": np.concatenate(effects), "score_b": 0.0})
+        rows = compare_pairs(frame, levels=("all",), per_model=True).set_index("model")
+        out = [pd.DataFrame([{"step": "system_prompt", **rows.loc[run, ["delta", "ci_low", "ci_high"]].to_dict()}])
+               for run in range(runs)]
+        for run in range(3):   # what the ladder's own paired() gives for that run's items
+            one = pd.DataFrame({"question": [f"q{i}" for i in range(items)], "category": "c", "turn": 1,
+                                "before": 0.0, "after": effects[run]})
+            assert J.paired(one, "after", "before") == pytest.approx(out[run].iloc[0, 1:].to_dict(), rel=1e-12)
+        return out
 
     def flagged(shift: float, runs: int) -> float:
-        hits = 0
+        fwd, rev = [], []
         for _ in range(runs):
-            fwd = table(rng.normal(0.5, 1.0, 16))
-            rev = table(-rng.normal(0.5 + shift, 1.0, 16))       # the reverse order reads B->A: signs turned
-            hits += bool(L.interactions(fwd, rev)["interacts"].iloc[0])
-        return hits / runs
+            fwd.append(rng.normal(0.5, 1.0, items))
+            rev.append(-rng.normal(0.5 + shift, 1.0, items))       # the reverse order reads B->A: signs turned
+        return sum(bool(L.interactions(f, r)["interacts"].iloc[0]) for f, r in zip(tables(fwd), tables(rev))) / runs
 
     assert 0.02 <= flagged(0.0, 300) <= 0.09
     assert flagged(1.0, 100) >= 0.6
