@@ -36,6 +36,14 @@ class ScoreCopy:
         if table is not None:
             self._load(table)
 
+    def try_load(self) -> None:
+        """Read the copy now if it is not made yet; a failure is left to the first query that needs it (it reads
+        again and says why)."""
+        try:
+            self._loaded()
+        except Exception:  # noqa: BLE001 (raised again, to its caller, by the query that needs the copy)
+            pass
+
     def _loaded(self) -> "ScoreCopy":
         with self._lock:
             if self._read is not None:
@@ -115,12 +123,16 @@ def _ranges(starts: np.ndarray, n: int, key) -> dict:
     return {key(int(a)): (int(a), int(b)) for a, b in zip(starts, stops)}
 
 
-def score_copy(store: Store) -> ScoreCopy:
+def score_copy(store: Store, background: bool = False) -> ScoreCopy:
     """The copy of ``store``'s scored items (one read of ``item_scores``, made when a query first needs it): keep it
-    per data version."""
+    per data version. ``background``: start reading it now in a thread of its own (a page's first pick then finds it
+    made: at a million judgments it takes 0.5-1 s); a query that needs it first waits for it."""
     def read():
         with store.read() as cur:
             return cur.execute(f"SELECT {', '.join(COLUMNS)} FROM item_scores WHERE score IS NOT NULL "
                                "ORDER BY judge, model").to_arrow_table()
 
-    return ScoreCopy(read=read)
+    copy = ScoreCopy(read=read)
+    if background:
+        threading.Thread(target=copy.try_load, name="judgelens-score-copy", daemon=True).start()
+    return copy

@@ -366,3 +366,13 @@ def test_the_two_harness_gap_from_the_score_copy_is_the_stores(sample_store):
             assert got.attrs == want.attrs
             assert len(seen) == (0 if samples == "mean" else 1)
     assert any(not runs.compare_runs(sample_store, a, b, copy=copy).empty for a, b in pairs)
+
+
+def test_a_score_copy_read_in_the_background_gives_the_same_table(sample_store):
+    """A page starts reading the copy at its first cache miss (``background``): a pick then waits for it if needed,
+    and pairs as the store does."""
+    from lib.analysis import score_copy
+
+    copy = score_copy.score_copy(sample_store, background=True)
+    pd.testing.assert_frame_equal(compare(sample_store, GPT4O, GPT41, copy=copy), compare(sample_store, GPT4O, GPT41))
+    assert len(copy)
