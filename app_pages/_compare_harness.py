@@ -24,10 +24,10 @@ SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: s
 
 def kept_scores(version: tuple):
     """For ``cached_query_given``: the store's scored items in memory (``score_copy``), one copy per data version for
-    every session, read on a cache miss. Each pick of a judge, a model or a run pairs its items there, not in the
-    store (on a DuckLake store a pick's statement paid catalog look-ups and unsorted Parquet row groups: 0.2-0.3 s
-    at a million judgments)."""
-    return lambda: {"copy": cached_shared(score_copy.score_copy, version)}
+    every session, read in the background from the first cache miss on (the default view, warmed at start). Each
+    pick of a judge, a model or a run pairs its items there, not in the store (on a DuckLake store a pick's
+    statement paid catalog look-ups and unsorted Parquet row groups: 0.2-0.3 s at a million judgments)."""
+    return lambda: {"copy": cached_shared(score_copy.score_copy, version, background=True)}
 
 
 def _default_pair(candidates) -> tuple[int, int]:

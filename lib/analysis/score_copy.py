@@ -10,6 +10,8 @@ is the one the store gives. Text columns are dictionary-encoded while kept (a th
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pandas as pd
 
@@ -25,9 +27,31 @@ NARROW_ROWS = 50_000
 
 class ScoreCopy:
     """``item_scores`` rows with a score (``COLUMNS``), sorted by judge and model; ``rows(selectors)`` the rows any
-    of the selectors can match, ``frame(sql, selectors, params)`` a query on them."""
+    of the selectors can match, ``frame(sql, selectors, params)`` a query on them. Made from an Arrow ``table``, or
+    from ``read()`` (which returns one) on the first ``frame`` that uses it: a page that keeps the copy pays the read
+    only once a pick needs it, not on a wide view (every model) that reads the store anyway."""
 
-    def __init__(self, table):
+    def __init__(self, table=None, *, read=None):
+        self._read, self._lock = read, threading.Lock()
+        if table is not None:
+            self._load(table)
+
+    def try_load(self) -> None:
+        """Read the copy now if it is not made yet; a failure is left to the first query that needs it (it reads
+        again and says why)."""
+        try:
+            self._loaded()
+        except Exception:  # noqa: BLE001 (raised again, to its caller, by the query that needs the copy)
+            pass
+
+    def _loaded(self) -> "ScoreCopy":
+        with self._lock:
+            if self._read is not None:
+                self._load(self._read())
+                self._read = None
+        return self
+
+    def _load(self, table) -> None:
         import pyarrow as pa
 
         columns = {n: table[n].combine_chunks() for n in COLUMNS}
@@ -46,9 +70,13 @@ class ScoreCopy:
                                                                 md[mi[i]] if mi[i] >= 0 else None))
         self.judges = _ranges(np.flatnonzero(new_judge), n, lambda i: jd[ji[i]] if ji[i] >= 0 else None)
 
+    def __len__(self) -> int:
+        return len(self._loaded().table)
+
     def ranges(self, selectors) -> list[tuple[int, int]]:
         """Row ranges (start, stop), sorted and not overlapping, that hold every row any selector can match (a selector
         naming a judge, or a judge and a model, narrows it; any other: every row)."""
+        self._loaded()
         out = []
         for sel in selectors:
             if "judge" not in sel:
@@ -80,7 +108,11 @@ class ScoreCopy:
     def frame(self, sql: str, selectors, params=None) -> pd.DataFrame | None:
         """``sql`` (on ``item_scores``) run on the rows ``selectors`` can match: the store's answer when every row
         ``sql`` selects is one that a selector names (its WHERE asks for a score and at least the selectors' keys).
-        None when they are more than ``NARROW_ROWS``: read the store then."""
+        None when a selector does not name a judge and a model, or they match more than ``NARROW_ROWS``: read the
+        store then."""
+        if not all("judge" in sel and "model" in sel for sel in selectors):
+            return None
+        self._loaded()
         if sum(b - a for a, b in self.ranges(selectors)) > NARROW_ROWS:
             return None
         return in_memory({"item_scores": self.rows(selectors)}, sql, params)
@@ -91,9 +123,16 @@ def _ranges(starts: np.ndarray, n: int, key) -> dict:
     return {key(int(a)): (int(a), int(b)) for a, b in zip(starts, stops)}
 
 
-def score_copy(store: Store) -> ScoreCopy:
-    """The copy of ``store``'s scored items (one read of ``item_scores``): keep it per data version."""
-    with store.read() as cur:
-        table = cur.execute(f"SELECT {', '.join(COLUMNS)} FROM item_scores WHERE score IS NOT NULL "
-                            "ORDER BY judge, model").to_arrow_table()
-    return ScoreCopy(table)
+def score_copy(store: Store, background: bool = False) -> ScoreCopy:
+    """The copy of ``store``'s scored items (one read of ``item_scores``, made when a query first needs it): keep it
+    per data version. ``background``: start reading it now in a thread of its own (a page's first pick then finds it
+    made: at a million judgments it takes 0.5-1 s); a query that needs it first waits for it."""
+    def read():
+        with store.read() as cur:
+            return cur.execute(f"SELECT {', '.join(COLUMNS)} FROM item_scores WHERE score IS NOT NULL "
+                               "ORDER BY judge, model").to_arrow_table()
+
+    copy = ScoreCopy(read=read)
+    if background:
+        threading.Thread(target=copy.try_load, name="judgelens-score-copy", daemon=True).start()
+    return copy

@@ -293,7 +293,7 @@ def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkey
     copy = score_copy.score_copy(sample_store)
     with sample_store.read() as cur:
         scored = cur.execute("SELECT count(*) FROM item_scores WHERE score IS NOT NULL").fetchone()[0]
-    assert len(copy.table) == scored and scored < NARROW_ROWS
+    assert len(copy) == scored and scored < NARROW_ROWS
     both = {"judge": "gpt-4o"}, {"judge": "gpt-4.1-2025-04-14"}
     picks = [(GPT4O, GPT41, False), ({**GPT4O, "bench": JA}, {**GPT41, "bench": JA}, False),
              ({"judge": "gpt-4o", "model": L8}, {"judge": "gpt-4o", "model": "shisa-ai/shisa-v2-llama3.3-70b"}, False),
@@ -308,12 +308,21 @@ def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkey
                 got = compare(sample_store, a, b, levels=(level,), per_model=per_model, copy=copy)
             pd.testing.assert_frame_equal(got, want, check_exact=True)
             assert got.attrs == want.attrs
-            assert len(seen) == (1 if want.empty else 0)  # an empty pairing says why (a read of the store)
-    monkeypatch.setattr(score_copy, "NARROW_ROWS", 10)  # wider than this: the store is read
+            narrow = all("judge" in side and "model" in side for side in (a, b))  # a pick: else the store is read
+            assert len(seen) == (0 if narrow else 1) + (1 if want.empty else 0)  # an empty one says why (a read)
+    lazy = score_copy.score_copy(sample_store)  # made when a pick first needs it: a wide pairing reads the store
     with reads_counted(sample_store) as seen:
-        got = compare(sample_store, *both, levels=("category",), per_model=True, copy=copy)
-    assert len(seen) == 1
+        got = compare(sample_store, *both, levels=("category",), per_model=True, copy=lazy)
+        assert len(seen) == 1
+        compare(sample_store, GPT4O, GPT41, copy=lazy)
+        compare(sample_store, GPT4O, GPT41, copy=lazy)
+        assert len(seen) == 2  # the copy, once
     pd.testing.assert_frame_equal(got, compare(sample_store, *both, levels=("category",), per_model=True))
+    monkeypatch.setattr(score_copy, "NARROW_ROWS", 10)  # a pick matching more rows than this: the store is read
+    with reads_counted(sample_store) as seen:
+        got = compare(sample_store, GPT4O, GPT41, copy=copy)
+    assert len(seen) == 1
+    pd.testing.assert_frame_equal(got, compare(sample_store, GPT4O, GPT41))
     monkeypatch.setattr(score_copy, "NARROW_ROWS", NARROW_ROWS)
     judges = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
     for model in (L8, None):
@@ -335,6 +344,7 @@ def test_the_two_harness_gap_from_the_score_copy_is_the_stores(sample_store):
     from lib.analysis import harness_diff, runs, score_copy
 
     copy = score_copy.score_copy(sample_store)
+    assert len(copy)  # read now: the reads counted below are the picks' own
     table = runs.runs(sample_store)
     every = [runs.Run(*r) for r in table[["harness", "bench", "judge", "model"]].itertuples(index=False)]
     swallow = [r for r in every if r.harness == "swallow"]
@@ -356,3 +366,13 @@ def test_the_two_harness_gap_from_the_score_copy_is_the_stores(sample_store):
             assert got.attrs == want.attrs
             assert len(seen) == (0 if samples == "mean" else 1)
     assert any(not runs.compare_runs(sample_store, a, b, copy=copy).empty for a, b in pairs)
+
+
+def test_a_score_copy_read_in_the_background_gives_the_same_table(sample_store):
+    """A page starts reading the copy at its first cache miss (``background``): a pick then waits for it if needed,
+    and pairs as the store does."""
+    from lib.analysis import score_copy
+
+    copy = score_copy.score_copy(sample_store, background=True)
+    pd.testing.assert_frame_equal(compare(sample_store, GPT4O, GPT41, copy=copy), compare(sample_store, GPT4O, GPT41))
+    assert len(copy)
