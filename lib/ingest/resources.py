@@ -25,8 +25,9 @@ def import_memory_limit() -> str:
     DuckDB keeps the blocks an import writes in its buffer pool up to memory_limit (80 % of RAM by default), so
     without a limit a big file's import grows the process by about the file's size. Above the limit the blocks are
     evicted (they are already in the database file). At 1GB an import of 1M judgments (3.9 GB) also spilled
-    ~140 MB to the temporary folder and its insert took ~10 % more CPU (43.8 against 39.1 CPU-s at 2GB, peak RSS
-    1.7 against 2.9 GB; a plain DuckDB load of the file peaks at 3.4-3.9 GB)."""
+    ~140 MB to the temporary folder; its insert took 43.8 CPU-s against 39.1 at 2GB (one run each on a heavily
+    loaded machine, so a weak figure), at a peak RSS of 1.7 against 2.6-2.9 GB (a plain DuckDB load of the file
+    peaks at 3.4-3.9 GB; with no limit the import peaked at 5.2 GB)."""
     return os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY
 
 
