@@ -69,10 +69,11 @@ def agreement_tab() -> None:
         show_table(table, f"agreement_{bench}",
                    column_config={c: st.column_config.NumberColumn(format="%.3f")
                                   for c in ("pearson", "spearman", "kendall", "qwk", "exact", "within1", "mean_diff", "mae")})
-        setup_lines(judges, filters["model"])
+        lines = st.empty()  # filled last: the browser draws the heatmap while the setup lines are read
         heatmap(table)
         ci_section()
         scatter_section()
+        setup_lines(judges, filters["model"], lines)
 
 
 # Fragments: a widget inside one reruns only that fragment (the filters, the agreement table and the setup
@@ -103,13 +104,18 @@ def scatter_section() -> None:
                        f"agreement_scatter_{bench}")
 
 
-def setup_lines(chosen: list[str], model) -> None:
-    """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table."""
+def setup_lines(chosen: list[str], model, where) -> None:
+    """One line per judge pair whose setups differ beyond the judge model, with a link to the setup table, in
+    ``where`` (an ``st.empty`` placeholder)."""
     # what a filter does not change; passed on by its cache key (hashing the frames cost every rerun tens of ms)
     context = kept_query(harness_diff.setup_context, version, benches=(bench,))
-    for row in cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model,
-                            context=context).itertuples():
-        st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
+    scored = kept_query(setup_warnings.scored_models, version, bench=bench)  # a model or judge pick reads none
+    warnings = cached_query(setup_warnings.pair_warnings, version, judges=chosen, bench=bench, model=model,
+                            context=context, scored=scored)
+    if not warnings.empty:
+        with where.container():
+            for row in warnings.itertuples():
+                st.warning(md_escape(row.line) + f" [Setup table]({row.link})", icon=":material/rule:")
 
 
 def intervals_table() -> None:

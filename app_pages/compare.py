@@ -119,9 +119,10 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
         # what no pick changes (the bench's questions, references, judge prompts): kept per data version
         # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
         context = kept_query(harness_diff.setup_context, version, benches=(bench,))
-        warnings = cached_query_given(setup_warnings.pair_warnings, version, kept_scores(version),
-                                      judges=[a["judge"], b["judge"]], bench=bench, model=a.get("model"),
-                                      context=context)
+        # which judge scored which model: kept per data version (a pick reads no item_scores)
+        scored = kept_query(setup_warnings.scored_models, version, bench=bench)
+        warnings = cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
+                                model=a.get("model"), context=context, scored=scored)
         if not warnings.empty:
             with warnings_box.container():
                 for row in warnings.itertuples():

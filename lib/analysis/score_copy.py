@@ -1,7 +1,8 @@
 """An in-memory copy of the scored rows of ``item_scores``, for pages that pick one judge and model after another.
 
-Compare pairs A's and B's items on every pick (``lib.analysis.deltas.paired_items``) and looks up which judges
-scored which model (``lib.analysis.setup_warnings``). On a DuckLake store each such statement pays catalog look-ups
+Compare pairs A's and B's items on every pick (``lib.analysis.deltas.paired_items``, and the two-harness view's
+``lib.analysis.runs``; which judge scored which model is ``setup_warnings.scored_models``, kept per data version by
+the pages). On a DuckLake store each such statement pays catalog look-ups
 and reads Parquet row groups that the judge and model filters cannot skip (the rows are not sorted): a quarter to a
 third of a second at a million judgments, for 160 rows. ``ScoreCopy`` holds the rows once per data version (a page
 keeps it), sorted by judge and model, with the range of rows of every judge and of every (judge, model): a query

@@ -15,34 +15,41 @@ from urllib.parse import urlencode
 import pandas as pd
 
 from lib.analysis import harness_diff, runs
-from lib.analysis.score_copy import ScoreCopy
 from lib.store import Store
 
 IGNORED_AREAS = ("judge_model", "parse_failures", "questions")
 WARNING_COLUMNS = ["judge_a", "judge_b", "model", "areas", "line", "link"]
 
 
-def _shared_models(store: Store, bench: str, judges: list[str], model: str | None,
-                   copy: ScoreCopy | None = None) -> dict[tuple, tuple]:
-    """Per pair of ``judges``: (harness_a, harness_b, model), the first model (by name) both scored on the bench
-    (``model`` if given), from one read of item_scores (of ``copy`` when given)."""
-    where = "bench = $b AND score IS NOT NULL AND list_contains($judges, judge)" + (" AND model = $m" if model else "")
-    params = {"b": bench, "judges": list(judges)} | ({"m": model} if model else {})
-    sql = f"SELECT DISTINCT judge, model, harness FROM item_scores WHERE {where} ORDER BY ALL"
-    found = copy.frame(sql, [{"judge": j} | ({"model": model} if model else {}) for j in judges], params) \
-        if copy is not None else None
-    if found is not None:
-        rows = list(found.itertuples(index=False, name=None))
-    else:
-        with store.read() as cur:
-            rows = cur.execute(sql, params).fetchall()
+def scored_models(store: Store, bench: str, judges: list[str] | None = None,
+                  model: str | None = None) -> dict[str, dict[str, str]]:
+    """Per judge, every model it scored on ``bench`` -> its harness (a model under two harnesses: the first by
+    name), from one read of item_scores; ``judges`` and ``model`` narrow the read (None: every one). Kept per data
+    version by a page (``pair_warnings(..., scored=...)``), picking another model or judge reads no item_scores."""
+    conditions = ["bench = $b", "score IS NOT NULL"]
+    params: dict = {"b": bench}
+    if judges is not None:
+        conditions.append("list_contains($judges, judge)")
+        params["judges"] = list(judges)
+    if model:
+        conditions.append("model = $m")
+        params["m"] = model
+    with store.read() as cur:
+        rows = cur.execute(f"SELECT DISTINCT judge, model, harness FROM item_scores WHERE {' AND '.join(conditions)} "
+                           "ORDER BY ALL", params).fetchall()
     scored: dict[str, dict[str, str]] = {}
     for judge, m, harness in rows:
-        scored.setdefault(judge, {}).setdefault(m, harness)  # a model under two harnesses: the first by name
+        scored.setdefault(judge, {}).setdefault(m, harness)
+    return scored
+
+
+def _shared_models(scored: dict[str, dict[str, str]], judges: list[str], model: str | None) -> dict[tuple, tuple]:
+    """Per pair of ``judges``: (harness_a, harness_b, model), the first model (by name) both scored (``model`` if
+    given), from ``scored_models``."""
     out = {}
     for ja, jb in combinations(judges, 2):
         a, b = scored.get(ja, {}), scored.get(jb, {})
-        both = sorted(set(a) & set(b))
+        both = [model] if model and model in a and model in b else [] if model else sorted(set(a) & set(b))
         if both:
             out[(ja, jb)] = (a[both[0]], b[both[0]], both[0])
     return out
@@ -54,15 +61,17 @@ def compare_link(run_a: runs.Run, run_b: runs.Run, canonical: str) -> str:
 
 
 def pair_warnings(store: Store, judges: list[str], *, bench: str, model: str | None = None,
-                  context: dict | None = None, copy: ScoreCopy | None = None) -> pd.DataFrame:
+                  context: dict | None = None, scored: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
     """One row per judge pair whose setups differ beyond the judge model: ``WARNING_COLUMNS``; ``line`` reads
     "gpt-4o vs human:ana: set up differently (judge prompt, samples per item): see the setup table".
-    ``context``: ``harness_diff.setup_context(store, (bench,))`` when the caller keeps it (per data version);
-    ``copy``: the store's ``score_copy``, when the caller keeps it (which judge scored which model is read there)."""
+    ``context``: ``harness_diff.setup_context(store, (bench,))`` and ``scored``: ``scored_models(store, bench)``,
+    when the caller keeps them (per data version)."""
     rows = []
     canon = None
     llm = [j for j in judges if not j.startswith("human:")]  # an analyst's verdicts have no harness setup to compare
-    shared = _shared_models(store, bench, llm, model, copy)
+    if scored is None:
+        scored = scored_models(store, bench, llm, model)
+    shared = _shared_models(scored, llm, model)
     pairs = [(runs.Run(ha, bench, ja, m), runs.Run(hb, bench, jb, m))
              for (ja, jb), (ha, hb, m) in shared.items()]
     # the two judges of a pair scored one model's answers on one bench: the rows read from those answers (every

@@ -283,11 +283,10 @@ def test_selectors_parse_and_describe():
 def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkeypatch):
     """Compare keeps the scored items in memory per data version (``score_copy``): a pick of judges or models pairs
     its items there, with no read of the store, and the table is the store's to the last bit (every level, per
-    model, a pair that shares nothing with its note); a wide pairing (every model) reads the store as before; the
-    setup lines find the same judge pairs from the copy."""
+    model, a pair that shares nothing with its note); a wide pairing (every model) reads the store as before."""
     from conftest import reads_counted
 
-    from lib.analysis import score_copy, setup_warnings
+    from lib.analysis import score_copy
     from lib.analysis.score_copy import NARROW_ROWS
 
     copy = score_copy.score_copy(sample_store)
@@ -324,13 +323,6 @@ def test_a_kept_score_copy_gives_the_tables_the_store_gives(sample_store, monkey
     assert len(seen) == 1
     pd.testing.assert_frame_equal(got, compare(sample_store, GPT4O, GPT41))
     monkeypatch.setattr(score_copy, "NARROW_ROWS", NARROW_ROWS)
-    judges = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
-    for model in (L8, None):
-        assert (setup_warnings._shared_models(sample_store, JA, judges, model, copy)
-                == setup_warnings._shared_models(sample_store, JA, judges, model))
-        pd.testing.assert_frame_equal(
-            setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model, copy=copy),
-            setup_warnings.pair_warnings(sample_store, judges, bench=JA, model=model))
 
 
 LEVELS_ALL = ("cell", "category", "turn", "all")

@@ -60,6 +60,24 @@ def test_a_judge_with_an_extra_prompt_sentence_is_flagged(store, tmp_path):
     again = sw.pair_warnings(store, ["gpt-4o", "mini-english", "gpt-4.1-mini-2025-04-14"], bench="ja_mt_bench",
                              context=kept)
     pd.testing.assert_frame_equal(again, found)
+    # which models each judge scored, kept per data version (the agreement page): the same lines for every pick of
+    # model and judges, and a pick reads no item_scores (one catalog round less on a lake)
+    scored = sw.scored_models(store, "ja_mt_bench")
+    models = sorted(scored["gpt-4o"])
+    assert len(models) >= 2 and all(scored[j] == sw.scored_models(store, "ja_mt_bench", [j])[j] for j in scored)
+    picks = [(["gpt-4o", "mini-english", "gpt-4.1-mini-2025-04-14"], None), (["mini-english", "gpt-4o"], models[1]),
+             (["gpt-4o", "gpt-4.1-mini-2025-04-14"], models[0]), (["gpt-4o", "mini-english"], "no-such-model")]
+    for judges, model in picks:
+        want = sw.pair_warnings(store, judges, bench="ja_mt_bench", model=model, context=kept)
+        with reads_counted(store) as seen:
+            got = sw.pair_warnings(store, judges, bench="ja_mt_bench", model=model, context=kept, scored=scored)
+            reads = len(seen)
+        with reads_counted(store) as seen:
+            sw.pair_warnings(store, judges, bench="ja_mt_bench", model=model, context=kept)
+            assert reads == len(seen) - 1
+        pd.testing.assert_frame_equal(got, want)
+    assert sw.pair_warnings(store, ["mini-english", "gpt-4o"], bench="ja_mt_bench", model=models[1],
+                            scored=scored)["model"].tolist() == [models[1]]
 
 
 def test_agreement_and_compare_pages_say_so_next_to_the_numbers(store, tmp_path, monkeypatch):
