@@ -328,3 +328,10 @@ def reads_counted(store):
 def frames(at) -> list:
     """Every table an AppTest run drew, as DataFrames."""
     return [d.value for d in at.dataframe]
+
+
+# ``python -m lib.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt, as in a terminal, however the suite was
+# started: a shell that starts a command in the background (``(cmd &)``) makes it, and every child, ignore SIGINT
+# (a test that presses Ctrl-C then sees the command run to its end). ``[sys.executable, "-c", CLI_WITH_CTRL_C, ...]``.
+CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "runpy.run_module('lib.cli', run_name='__main__', alter_sys=True)")

@@ -262,16 +262,13 @@ def context_data(store: Store, bench: str, model: str, question_id: str,
 def question_item(store: Store, bench: str, question_id: str, model: str, sample: int = 0,
                   texts: ContextData | None = None) -> tuple[pd.DataFrame, ContextData]:
     """``item_view.question_verdicts`` (without the judge prompts) and ``context_data`` of one model's answer to one
-    question, the two read side by side (on a DuckLake store each statement mostly waits on its catalog look-ups
-    and Parquet reads): what the Workbench reads on a pick of a model or a question."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    question, in one cache entry: what the Workbench reads on a pick of a model or a question. (Read one after the
+    other: the dispatcher is the one thread pool, ``tests/judging/test_dispatch.py``; side by side they measured no
+    gain with both cores busy.)"""
     from lib.analysis.item_view import question_verdicts
 
-    with ThreadPoolExecutor(1) as pool:
-        verdicts = pool.submit(question_verdicts, store, bench, question_id, model, sample, prompts=False)
-        data = context_data(store, bench, model, question_id, texts=texts)
-        return verdicts.result(), data
+    return (question_verdicts(store, bench, question_id, model, sample, prompts=False),
+            context_data(store, bench, model, question_id, texts=texts))
 
 
 def build_contexts(store: Store, items: list, *, preprocess: dict | None = None,

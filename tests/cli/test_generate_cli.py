@@ -15,13 +15,11 @@ import threading
 import pytest
 from fake_model import FakeModel
 
-from conftest import ROOT
+from conftest import CLI_WITH_CTRL_C, ROOT
 from waiting import PipeLines, wait_for
 from lib.generation.plan import request_key
 from lib.store import Store
 
-CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                   "runpy.run_module('lib.cli', run_name='__main__', alter_sys=True)")
 SW = "harness=swallow,model=hosted_vllm/shisa-ai/shisa-v2-llama3.1-8b"
 FC = "harness=fastchat,judge=gpt-4o,model=shisa-ai/shisa-v2-llama3.1-8b"
 

@@ -15,7 +15,7 @@ import time
 import pytest
 from fake_openai import FakeOpenAI, Reply
 
-from conftest import ROOT
+from conftest import CLI_WITH_CTRL_C, ROOT
 from waiting import PipeLines, wait_for
 from lib.errors import JudgeAPIError
 from lib.judging.client import call_judge, make_client
@@ -33,10 +33,6 @@ def db(_sample_db, tmp_path):
     return path
 
 
-# ``python -m lib.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt, as in a terminal, however the suite was
-# started: a shell that starts a command in the background (``(cmd &)``) makes it, and every child, ignore SIGINT.
-CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                   "runpy.run_module('lib.cli', run_name='__main__', alter_sys=True)")
 
 
 def rejudge(db, server, *extra: str) -> subprocess.Popen:

@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import store_linked_pair
+from conftest import CLI_WITH_CTRL_C, store_linked_pair
 
 from lib.attribution import ladder as L
 from lib.errors import LadderInterrupted
@@ -347,7 +347,7 @@ def test_cli_ctrl_c_then_the_same_command_resumes(pair_store, servers):
     db = pair_store.path
     pair_store.close()
     env = {**os.environ, "OPENAI_API_KEY": KEY, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "lib.cli", "attribute", "--db", str(db), "--a", "harness=fastchat,model=m",
+    cmd = [sys.executable, "-c", CLI_WITH_CTRL_C, "attribute", "--db", str(db), "--a", "harness=fastchat,model=m",
            "--b", "harness=swallow,model=m", "--model", "judge-x", "--base-url", judge_srv.url,
            "--answer-base-url", model_srv.url, "--answer-model", "m", "--a-system-prompt", FC_PROMPT,
            "--order", "system_prompt,prompt", "--answer-concurrency", "1", "--format", "json", "--yes"]
