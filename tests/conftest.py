@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lib.ingest.importer import ingest
+from lib.keys import ItemKey
 from lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -335,3 +336,15 @@ def frames(at) -> list:
 # (a test that presses Ctrl-C then sees the command run to its end). ``[sys.executable, "-c", CLI_WITH_CTRL_C, ...]``.
 CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
                    "runpy.run_module('lib.cli', run_name='__main__', alter_sys=True)")
+
+
+def sample_item_keys(store, n: int, swallow_samples: int) -> list:
+    """``n`` judged items spread over the store (a hash order, the same every run), then ``swallow_samples`` Swallow
+    items of a sample after the first: ``ItemKey``s."""
+    with store.read() as cur:
+        return [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT ?", [n]).fetchall()] + [
+            ItemKey(*r) for r in cur.execute(
+                "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+                "WHERE harness = 'swallow' AND sample > 0 ORDER BY ALL LIMIT ?", [swallow_samples]).fetchall()]

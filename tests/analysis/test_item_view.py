@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from conftest import reads_counted
+from conftest import reads_counted, sample_item_keys
 
 from lib.analysis import item_view as iv
 from lib.judging import human
@@ -182,13 +182,7 @@ def test_question_verdicts_hold_every_turn_as_verdicts_finds_it(sample_store):
     """The Workbench reads the verdicts of every turn of a question at once (its Turn control then reads nothing):
     each turn read out of them is what ``verdicts`` finds for that turn (Swallow samples, repeats, column ids), with
     and without the judge prompts, in one query."""
-    with sample_store.read() as cur:
-        keys = [ItemKey(*r) for r in cur.execute(
-            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
-            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 10").fetchall()]
-        keys += [ItemKey(*r) for r in cur.execute(
-            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
-            "WHERE harness = 'swallow' AND sample > 0 ORDER BY ALL LIMIT 3").fetchall()]
+    keys = sample_item_keys(sample_store, 10, 3)
     keys.append(ItemKey(keys[0].bench, keys[0].question_id, keys[0].turn, "no-such-model"))
     for key in keys:
         for prompts in (True, False):

@@ -380,18 +380,13 @@ def test_a_kept_context_data_gives_the_contexts_the_store_gives(sample_store):
     question per question and model (``bench_texts``, ``context_data``), and makes each turn's context from them:
     the same context as ``build_context`` reading the store (every turn, Swallow samples, a judge's own reference,
     pre-processing), one query for the answers, none for another turn, and the same error for a missing answer."""
-    from conftest import reads_counted
+    from conftest import reads_counted, sample_item_keys
 
     from lib.errors import ContextError
     from lib.judging.context import bench_texts, context_data
 
+    items = sample_item_keys(sample_store, 8, 2)
     with sample_store.read() as cur:
-        items = [ItemKey(*r) for r in cur.execute(
-            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
-            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 8").fetchall()]
-        items += [ItemKey(*r) for r in cur.execute(
-            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
-            "WHERE harness = 'swallow' AND sample > 0 ORDER BY ALL LIMIT 2").fetchall()]
         judges = [r[0] for r in cur.execute("SELECT DISTINCT judge FROM reference_answers ORDER BY 1").fetchall()]
     texts = {b: bench_texts(sample_store, b) for b in {i.bench for i in items}}
     assert any(t.refs for t in texts.values())
