@@ -690,7 +690,9 @@ def run_stores(browser, label: str, refs: dict, hello_url: str, info: dict, args
             # A lake's app is also given a DuckDB file that must stay unused: JUDGELENS_STORE must win
             db = ref.target if kind == "file" else out_dir / f"must_stay_unused_{kind}.duckdb"
             t_start = time.perf_counter()
-            apps[kind] = stack.enter_context(running_app(db, env={**env, **ref.app_env()}, timeout=900, warm=True))
+            # --only: the timed pages are warmed (and Overview, where the sidebar moves start), not the others
+            warm = sorted({"overview", *args.only}) if args.only else True
+            apps[kind] = stack.enter_context(running_app(db, env={**env, **ref.app_env()}, timeout=900, warm=warm))
             about[kind]["server_start_s"] = round(time.perf_counter() - t_start, 1)
             print(f"{label} {kind}: server started and warmed in {about[kind]['server_start_s']} s", flush=True)
         run_size(browser, label, apps, hello_url, info, args.repeat, set(args.only) if args.only else None,

@@ -14,8 +14,10 @@ Then, once the server answers, every page is opened once in the background, like
 session asking for the page; its default view): the store opens and each page's default queries and figures land
 in Streamlit's caches, which every later session shares. At 1M judgments that is several seconds of queries
 (agreement statistics, parse failures, paired items) that the first visitor of each page waited for. The server
-serves visitors meanwhile; they share whatever is already cached. ``JUDGELENS_WARM_PAGES=0`` turns it off. When
-it is done, stderr says ``JudgeLens: pages warmed``.
+serves visitors meanwhile; they share whatever is already cached. ``JUDGELENS_WARM_PAGES=0`` turns it off;
+``JUDGELENS_WARM_PAGES=overview,search`` warms only those pages (with their extra views): the browser benchmark's
+``--only`` times a page or two and need not wait for the others. When it is done, stderr says
+``JudgeLens: pages warmed``.
 """
 from __future__ import annotations
 
@@ -99,8 +101,23 @@ async def _visit(url: str, path: str, timeout: float, query: str = "") -> None:
                     return
 
 
-def warm_pages(timeout: float = 300) -> None:
-    """Wait until this process's server answers, then open every page once (see the module docstring)."""
+def warm_views(only: str = "1") -> list[tuple[str, str]]:
+    """The (path, query) of each view to open: every page and EXTRA_VIEWS for "1", else those of the pages named in
+    ``only`` (comma-separated page paths; the default page is "overview"). An unknown name is an error: a typo would
+    otherwise warm nothing and say nothing."""
+    views = [(path, "") for path in page_paths()] + list(EXTRA_VIEWS)
+    if only == "1":
+        return views
+    names = {n.strip() for n in only.split(",") if n.strip()}
+    unknown = names - {path or "overview" for path in page_paths()}
+    if unknown:
+        raise SystemExit(f"JUDGELENS_WARM_PAGES names no page: {', '.join(sorted(unknown))} "
+                         f"(pages: overview, {', '.join(page_paths()[1:])}; 0 for none, 1 for all)")
+    return [(path, query) for path, query in views if (path or "overview") in names]
+
+
+def warm_pages(views: list[tuple[str, str]], timeout: float = 300) -> None:
+    """Wait until this process's server answers, then open each view once (see the module docstring)."""
     from streamlit import config, runtime
 
     t0 = time.monotonic()
@@ -119,7 +136,6 @@ def warm_pages(timeout: float = 300) -> None:
         time.sleep(0.1)
     t1 = time.monotonic()
     failed = []
-    views = [(path, "") for path in page_paths()] + list(EXTRA_VIEWS)
     for path, query in views:
         try:
             asyncio.run(_visit(f"ws://{base}/_stcore/stream", path, timeout, query))
@@ -131,10 +147,12 @@ def warm_pages(timeout: float = 300) -> None:
 
 
 def main(argv: list[str]) -> None:
+    only = os.environ.get("JUDGELENS_WARM_PAGES", "1")
+    views = [] if only == "0" else warm_views(only)  # checked before the imports: a typo stops the start at once
     seconds = warm_imports()
     print(f"JudgeLens: imports warmed in {seconds:.1f} s", file=sys.stderr, flush=True)
-    if os.environ.get("JUDGELENS_WARM_PAGES", "1") != "0":
-        threading.Thread(target=warm_pages, name="judgelens-warm-pages", daemon=True).start()
+    if views:
+        threading.Thread(target=warm_pages, args=(views,), name="judgelens-warm-pages", daemon=True).start()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", str(ROOT / "app.py"), *argv]

@@ -54,7 +54,7 @@ import urllib.error
 import urllib.request
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -106,20 +106,28 @@ def _wait_until_warm(proc: subprocess.Popen, out, err, timeout: float) -> None:
                        f"--- stdout ---\n{_output(out)}\n--- stderr ---\n{_output(err)}")
 
 
+def warm_setting(warm: bool | Sequence[str]) -> str:
+    """``JUDGELENS_WARM_PAGES`` for ``running_app``'s ``warm``."""
+    if isinstance(warm, bool):
+        return "1" if warm else "0"
+    return ",".join(warm) or "0"
+
+
 @contextmanager
 def running_app(db_path: str | os.PathLike, env: dict[str, str] | None = None,
                 timeout: float = START_TIMEOUT, script: str | os.PathLike = "app.py",
-                warm: bool = False) -> Iterator[str]:
+                warm: bool | Sequence[str] = False) -> Iterator[str]:
     """Run ``script`` (the app, or the benchmark's hello-world floor) on a free loopback port against
     ``db_path``; yield ``http://127.0.0.1:PORT``.
 
     ``warm``: the app opens every page once after it starts, as scripts/run-app.sh's server does, and this waits
     until it has (the benchmark: its "first open after a server start" is a visitor's after the start-up). Off
-    for tests: they drive a fresh server themselves (e.g. the first start loading the bundled sample)."""
+    for tests: they drive a fresh server themselves (e.g. the first start loading the bundled sample). A list of
+    page paths (``["overview", "search"]``) warms only those (``JUDGELENS_WARM_PAGES``)."""
     port = free_port()
     child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     child_env.update({"JUDGELENS_DB": str(db_path), "PYTHONUNBUFFERED": "1",
-                      "JUDGELENS_WARM_PAGES": "1" if warm else "0"}, **(env or {}))
+                      "JUDGELENS_WARM_PAGES": warm_setting(warm)}, **(env or {}))
     # The app starts the way the README's command (scripts/run-app.sh) starts it: scripts/serve.py = `streamlit
     # run app.py` after warming the imports. Any other script (the benchmark's floor) runs under `streamlit run`.
     start = [str(ROOT / "scripts" / "serve.py")] if str(script) == "app.py" else ["-m", "streamlit", "run", str(script)]

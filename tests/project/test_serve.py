@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -86,3 +88,18 @@ def test_streamlit_sees_no_legacy_pages_folder_next_to_app_py():
         assert PagesManager.uses_pages_directory is False, f"remove {ROOT / 'pages'}: Streamlit's legacy pages/ mode"
     finally:
         PagesManager.uses_pages_directory = before
+
+
+def test_warm_pages_can_name_the_pages_to_warm():
+    """``JUDGELENS_WARM_PAGES=overview,search``: those pages and their extra views (the browser benchmark's --only);
+    a name that is no page stops the start with the list of pages."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import serve
+
+    assert serve.warm_views("1") == [(p, "") for p in serve.page_paths()] + list(serve.EXTRA_VIEWS)
+    assert serve.warm_views("overview, search") == [("", ""), ("search", ""),
+                                                    ("search", "q=judgelens%20warm-up%20%C2%A7")]
+    assert serve.warm_views("compare") == [("compare", ""), ("compare", "view=harness")]
+    with pytest.raises(SystemExit) as exc:
+        serve.warm_views("overview,serch")
+    assert str(exc.value).startswith("JUDGELENS_WARM_PAGES names no page: serch (pages: overview, agreement, ")
