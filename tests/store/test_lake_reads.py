@@ -87,15 +87,17 @@ def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_st
         for bench, model in picks:
             by_model, by_bench = iv.model_keys(store, bench, model), iv.bench_items(store, bench)
             assert iv.item_order_of(by_model) == iv.item_order(store, bench, model)
-            for b, m, qid, turn, sample in items:
-                if (b, m) != (bench, model):
-                    continue
+            mine = [(qid, turn, sample) for b, m, qid, turn, sample in items if (b, m) == (bench, model)]
+            # each item query once per distinct input it takes (a question's samples and turns share its text)
+            for qid, turn, sample in mine:
                 key = ItemKey(bench, qid, turn, model, sample)
                 assert iv.item_samples(by_model, key) == iv.samples(store, key)
+                checked += 1
+            for qid in dict.fromkeys(qid for qid, _, _ in mine):
                 assert iv.item_question(by_bench, qid) == iv.question(store, bench, qid)
+            for qid, turn in dict.fromkeys((qid, turn) for qid, turn, _ in mine):
                 pd.testing.assert_frame_equal(  # dtypes aside: an empty query result's text column is object
                     iv.item_references(by_bench, qid, turn), iv.references(store, bench, qid, turn), check_dtype=False)
-                checked += 1
     assert checked > 30
     key = ItemKey("no_such_bench", "1", 1, "nobody")
     assert iv.item_order_of(iv.model_keys(lake_store, key.bench, key.model)) == []
