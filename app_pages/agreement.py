@@ -56,6 +56,7 @@ if len(judges) >= 2:
         file_name=f"judgelens_report_{bench}.html", data=report,
         help="These judges and filters: headline tables, charts and the largest disagreements with their "
              "rationales, in one file that opens offline (safe to email).")
+    charts.pack_plotly_js_soon()  # the report inlines plotly.js packed: packed now, not when the report is opened
 
 
 def agreement_tab() -> None:

@@ -5,10 +5,10 @@ Charts receive aggregates (bins, quantiles, counts), never one point per judgmen
 """
 from __future__ import annotations
 
-import functools
 import html
 import itertools
 import re
+import threading
 
 import numpy as np
 import pandas as pd
@@ -459,16 +459,31 @@ _CHART_SCRIPT = re.compile(r"<script(?: type=\"text/javascript\")?>")
 _DEFERRED = '<script type="text/x-judgelens-chart">'  # not run by the browser until the loader below runs it
 
 
-@functools.lru_cache(maxsize=1)
+_PACKED: list[str] = []  # _packed_plotly_js's one result
+_PACKING = threading.Lock()
+
+
 def _packed_plotly_js() -> str:
     """plotly.js (4.8 MB) gzipped and base64-encoded (about 2 MB): what a report inlines instead of the text.
-    Packed once per process (gzip -9 of 4.8 MB is a second of CPU; every report and probe report inlines it)."""
-    import base64
-    import gzip
-    from importlib import resources
+    Packed once per process (gzip -9 of 4.8 MB is 0.2-0.4 CPU-s; every report and probe report inlines it); a call
+    while ``pack_plotly_js_soon``'s thread packs it waits for that thread's result."""
+    with _PACKING:
+        if not _PACKED:
+            import base64
+            import gzip
+            from importlib import resources
 
-    code = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
-    return base64.b64encode(gzip.compress(code, 9, mtime=0)).decode("ascii")
+            code = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
+            _PACKED.append(base64.b64encode(gzip.compress(code, 9, mtime=0)).decode("ascii"))
+        return _PACKED[0]
+
+
+def pack_plotly_js_soon() -> None:
+    """Pack plotly.js for the reports (``_packed_plotly_js``) in a background thread, once per process: a page that
+    offers a report calls this, so its first report does not wait for the packing (zlib lets go of the GIL while it
+    compresses: the page's own script run goes on)."""
+    if not _PACKED and not _PACKING.locked():
+        threading.Thread(target=_packed_plotly_js, name="pack-plotly-js", daemon=True).start()
 
 
 def report_figures_html(figures: list[tuple[str, go.Figure]], heading=lambda title: f"<h3>{_esc(title)}</h3>") -> str:
