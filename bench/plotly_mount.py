@@ -56,8 +56,12 @@ def figures() -> dict:
     long_names = {f"model-{m}": name for m, name in enumerate(
         ["meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", "東京大学/日本語大規模言語モデル-指示調整版-v2",
          "WWWWWWWWWWWWWWWWWWWW-MMMMMMMMMMMM"])}
+    judges = [f"judge-{j}" for j in range(5)]
+    pairs = pd.DataFrame([dict(judge_a=a, judge_b=b, qwk=float(rng.uniform(0, 1)))
+                          for i, a in enumerate(judges) for b in judges[i + 1:]])
     return {"leaderboard, 12 models": charts.leaderboard_bars(board),
             "leaderboard, long names": charts.leaderboard_bars(board, long_names),
+            "agreement heatmap": charts.agreement_heatmap(pairs, "qwk"),
             "histogram, 8 panels": charts.histogram(hist, "turn", "category"),
             "histogram": charts.histogram(hist[hist.category == "math"], "turn"),
             "radar, 12 lines": charts.radar(radar, "model"),
