@@ -50,7 +50,19 @@ def figures() -> dict:
                             "chars_hi": np.arange(10) * 300 + 340, "chars_median": np.geomspace(80, 9000, 10),
                             "n": 20000, "mean": np.linspace(5, 8, 10), "q1": np.linspace(3, 6, 10),
                             "q3": np.linspace(7, 9.5, 10)})
-    return {"histogram, 8 panels": charts.histogram(hist, "turn", "category"),
+    board = pd.DataFrame([dict(harness="fastchat", bench="bench_x", judge=f"judge-{j}", model=f"model-{m}",
+                               t1=float(rng.uniform(3, 9)), t2=float(rng.uniform(3, 9)))
+                          for m in range(12) for j in range(5)])  # Overview's chart: 12 models (top and bottom 6)
+    long_names = {f"model-{m}": name for m, name in enumerate(
+        ["meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", "東京大学/日本語大規模言語モデル-指示調整版-v2",
+         "WWWWWWWWWWWWWWWWWWWW-MMMMMMMMMMMM"])}
+    judges = [f"judge-{j}" for j in range(5)]
+    pairs = pd.DataFrame([dict(judge_a=a, judge_b=b, qwk=float(rng.uniform(0, 1)))
+                          for i, a in enumerate(judges) for b in judges[i + 1:]])
+    return {"leaderboard, 12 models": charts.leaderboard_bars(board),
+            "leaderboard, long names": charts.leaderboard_bars(board, long_names),
+            "agreement heatmap": charts.agreement_heatmap(pairs, "qwk"),
+            "histogram, 8 panels": charts.histogram(hist, "turn", "category"),
             "histogram": charts.histogram(hist[hist.category == "math"], "turn"),
             "radar, 12 lines": charts.radar(radar, "model"),
             "length profile": charts.length_profile(profile)}

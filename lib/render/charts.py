@@ -5,10 +5,11 @@ Charts receive aggregates (bins, quantiles, counts), never one point per judgmen
 """
 from __future__ import annotations
 
-import functools
 import html
 import itertools
+import math
 import re
+import threading
 
 import numpy as np
 import pandas as pd
@@ -244,7 +245,41 @@ def leaderboard_bars(board: pd.DataFrame, names: dict[str, str] | None = None) -
     for key in [k for k in layout if k.startswith("yaxis")]:  # every row shown, the first on top (_rows_in_order)
         layout[key].update(categoryorder="array", categoryarray=rows, range=[len(rows) - 0.5, -0.5], autorange=False)
     bars = frame.groupby("model")["run"].nunique().max() if len(frame) else 1
+    width = max((label_width(r) for r in rows), default=0)
+    # drawn in one pass (_drawn_once), the margin for the model names set from their widths: plotly.js measured them
+    # and laid the chart out again (107 -> 62 ms of the browser's CPU per mount, bench/plotly_mount.py)
+    if width <= MAX_FIXED_LABEL_PX:
+        _drawn_once(data, layout)
+        layout["margin"]["l"] = width + TICK_LABEL_GAP_PX
     return _figure(data, layout, 160 + max(40 * len(rows), 12 * len(rows) * max(1, bars)))
+
+
+# Upper bounds of a character's width in em for tick labels (plotly.js: 12 px; Streamlit draws them in Source Sans,
+# narrower than Arial, whose widths these are): a label's margin set from them is never too narrow.
+_EM_WIDTHS = {**dict.fromkeys("ijl'|", 0.23), **dict.fromkeys(" !,./:;I[\\]ft", 0.28), **dict.fromkeys("()-`r", 0.34),
+              **dict.fromkeys("*{}", 0.39), **dict.fromkeys("\"^", 0.47), **dict.fromkeys("Jckvsxyz", 0.5),
+              **dict.fromkeys("0123456789#$?_abdeghnopqu+<=>~LF", 0.56), **dict.fromkeys("TZ", 0.62),
+              **dict.fromkeys("ABEKPSVXY&", 0.67), **dict.fromkeys("CDHNRUw", 0.73), **dict.fromkeys("GOQ", 0.78),
+              **dict.fromkeys("Mm", 0.84), **dict.fromkeys("%", 0.89), **dict.fromkeys("W@", 1.02)}
+TICK_FONT_PX = 12
+TICK_LABEL_GAP_PX = 14  # between a tick label and the plot (plotly.js's tick label standoff), and the chart's edge
+MAX_FIXED_LABEL_PX = 420  # longer labels: plotly.js sizes the margin itself (a second layout pass)
+
+
+def label_width(text: str, font_px: int = TICK_FONT_PX) -> int:
+    """An upper bound of ``text``'s width in pixels as a tick label: ASCII by Arial's widths, an East Asian wide or
+    full-width character (Japanese, Chinese, Korean) one em, any other character (accented Latin, Cyrillic, ...) as
+    wide as the widest Latin capitals; 5% more for fonts a little wider than Arial."""
+    import unicodedata
+
+    em = 0.0
+    for ch in str(text):
+        width = _EM_WIDTHS.get(ch)
+        if width is None:
+            width = 1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.0 \
+                if unicodedata.combining(ch) else 0.84
+        em += width
+    return math.ceil(em * font_px * 1.05)
 
 
 def histogram(hist: pd.DataFrame, color: str | None, facet: str | None = None) -> go.Figure:
@@ -353,8 +388,13 @@ def agreement_heatmap(table: pd.DataFrame, stat: str) -> go.Figure:
     data = [{"type": "heatmap", "coloraxis": "coloraxis", "name": "0", "texttemplate": "%{z:.2f}", "x": judges,
              "y": judges, "z": matrix.to_numpy(float), "xaxis": "x", "yaxis": "y",
              "hovertemplate": "x: %{x}<br>y: %{y}<br>color: %{z}<extra></extra>"}]
+    # margins with room for the judge names (left), a row of them (below) and the colour bar (right): plotly.js laid
+    # the heatmap out twice, growing its margins to fit them. Automargin stays on: names it must turn to fit widen
+    # the margin as before.
+    margin = {"l": max((label_width(j) for j in judges), default=0) + TICK_LABEL_GAP_PX, "b": 40, "r": 110}
     layout = {"xaxis": {"anchor": "y", "domain": [0.0, 1.0]},
-              "yaxis": {"anchor": "x", "domain": [0.0, 1.0], "autorange": "reversed"}, "coloraxis": coloraxis}
+              "yaxis": {"anchor": "x", "domain": [0.0, 1.0], "autorange": "reversed"}, "coloraxis": coloraxis,
+              "margin": margin}
     return _figure(data, layout, 140 + 60 * len(judges))
 
 
@@ -459,16 +499,31 @@ _CHART_SCRIPT = re.compile(r"<script(?: type=\"text/javascript\")?>")
 _DEFERRED = '<script type="text/x-judgelens-chart">'  # not run by the browser until the loader below runs it
 
 
-@functools.lru_cache(maxsize=1)
+_PACKED: list[str] = []  # _packed_plotly_js's one result
+_PACKING = threading.Lock()
+
+
 def _packed_plotly_js() -> str:
     """plotly.js (4.8 MB) gzipped and base64-encoded (about 2 MB): what a report inlines instead of the text.
-    Packed once per process (gzip -9 of 4.8 MB is a second of CPU; every report and probe report inlines it)."""
-    import base64
-    import gzip
-    from importlib import resources
+    Packed once per process (gzip -9 of 4.8 MB is 0.2-0.4 CPU-s; every report and probe report inlines it); a call
+    while ``pack_plotly_js_soon``'s thread packs it waits for that thread's result."""
+    with _PACKING:
+        if not _PACKED:
+            import base64
+            import gzip
+            from importlib import resources
 
-    code = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
-    return base64.b64encode(gzip.compress(code, 9, mtime=0)).decode("ascii")
+            code = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
+            _PACKED.append(base64.b64encode(gzip.compress(code, 9, mtime=0)).decode("ascii"))
+        return _PACKED[0]
+
+
+def pack_plotly_js_soon() -> None:
+    """Pack plotly.js for the reports (``_packed_plotly_js``) in a background thread, once per process: a page that
+    offers a report calls this, so its first report does not wait for the packing (zlib lets go of the GIL while it
+    compresses: the page's own script run goes on)."""
+    if not _PACKED and not _PACKING.locked():
+        threading.Thread(target=_packed_plotly_js, name="pack-plotly-js", daemon=True).start()
 
 
 def report_figures_html(figures: list[tuple[str, go.Figure]], heading=lambda title: f"<h3>{_esc(title)}</h3>") -> str:

@@ -235,3 +235,40 @@ def test_the_histogram_and_length_profile_are_drawn_in_one_pass_with_the_same_ba
     assert fig.layout.legend.orientation is None and fig.layout.margin.r == 10   # plotly.js widens it for the legend
     assert {(t.name, tuple(t.y)) for t in fig.data} == {
         (n, tuple(p.share)) for (n, _), p in long.groupby(["judge", "category"], sort=False)}
+
+
+def test_the_leaderboard_is_drawn_in_one_pass_with_room_for_its_longest_model_name():
+    """plotly.js laid the leaderboard out twice (automargin measuring the model names): its left margin is set from
+    the longest name's width (an upper bound: a Japanese character one em, Latin by Arial's widths), automargin off.
+    A name too long for a set margin leaves the margin to plotly.js, as before."""
+    def board(models):
+        return pd.DataFrame([dict(harness="h", bench="b", judge=f"judge-{j}", model=m, t1=5.0 + j, t2=4.0)
+                             for m in models for j in range(3)])
+
+    short = charts.leaderboard_bars(board(["model-1", "org/a-model-name-v2"]))
+    layout = short.layout
+    axes = [k for k in layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+    assert axes and all(layout[k].automargin is False for k in axes)
+    assert layout.margin.l == charts.label_width("org/a-model-name-v2") + charts.TICK_LABEL_GAP_PX
+    assert (layout.margin.b, layout.margin.t) == (65, 60) and layout.legend.orientation == "h"
+    assert {(t.name, tuple(t.y)) for t in short.data if t.xaxis == "x"} == {
+        (f"judge-{j}", ("model-1", "org/a-model-name-v2")) for j in range(3)}
+    japanese = charts.leaderboard_bars(board(["東京大学/日本語モデル-v2"])).layout.margin.l
+    assert japanese == charts.label_width("東京大学/日本語モデル-v2") + charts.TICK_LABEL_GAP_PX
+    assert charts.label_width("東京大学/日本語モデル-v2") >= 10 * 12 + charts.label_width("/-v2")  # 10 wide: 12 px each
+    assert charts.label_width("WWW") > charts.label_width("iii") * 3
+    long = charts.leaderboard_bars(board(["organisation/" + "a-very-long-model-name-" * 4])).layout
+    assert long.yaxis.automargin is None and long.margin.l == 10           # plotly.js sizes it, as before
+
+
+def test_the_heatmap_has_room_for_the_judge_names_and_its_colour_bar_before_plotly_js_measures():
+    """plotly.js laid the agreement heatmap out twice, growing its margins for the judge names and the colour bar:
+    they are set (room for the longest name at the left, a row of names below, the bar at the right); automargin
+    stays on, so names plotly.js must turn widen the margin as before."""
+    table = pd.DataFrame({"judge_a": ["judge-0", "judge-0", "東京/審査員"], "judge_b": ["東京/審査員", "j", "j"],
+                          "qwk": [0.5, 0.25, 0.75]})
+    fig = charts.agreement_heatmap(table, "qwk")
+    assert (fig.layout.margin.l, fig.layout.margin.b, fig.layout.margin.r) == (
+        charts.label_width("東京/審査員") + charts.TICK_LABEL_GAP_PX, 40, 110)
+    assert fig.layout.xaxis.automargin is None and fig.layout.yaxis.automargin is None
+    assert list(fig.data[0].x) == list(fig.data[0].y) == ["judge-0", "東京/審査員", "j"]

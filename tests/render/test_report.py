@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from conftest import ROOT
@@ -146,3 +147,26 @@ def test_report_given_the_pages_table_intervals_and_heatmap_is_the_same_report(s
                                          heatmap=charts.agreement_heatmap(table, "qwk")))
     assert given == own
     assert agreement_ci.CI_NOTE.format(n_boot=agreement_ci.N_BOOT, method="expanded percentile") in html.unescape(own)
+
+
+def test_a_page_offering_a_report_packs_plotly_js_in_the_background_once():
+    """The Agreement page starts packing plotly.js (gzip -9, a fifth of a CPU-second or more) while it draws the
+    report button: the report opened later inlines that result, which unpacks to plotly.js itself."""
+    import base64
+    import gzip
+    import threading
+    from importlib import resources
+
+    from lib.render import charts
+
+    charts.pack_plotly_js_soon()
+    for thread in [t for t in threading.enumerate() if t.name == "pack-plotly-js"]:
+        thread.join()
+    charts.pack_plotly_js_soon()                                          # packed: no second thread
+    assert not [t for t in threading.enumerate() if t.name == "pack-plotly-js"]
+    scores = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1.0, 3.0, 2.0]})
+    html_text = charts.report_figures_html(
+        [("a chart", charts.agreement_heatmap(agreement.pairwise_agreement(scores, ["a", "b"]), "qwk"))])
+    packed = re.search(r'const packed = "([^"]+)"', html_text).group(1)
+    assert gzip.decompress(base64.b64decode(packed)) == \
+        resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
