@@ -83,6 +83,11 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
     if mode == "two judges on the same answers" and "model" not in a:
         per_model = st.toggle("Each model separately (each model its own family for the correction)", value=False,
                               key="cmp_per_model")
+    else:
+        # The toggle's place, kept: the browser matches a rerun's elements to the drawn ones by position, so without
+        # it every element below (the chart, the table) moved up one and was drawn anew, not updated in place (a
+        # pick of one model after "every model": half a second of the browser's styling and Plotly at 100k)
+        st.empty()
     level = st.segmented_control("Rows", list(deltas.LEVELS), default="category", key="cmp_level",
                                  format_func=deltas.LEVEL_LABELS.get) or "category"
     warnings = None

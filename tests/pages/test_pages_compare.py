@@ -108,3 +108,22 @@ def test_a_query_started_in_a_thread_gives_the_page_its_result_or_its_error(app_
     at = AppTest.from_file(str(script), default_timeout=120).run()
     assert not at.exception
     assert [t.value for t in at.text] == ["same: True", "raised in the page: no such run"]
+
+
+def _chart_places(node, path=()):
+    """Where each Plotly chart sits in the page: its path of positions, block by block."""
+    for i, child in getattr(node, "children", {}).items():
+        if getattr(child, "type", None) == "plotly_chart":
+            yield path + (i,)
+        yield from _chart_places(child, path + (i,))
+
+
+def test_picking_one_model_keeps_the_rows_where_they_were_drawn(app):
+    """The browser matches a rerun's elements to the drawn ones by position: picking one model (which takes away the
+    per-model toggle) keeps the chart and the table below it in their places, so they are updated, not drawn anew."""
+    app.switch_page("app_pages/compare.py").run()
+    every = list(_chart_places(app.main))
+    assert app.toggle(key="cmp_per_model") is not None
+    app.selectbox(key="cmp_model").set_value(app.selectbox(key="cmp_model").options[1]).run()
+    assert not app.exception and not [t for t in app.toggle if t.key == "cmp_per_model"]
+    assert list(_chart_places(app.main)) == every and len(every) == 1
