@@ -106,6 +106,11 @@ def _harness_view(store, version: tuple, endpoint: tuple) -> None:
                    f"{s['edited']} edited, {s['fuzzy']} fuzzy, {s['manual']} manual "
                    f"({s['questions_a']} and {s['questions_b']} questions).")
         _links_editor(store, version, ra.bench, rb.bench)
+    else:
+        # Their places, kept (the caption's and the links editor's): the browser matches a rerun's elements to the
+        # drawn ones by position, and without them a pick of two runs on one bench drew every section below anew
+        st.empty()
+        st.empty()
 
     try:
         # the answers per model and bench, kept: another judge of run A or B reads none again

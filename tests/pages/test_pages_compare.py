@@ -127,3 +127,18 @@ def test_picking_one_model_keeps_the_rows_where_they_were_drawn(app):
     app.selectbox(key="cmp_model").set_value(app.selectbox(key="cmp_model").options[1]).run()
     assert not app.exception and not [t for t in app.toggle if t.key == "cmp_per_model"]
     assert list(_chart_places(app.main)) == every and len(every) == 1
+
+
+def test_two_runs_on_one_bench_keep_the_gap_where_it_was_drawn(app):
+    """In the two-harness view, runs on two benches show the linked questions (a caption, the links editor); picking
+    run B on run A's bench takes them away, and the gap's chart and everything below keep their places."""
+    app.switch_page("app_pages/compare.py").run()
+    app.segmented_control(key="cmp_view").set_value("harness").run()
+    assert not app.exception and any("linked questions between" in c.value for c in app.caption)
+    before = list(_chart_places(app.main))
+    a = app.selectbox(key="hx_a").value
+    same_bench = next(r for r in app.selectbox(key="hx_b").options
+                      if r != a and r.split(" · ")[1] == a.split(" · ")[1])
+    app.selectbox(key="hx_b").set_value(same_bench).run()
+    assert not app.exception and not any("linked questions between" in c.value for c in app.caption)
+    assert list(_chart_places(app.main)) == before and len(before) == 1
