@@ -577,14 +577,45 @@ def length_profile(points: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
 
 def _judge_profile(judge: str, chars: np.ndarray, scores: np.ndarray, bins: int = 10) -> pd.DataFrame:
     """``length_profile`` of one judge's answers: their lengths and scores in ``length_points``' order (which
-    breaks ties between equal lengths)."""
-    part = pd.DataFrame({"answer_chars": chars, "score": scores})
-    codes = pd.qcut(part["answer_chars"].rank(method="first"), q=min(bins, len(part)), labels=False)
-    g = part.assign(bin=codes.astype(int) + 1).groupby("bin")
-    frame = pd.DataFrame({
-        "chars_lo": g["answer_chars"].min(), "chars_hi": g["answer_chars"].max(),
-        "chars_median": g["answer_chars"].median(), "n": g.size(), "mean": g["score"].mean(),
-        "q1": g["score"].quantile(0.25), "median": g["score"].median(), "q3": g["score"].quantile(0.75),
-    }).reset_index()
+    breaks ties between equal lengths).
+
+    The answers ranked by length (ties in the points' order: pandas' ``rank(method="first")``) and cut by
+    ``pd.qcut`` of the ranks, 1..n, as a frame of the points was; each bin is then a run of the sorted answers, read
+    from the sorted arrays (a frame of 200,000 points grouped and quantiled per bin was a tenth of a second per
+    judge at a million judgments). The same numbers: quartiles interpolated linearly as pandas' groupby quantile
+    does, medians as the mean of the two middle values, the mean score by pandas' groupby mean (its compensated
+    sum, over the points in their order)."""
+    n = len(chars)
+    order = np.argsort(chars, kind="stable")  # rank(method="first"): equal lengths in the points' order
+    codes = np.asarray(pd.qcut(np.arange(1, n + 1, dtype=float), q=min(bins, n), labels=False))
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    ends = np.r_[starts[1:], n]
+    at = np.empty(n, dtype=codes.dtype)
+    at[order] = codes
+    means = pd.Series(scores).groupby(at).mean().to_numpy()
+    chars, scores = chars[order], scores[order]
+    rows = []
+    for mean, start, end in zip(means, starts, ends):
+        lengths, marks = chars[start:end], np.sort(scores[start:end])
+        rows.append((int(codes[start]) + 1, lengths[0], lengths[-1], _median(lengths), end - start, mean,
+                     _quantile(marks, 0.25), _median(marks), _quantile(marks, 0.75)))
+    frame = pd.DataFrame(rows, columns=PROFILE_COLUMNS[1:])
     frame.insert(0, "judge", judge)
     return frame
+
+
+def _median(ordered: np.ndarray) -> float:
+    """The median of sorted numbers as pandas' median computes it: the middle one, or the mean of the two."""
+    n = len(ordered)
+    return float(ordered[n // 2]) if n % 2 else float((ordered[n // 2 - 1] + ordered[n // 2]) / 2)
+
+
+def _quantile(ordered: np.ndarray, q: float) -> float:
+    """The ``q`` quantile of sorted numbers as pandas' groupby quantile interpolates it (linearly: ``lower + (upper -
+    lower) * fraction``; numpy's own formula differs in the last bit above a fraction of one half)."""
+    at = q * (len(ordered) - 1)
+    lower = int(np.floor(at))
+    fraction = at - lower
+    if fraction == 0:
+        return float(ordered[lower])
+    return float(ordered[lower] + (ordered[lower + 1] - ordered[lower]) * fraction)

@@ -375,6 +375,34 @@ def test_length_summary_of_many_points_has_the_numbers_of_the_points(store, monk
     assert profile.groupby("judge")["n"].sum().to_dict() == {"J1": 108, "J2": 72}
 
 
+def _profile_from_a_frame(judge, chars, scores, bins=10):
+    """The length profile of one judge as a frame of the points gave it (before it was read from sorted arrays)."""
+    import pandas as pd
+
+    part = pd.DataFrame({"answer_chars": chars, "score": scores})
+    codes = pd.qcut(part["answer_chars"].rank(method="first"), q=min(bins, len(part)), labels=False)
+    g = part.assign(bin=codes.astype(int) + 1).groupby("bin")
+    frame = pd.DataFrame({
+        "chars_lo": g["answer_chars"].min(), "chars_hi": g["answer_chars"].max(),
+        "chars_median": g["answer_chars"].median(), "n": g.size(), "mean": g["score"].mean(),
+        "q1": g["score"].quantile(0.25), "median": g["score"].median(), "q3": g["score"].quantile(0.75),
+    }).reset_index()
+    frame.insert(0, "judge", judge)
+    return frame
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 10, 11, 17, 100, 1001, 5000])
+def test_length_profile_has_the_numbers_a_frame_of_the_points_gave(n):
+    """The profile is read from the answers sorted by length, bin by bin: the very numbers (bit for bit) that
+    grouping a frame of the points gave, with ties in length across a bin's edge, few points (fewer than 10 bins),
+    integer scores, item means in fifths (Swallow's 5 samples) and arbitrary fractions."""
+    rng = np.random.default_rng(n)
+    for spread in (3, 50, 3000):
+        chars = rng.integers(0, spread, n).astype("int64")
+        for scores in (rng.integers(1, 11, n).astype(float), rng.integers(5, 51, n) / 5, rng.random(n) * 10):
+            assert distributions._judge_profile("J", chars, scores).equals(_profile_from_a_frame("J", chars, scores))
+
+
 def test_categories_are_read_where_pages_show_them(sample_store):
     """distributions.CATEGORIES (where a question's category is read, one table less for a DuckLake store) holds
     the very rows and categories current_questions shows, on a store whose judges saw turns of their own."""

@@ -73,3 +73,72 @@ def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app)
     app.segmented_control(key="cmp_level").set_value("all").run()
     mde = [i.value for i in app.info if i.value.startswith("With 80 questions a difference under")]
     assert len(mde) == 1 and "(the row with" not in mde[0]
+
+
+STARTED = '''
+import streamlit as st
+
+from app_pages._store import cached_query, cached_query_started, data_version, get_store
+from lib.analysis import queries
+from lib.errors import UsageError
+
+
+def refused(store):
+    raise UsageError("no such run")
+
+
+version = data_version(get_store())
+later, failing = cached_query_started(queries.judges_by_harness, version), cached_query_started(refused, version)
+st.text(f"same: {later().equals(cached_query(queries.judges_by_harness, version))}")
+try:
+    failing()
+except UsageError as exc:
+    st.text(f"raised in the page: {exc}")
+'''
+
+
+def test_a_query_started_in_a_thread_gives_the_page_its_result_or_its_error(app_db, tmp_path):
+    """Compare's setup warnings are read in a thread from the start of a pick (``cached_query_started``): the page
+    gets the very result ``cached_query`` gives, and a refusal is raised where the page waits for it, as
+    ``cached_query`` raises it."""
+    from streamlit.testing.v1 import AppTest
+
+    script = tmp_path / "started.py"
+    script.write_text(STARTED)
+    at = AppTest.from_file(str(script), default_timeout=120).run()
+    assert not at.exception
+    assert [t.value for t in at.text] == ["same: True", "raised in the page: no such run"]
+
+
+def _chart_places(node, path=()):
+    """Where each Plotly chart sits in the page: its path of positions, block by block."""
+    for i, child in getattr(node, "children", {}).items():
+        if getattr(child, "type", None) == "plotly_chart":
+            yield path + (i,)
+        yield from _chart_places(child, path + (i,))
+
+
+def test_picking_one_model_keeps_the_rows_where_they_were_drawn(app):
+    """The browser matches a rerun's elements to the drawn ones by position: picking one model (which takes away the
+    per-model toggle) keeps the chart and the table below it in their places, so they are updated, not drawn anew."""
+    app.switch_page("app_pages/compare.py").run()
+    every = list(_chart_places(app.main))
+    assert app.toggle(key="cmp_per_model") is not None
+    app.selectbox(key="cmp_model").set_value(app.selectbox(key="cmp_model").options[1]).run()
+    assert not app.exception and not [t for t in app.toggle if t.key == "cmp_per_model"]
+    assert list(_chart_places(app.main)) == every and len(every) == 1
+
+
+def test_two_runs_on_one_bench_keep_the_gap_where_it_was_drawn(app):
+    """In the two-harness view, runs on two benches show the linked questions (a caption, the links editor); picking
+    run B on run A's bench takes them away, and the gap's chart and everything below keep their places."""
+    app.switch_page("app_pages/compare.py").run()
+    app.segmented_control(key="cmp_view").set_value("harness").run()
+    assert not app.exception and any("linked questions between" in c.value for c in app.caption)
+    before = list(_chart_places(app.main))
+    a = app.selectbox(key="hx_a").value
+    same_bench = next(r for r in app.selectbox(key="hx_b").options
+                      if r != a and r.split(" · ")[1] == a.split(" · ")[1])
+    app.selectbox(key="hx_b").set_value(same_bench).run()
+    assert not app.exception and not any("linked questions between" in c.value for c in app.caption)
+    assert list(_chart_places(app.main)) == before and len(before) == 1
