@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sstats
 
@@ -104,11 +105,16 @@ def test_ja_overall_of_the_radar_frame_kept(sample_store, store):
                            (SWALLOW, {})):
         kept = radar_frame(sample_store, bench=bench, filters=filters)
         given = ja_overall(sample_store, bench=bench, filters=filters, long=kept)
-        assert len(given) and given.equals(ja_overall(sample_store, bench=bench, filters=filters))
+        # to the last bit but one: DuckDB sums an item's doubles over its threads in no fixed order, so two runs of
+        # the same statement can part in the last bit (seen here: 12 of 20 runs of ja_overall on the sample)
+        assert len(given)
+        pd.testing.assert_frame_equal(given, ja_overall(sample_store, bench=bench, filters=filters), check_exact=False,
+                                      rtol=1e-13, atol=0)
         assert given.attrs["categories"] == ja_overall(sample_store, bench=bench, filters=filters).attrs["categories"]
     add_questions(store, "b", {"1": "writing", "2": "math", "3": "coding"})
     add_judgments(store, [("J", "M", 1, 1, 8), ("J", "M", 2, 1, 4), ("J", "M", 3, 1, None), ("J", "N", 1, 2, 5)])
-    assert ja_overall(store, bench="b", long=radar_frame(store, bench="b")).equals(ja_overall(store, bench="b"))
+    pd.testing.assert_frame_equal(ja_overall(store, bench="b", long=radar_frame(store, bench="b")),
+                                  ja_overall(store, bench="b"), check_exact=False, rtol=1e-13, atol=0)
 
 def test_histogram_counts_sum_to_n_and_units(sample_store):
     by_item = score_histogram(sample_store, ["model"], unit="item", filters={"harness": "swallow"})
