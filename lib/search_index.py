@@ -29,7 +29,7 @@ text, pyarrow's RE2 through ``holds_marked``) and copy (``normalise`` of the few
 of ``copy_class()``). The importer's fast path (FastChat judgment files, the largest) marks rationales and prompts in
 the INSERT that parses them (``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading:
 half the cost of a separate UPDATE. The classes come generated (``lib/search_classes.py``): building them takes
-longer than marking 100k texts.
+longer than marking 100k texts; so do the tables a search makes its patterns from (``query_tables``).
 Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still NULL).
 
 Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
@@ -169,13 +169,18 @@ def built_classes() -> dict[str, str]:
             "UNSTABLE": "[" + _ranges(sorted(ord(c) for c in unstable_chars())) + "]"}
 
 
-@lru_cache(maxsize=1)
-def classes_in_use() -> dict[str, str]:
-    """COPY, MARKED and UNSTABLE as this process uses them: the generated ones when they were made from this
-    process's Unicode data, else ``built_classes()`` (cached; ``classes_in_use.cache_clear()`` forgets them)."""
-    # Building the tables takes ~0.35 s (every character through pyarrow), a seventh of an import of 100k
-    # judgments, and they stay in memory: an import reads the generated classes instead, when they were made from
-    # the same Unicode data (Python's for NFKC, pyarrow's utf8proc for lower case) as this process has.
+def built_tables() -> dict:
+    """What a search reads of ``case_tables`` besides the COPY class, as ``lib/search_classes.py`` holds it:
+    ``LOCAL`` (local character -> its lower(NFKC)) and the two tables of alternatives, ``CASES`` and ``CASES_LOCAL``
+    (lower(NFKC) character -> the characters without a copy that have it, as one sorted string)."""
+    _, local, plain, with_local = case_tables()
+    return {"LOCAL": dict(local), "CASES": {k: "".join(sorted(v)) for k, v in sorted(plain.items())},
+            "CASES_LOCAL": {k: "".join(sorted(v)) for k, v in sorted(with_local.items())}}
+
+
+def _generated():
+    """``lib/search_classes.py`` when it was made from this process's Unicode data (Python's for NFKC, pyarrow's
+    utf8proc for lower case), else None."""
     import importlib.metadata
 
     from lib import search_classes as generated
@@ -185,9 +190,38 @@ def classes_in_use() -> dict[str, str]:
                 and generated.PYARROW_VERSION == importlib.metadata.version("pyarrow"))
     except importlib.metadata.PackageNotFoundError:
         same = False
-    if same:
+    return generated if same else None
+
+
+@lru_cache(maxsize=1)
+def classes_in_use() -> dict[str, str]:
+    """COPY, MARKED and UNSTABLE as this process uses them: the generated ones when they were made from this
+    process's Unicode data, else ``built_classes()`` (cached; ``classes_in_use.cache_clear()`` forgets them)."""
+    # Building the tables takes ~0.35 s (every character through pyarrow), a seventh of an import of 100k
+    # judgments, and they stay in memory: an import reads the generated classes instead, when they were made from
+    # the same Unicode data (Python's for NFKC, pyarrow's utf8proc for lower case) as this process has.
+    generated = _generated()
+    if generated is not None:
         return {"COPY": generated.COPY, "MARKED": generated.MARKED, "UNSTABLE": generated.UNSTABLE}
     return built_classes()
+
+
+_RANGE = re.compile(r"\\x\{([0-9A-F]+)\}(?:-\\x\{([0-9A-F]+)\})?")
+
+
+@lru_cache(maxsize=1)
+def query_tables():
+    """``case_tables()`` as a search reads them: from the generated file when it was made from this process's
+    Unicode data (the copied characters are its COPY class), else built. Building them cost the first search of
+    every server process ~0.5 CPU-s (every character through NFKC and pyarrow's lower case); reading them, a few
+    milliseconds. Cached; ``query_tables.cache_clear()`` forgets them."""
+    generated = _generated()
+    if generated is None:
+        return case_tables()
+    copied = frozenset(chr(c) for a, b in _RANGE.findall(generated.COPY)
+                       for c in range(int(a, 16), int(b or a, 16) + 1))
+    return (copied, dict(generated.LOCAL), {k: frozenset(v) for k, v in generated.CASES.items()},
+            {k: frozenset(v) for k, v in generated.CASES_LOCAL.items()})
 
 
 def copy_class() -> str:
@@ -203,13 +237,13 @@ def marked_class() -> str:
 @lru_cache(maxsize=1)
 def local_class() -> str:
     """An RE2 character class of the local characters (``LOCAL_RANGES``) a text without a copy may hold."""
-    return "[" + _ranges(sorted(ord(c) for c in case_tables()[1])) + "]"
+    return "[" + _ranges(sorted(ord(c) for c in query_tables()[1])) + "]"
 
 
 @lru_cache(maxsize=1)
 def local_translation() -> tuple[str, str]:
     """(from, to) for DuckDB's ``translate``: each local character to its lower(NFKC)."""
-    local = case_tables()[1]
+    local = query_tables()[1]
     return "".join(local), "".join(local.values())
 
 
@@ -228,7 +262,7 @@ def stable_match(needle: str, local: bool = False) -> tuple[str, str | None]:
     character alone; ``("never", None)`` when the needle holds a character no such text holds (a lone combining
     mark, ...). Without local characters a pattern is a case-folded literal (``[Aa][Bb]12[Cc]``), which RE2 finds
     as fast as ``contains``; alternatives of several bytes (``[AaＡａ]``) make it several times slower."""
-    copied, _, plain, with_local = case_tables()
+    copied, _, plain, with_local = query_tables()
     pre = with_local if local else plain
     parts, cased = [], False
     for ch in needle:

@@ -575,11 +575,32 @@ def test_the_generated_classes_are_the_rules_output():
     import importlib.metadata
 
     from lib import search_classes
-    from lib.search_index import built_classes
+    from lib.search_index import built_classes, built_tables
 
     assert (search_classes.UNIDATA_VERSION, search_classes.PYARROW_VERSION) == (
         unicodedata.unidata_version, importlib.metadata.version("pyarrow"))
     assert {k: getattr(search_classes, k) for k in ("COPY", "MARKED", "UNSTABLE")} == built_classes()
+    assert {k: getattr(search_classes, k) for k in ("LOCAL", "CASES", "CASES_LOCAL")} == built_tables()
+
+
+def test_a_search_reads_its_tables_from_the_generated_file(monkeypatch):
+    """The tables a search makes its patterns from (``query_tables``) are read from lib/search_classes.py when it
+    was made from this process's Unicode data (building them cost the first search of every server process ~0.5
+    CPU-s), else built: the same tables either way."""
+    from lib import search_classes, search_index
+
+    search_index.query_tables.cache_clear()
+    try:
+        assert search_index.query_tables() == search_index.case_tables()
+        assert search_index.stable_match("ます。ab") == ("regex", "ます。[Aa][Bb]")
+        search_index.query_tables.cache_clear()
+        monkeypatch.setattr(search_classes, "CASES", {"a": "aXY"})  # what a file generated elsewhere may hold
+        assert search_index.stable_match("ab") == ("regex", "[XYa]b")  # same versions: the file is read
+        search_index.query_tables.cache_clear()
+        monkeypatch.setattr(search_classes, "UNIDATA_VERSION", "0.0.0")
+        assert search_index.stable_match("ab") == ("regex", "[Aa][Bb]")
+    finally:
+        search_index.query_tables.cache_clear()
 
 
 def test_other_unicode_data_builds_the_classes(monkeypatch):
