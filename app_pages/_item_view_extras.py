@@ -170,21 +170,22 @@ def verdict_panel(store, key, version: tuple) -> None:
                "and note · what you leave empty keeps its earlier value · U: next undecided item of your review "
                "queue")
     current_score = None if mine is None or mine["score"] != mine["score"] else mine["score"]  # NaN: no score
-    buttons = st.columns(11)
-    for i, col in enumerate(buttons[:10]):
-        score = i + 1
-        col.button(str(score), key=f"iv_v_s{score}", on_click=_save, args=(store, key, score),
-                   shortcut=str(score % 10), width="stretch",
-                   type="primary" if current_score is not None and current_score == score else "secondary")
-    buttons[10].button("Label only", key="iv_v_label_only", on_click=_save, args=(store, key, None),
-                       help="Record the label and note; your score stays as it is")
-    k1, k2, _ = st.columns([1, 1, 4])
-    k1.button("Clear score", key="iv_v_clear_score", on_click=_save, args=(store, key, None, ["score"]),
-              disabled=current_score is None, icon=":material/backspace:",
-              help="Remove your score on this item (your label and note stay)")
-    k2.button("Clear label", key="iv_v_clear_label", on_click=_save, args=(store, key, None, ["label"]),
-              disabled=mine is None or not isinstance(mine["label"], str), icon=":material/label_off:",
-              help="Remove your label on this item (your score and note stay)")
+    # rows of buttons in one horizontal container each, not a column apiece: a column is an element of its own that
+    # every rerun sends and the browser lays out again (the panel's 14 columns were a ninth of the page's elements)
+    with st.container(horizontal=True, gap="small"):
+        for score in range(1, 11):
+            st.button(str(score), key=f"iv_v_s{score}", on_click=_save, args=(store, key, score),
+                      shortcut=str(score % 10), width="stretch",
+                      type="primary" if current_score is not None and current_score == score else "secondary")
+        st.button("Label only", key="iv_v_label_only", on_click=_save, args=(store, key, None),
+                  help="Record the label and note; your score stays as it is")
+    with st.container(horizontal=True, gap="small"):
+        st.button("Clear score", key="iv_v_clear_score", on_click=_save, args=(store, key, None, ["score"]),
+                  disabled=current_score is None, icon=":material/backspace:",
+                  help="Remove your score on this item (your label and note stay)")
+        st.button("Clear label", key="iv_v_clear_label", on_click=_save, args=(store, key, None, ["label"]),
+                  disabled=mine is None or not isinstance(mine["label"], str), icon=":material/label_off:",
+                  help="Remove your label on this item (your score and note stay)")
     queue = review_queue(store, version, name, key.bench)
     if len(queue):
         done = int(queue["decided"].sum())
