@@ -423,6 +423,33 @@ def test_parse_failures_on_crafted_store(store):
         pytest.approx([6.5, 5.625, 5.0])
 
 
+
+def test_parse_failures_group_per_item_only_the_items_of_several_judgments(sample_store):
+    """An item of one judgment is taken as its row, an item of several (Swallow's 5 samples) is grouped first:
+    every count and mean is what grouping every item's judgments gives (pandas, here), on both harnesses."""
+    with sample_store.read() as cur:
+        rows = cur.execute("""SELECT j.harness, j.bench, j.judge, q.category, j.model, j.question_id, j.turn,
+                                     j.parse_status, j.raw_score, j.score, j.single_bracket IS TRUE AS sb
+                              FROM single_judgments j LEFT JOIN current_questions q USING (bench, question_id)""").df()
+        several = cur.execute("SELECT count(*) FROM item_scores WHERE n_rows > 1").fetchone()[0]
+    assert 0 < several < len(rows)                                        # both kinds of item are there
+    rows["fc"] = rows["raw_score"].where(rows["raw_score"] != -1)
+    items = rows.groupby(["harness", "bench", "judge", "category", "model", "question_id", "turn"]).agg(
+        judgments=("parse_status", "size"), not_parsed=("parse_status", lambda s: (s == "not_parsed").sum()),
+        api_errors=("parse_status", lambda s: (s == "api_error").sum()),
+        out_of_range=("parse_status", lambda s: (s == "out_of_range").sum()), sb=("sb", "sum"),
+        fc_sum=("fc", "sum"), fc_n=("fc", "count"), swallow=("raw_score", "mean"), judgelens=("score", "mean"))
+    want = items.groupby(["harness", "bench", "judge", "category"]).apply(lambda g: {
+        "items": len(g), "judgments": g["judgments"].sum(), "not_parsed": g["not_parsed"].sum(),
+        "api_errors": g["api_errors"].sum(), "out_of_range": g["out_of_range"].sum(),
+        "single_bracket_only": g["sb"].sum(), "mean_fastchat_rule": g["fc_sum"].sum() / g["fc_n"].sum(),
+        "mean_swallow_rule": g["swallow"][g["swallow"] != -1].mean(), "mean_judgelens": g["judgelens"].mean()})
+    got = ag.parse_failures(sample_store).set_index(["harness", "bench", "judge", "category"])
+    assert len(got) == len(want) and {h for h, *_ in want.index} == {"fastchat", "swallow"}
+    for key, expected in want.items():
+        for column, value in expected.items():
+            assert got.loc[key, column] == pytest.approx(value, rel=1e-12), (key, column)
+
 def test_swallow_rule_reproduces_swallow_results_json(sample_store):
     with sample_store.read() as cur:
         reported = dict(cur.execute(
