@@ -19,6 +19,24 @@ MAX_JUDGES = 6  # judges preselected (pairs grow as n²); more are one pick away
 
 store, version = page_start("Judge agreement")
 
+loaded = cached_query(queries.judges_by_harness, version)
+benches = sorted(loaded["bench"].unique())
+c1, c2 = st.columns([1, 3])
+bench = c1.selectbox("Bench", benches, key="agr_bench")
+here = loaded[loaded["bench"] == bench]
+all_judges = sorted(here["judge"].unique())
+keep_picks("agr_judges", all_judges, all_judges[:MAX_JUDGES])
+judges = c2.multiselect("Judges", all_judges, key="agr_judges")
+if len(all_judges) > MAX_JUDGES:
+    c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
+f1, f2, f3 = st.columns(3)
+model = f1.selectbox("Model", ["(all)", *sorted(here["model"].unique())], key="agr_model")
+turn = f2.selectbox("Turn", ["(all)", 1, 2], key="agr_turn")
+categories = sorted(cached_query(queries.categories, version, bench=bench))
+category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
+filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
+           "category": None if category == "(all)" else category}
+
 
 def report() -> str:
     """The report of these judges and filters, its pieces through the page's cache: the agreement table and its
@@ -30,6 +48,15 @@ def report() -> str:
         if st.session_state.get("agr_ci_open") else None
     return build_report(store, judges, **filters, table=table,
                         heatmap=cached_chart(charts.agreement_heatmap, table, "qwk"), intervals=intervals)
+
+
+if len(judges) >= 2:
+    st.download_button(
+        "Report (self-contained HTML)", icon=":material/summarize:", on_click="ignore", mime="text/html",
+        file_name=f"judgelens_report_{bench}.html", data=report,
+        help="These judges and filters: headline tables, charts and the largest disagreements with their "
+             "rationales, in one file that opens offline (safe to email).")
+    charts.pack_plotly_js_soon()  # the report inlines plotly.js packed: packed now, not when the report is opened
 
 
 def agreement_tab() -> None:
@@ -233,37 +260,4 @@ def tabs_section() -> None:
                 draw()
 
 
-# One fragment for the page below its title: a filter reruns it alone, not the app's navigation and the title (0.15
-# CPU-s less per pick, server and browser together, at 100k judgments); the sections in it stay fragments of their
-# own. The picks are the module's names the sections and the report read, as before.
-@st.fragment
-def page_body() -> None:
-    global bench, judges, filters
-    loaded = cached_query(queries.judges_by_harness, version)
-    benches = sorted(loaded["bench"].unique())
-    c1, c2 = st.columns([1, 3])
-    bench = c1.selectbox("Bench", benches, key="agr_bench")
-    here = loaded[loaded["bench"] == bench]
-    all_judges = sorted(here["judge"].unique())
-    keep_picks("agr_judges", all_judges, all_judges[:MAX_JUDGES])
-    judges = c2.multiselect("Judges", all_judges, key="agr_judges")
-    if len(all_judges) > MAX_JUDGES:
-        c2.caption(f"Showing {len(judges):,} of {len(all_judges):,} judges: pick others above.")
-    f1, f2, f3 = st.columns(3)
-    model = f1.selectbox("Model", ["(all)", *sorted(here["model"].unique())], key="agr_model")
-    turn = f2.selectbox("Turn", ["(all)", 1, 2], key="agr_turn")
-    categories = sorted(cached_query(queries.categories, version, bench=bench))
-    category = f3.selectbox("Category", ["(all)", *categories], key="agr_category")
-    filters = {"bench": bench, "model": None if model == "(all)" else model, "turn": None if turn == "(all)" else turn,
-               "category": None if category == "(all)" else category}
-    if len(judges) >= 2:
-        st.download_button(
-            "Report (self-contained HTML)", icon=":material/summarize:", on_click="ignore", mime="text/html",
-            file_name=f"judgelens_report_{bench}.html", data=report,
-            help="These judges and filters: headline tables, charts and the largest disagreements with their "
-                 "rationales, in one file that opens offline (safe to email).")
-        charts.pack_plotly_js_soon()  # the report inlines plotly.js packed: packed now, not when the report is opened
-    tabs_section()
-
-
-page_body()
+tabs_section()

@@ -5,10 +5,12 @@ Starts the real app on a benchmark store (as browser_bench.py does: ``--out`` ho
 headless Chromium and runs that page's steps (browser_bench.py's ``scenarios``). For each step chosen it prints the
 wall time and the browser's sampled CPU time by script file and by function (the sampling itself slows the
 browser: read the shares, not the sum). "(program)" is the
-browser's native work: style, layout and paint; "(idle)" is waiting (for the server, or a frame).
+browser's native work outside JavaScript (the sampling's own cost among it); "(idle)" is waiting (for the server,
+or a frame).
 ``--trace`` records a DevTools trace instead of sampling: the renderer main thread's self time by kind of work
 (script: JavaScript and the DOM calls it makes; style, layout, paint, gc). On Overview's sort at 100k judgments it
-read script 0.45-0.52 s, style, layout and paint together 0.1 s: the sampled "(program)" is mostly not those.
+read script 0.45-0.52 s, style, layout and paint together 0.1 s, where the sampled profile had shown 0.74 s of
+"(program)": that was not mostly layout.
 Each step also prints the CPU time it cost the app server and the browser together (every process this script
 started): on a machine other work keeps busy, wall times grow with the load, CPU times much less. Compare them
 for steps that are not profiled (``--steps`` naming none: the sampling costs CPU too).
