@@ -383,8 +383,6 @@ def test_length_summary_of_many_points_has_the_numbers_of_the_points(store, monk
 
 def _profile_from_a_frame(judge, chars, scores, bins=10):
     """The length profile of one judge as a frame of the points gave it (before it was read from sorted arrays)."""
-    import pandas as pd
-
     part = pd.DataFrame({"answer_chars": chars, "score": scores})
     codes = pd.qcut(part["answer_chars"].rank(method="first"), q=min(bins, len(part)), labels=False)
     g = part.assign(bin=codes.astype(int) + 1).groupby("bin")
@@ -406,7 +404,8 @@ def test_length_profile_has_the_numbers_a_frame_of_the_points_gave(n):
     for spread in (3, 50, 3000):
         chars = rng.integers(0, spread, n).astype("int64")
         for scores in (rng.integers(1, 11, n).astype(float), rng.integers(5, 51, n) / 5, rng.random(n) * 10):
-            assert distributions._judge_profile("J", chars, scores).equals(_profile_from_a_frame("J", chars, scores))
+            points = pd.DataFrame({"judge": "J", "answer_chars": chars, "score": scores})
+            assert distributions.length_profile(points).equals(_profile_from_a_frame("J", chars, scores))
 
 
 def test_categories_are_read_where_pages_show_them(sample_store):
