@@ -75,40 +75,6 @@ def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app)
     assert len(mde) == 1 and "(the row with" not in mde[0]
 
 
-STARTED = '''
-import streamlit as st
-
-from app_pages._store import cached_query, cached_query_started, data_version, get_store
-from lib.analysis import queries
-from lib.errors import UsageError
-
-
-def refused(store):
-    raise UsageError("no such run")
-
-
-version = data_version(get_store())
-later, failing = cached_query_started(queries.judges_by_harness, version), cached_query_started(refused, version)
-st.text(f"same: {later().equals(cached_query(queries.judges_by_harness, version))}")
-try:
-    failing()
-except UsageError as exc:
-    st.text(f"raised in the page: {exc}")
-'''
-
-
-def test_a_query_started_in_a_thread_gives_the_page_its_result_or_its_error(app_db, tmp_path):
-    """Compare's setup warnings are read in a thread from the start of a pick (``cached_query_started``): the page
-    gets the very result ``cached_query`` gives, and a refusal is raised where the page waits for it, as
-    ``cached_query`` raises it."""
-    from streamlit.testing.v1 import AppTest
-
-    script = tmp_path / "started.py"
-    script.write_text(STARTED)
-    at = AppTest.from_file(str(script), default_timeout=120).run()
-    assert not at.exception
-    assert [t.value for t in at.text] == ["same: True", "raised in the page: no such run"]
-
 
 def _chart_places(node, path=()):
     """Where each Plotly chart sits in the page: its path of positions, block by block."""
