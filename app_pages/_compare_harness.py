@@ -16,8 +16,7 @@ from lib.render import charts
 from lib.render.safe_text import cards_html, csv_text, md_escape
 from lib.render.textdiff import diff_html
 from app_pages._state import keep_valid, publish_to_url, seed_from_url
-from app_pages._store import (Kept, cached_chart, cached_query, cached_query_given, cached_query_started, cached_shared,
-                              kept_query)
+from app_pages._store import Kept, cached_chart, cached_query, cached_query_given, cached_shared, kept_query
 from app_pages._widgets import readable_dataframe, show_chart, show_error, show_table
 
 SAMPLES_LABELS = {"mean": "Swallow: mean of the 5 samples", "first": "Swallow: sample 0 only (like FastChat's one)"}
@@ -113,16 +112,6 @@ def _harness_view(store, version: tuple, endpoint: tuple) -> None:
         st.empty()
 
     try:
-        # the answers per model and bench, kept: another judge of run A or B reads none again
-        answers = Kept.of_all(*(kept_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
-                                for r in (ra, rb)))
-    except JudgeLensError as exc:
-        show_error(exc)
-        return
-    # the setup table is read from now on, beside the gap and its drawing (a pick's reads of the judge prompts), and
-    # drawn after the gap: the browser draws the gap's chart and table meanwhile
-    setup = cached_query_started(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers, context=context)
-    try:
         head = cached_query_given(runs.compare_runs, version, kept_scores(version), a=ra, b=rb,
                                   levels=("all", "category"), swallow_samples=samples, exclude_links=excl,
                                   context=context)
@@ -131,8 +120,11 @@ def _harness_view(store, version: tuple, endpoint: tuple) -> None:
         return
     _gap(version, ra, rb, samples, excl, context, head)
     _feature_gap(version, ra, rb, samples, excl)
-    try:
-        setup = setup()
+    try:  # read after the gap is sent: the browser draws its chart and table meanwhile
+        # the answers per model and bench, kept: another judge of run A or B reads none again
+        answers = Kept.of_all(*(kept_query(harness_diff.model_answers, version, bench=r.bench, model=r.model)
+                                for r in (ra, rb)))
+        setup = cached_query(harness_diff.harness_diff, version, a=ra, b=rb, answers=answers, context=context)
     except JudgeLensError as exc:
         show_error(exc)
         return

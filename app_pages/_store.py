@@ -95,39 +95,6 @@ def cached_query(fn, version: tuple, **kwargs):
     return _through_cache(_cached_query, fn, version, kwargs)
 
 
-def cached_query_started(fn, version: tuple, **kwargs):
-    """``cached_query``, begun now in a thread of its own: for a result a page draws last (Compare's setup warnings).
-    Returns a function that waits for the result and returns it (a damaged file: says so and stops the page, as
-    ``cached_query``). Its store reads (on a DuckLake store mostly waits on the catalog and on Parquet reads, the GIL
-    released) run while the page computes, sends and draws what comes before it, not after."""
-    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
-
-    ctx, done = get_script_run_ctx(), {}
-    target, data_path = store_target()  # read here: the secrets are the script run's
-
-    def run() -> None:
-        add_script_run_ctx(threading.current_thread(), ctx)  # the cache's own calls expect a script run's context
-        try:
-            done["value"] = _cached_query(fn, f"{fn.__module__}.{fn.__qualname__}", target, data_path, version,
-                                          **kwargs)
-        except BaseException as exc:  # noqa: BLE001 (raised again, in the script's thread, by the caller's wait)
-            done["error"] = exc
-
-    worker = threading.Thread(target=run, name="judgelens-query", daemon=True)
-    worker.start()
-
-    def result():
-        worker.join()
-        if "error" in done:
-            if isinstance(done["error"], DatabaseFileError):
-                show_error(done["error"])
-                st.stop()
-            raise done["error"]
-        return done["value"]
-
-    return result
-
-
 class Kept:
     """A result of ``kept_query``: ``value``, and ``key``, what it was cached under. Passed as an argument of
     another cached query, the cache hashes the key, not the value, and the query is given the value."""

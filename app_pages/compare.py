@@ -7,8 +7,7 @@ from lib.render.safe_text import md_escape
 from lib.analysis import deltas, harness_diff, ranking, setup_warnings
 from lib.errors import JudgeLensError
 from app_pages._state import keep_valid, seed_from_url
-from app_pages._store import (cached_chart, cached_query, cached_query_given, cached_query_started, kept_query,
-                              page_start)
+from app_pages._store import cached_chart, cached_query, cached_query_given, kept_query, page_start
 from app_pages._widgets import show_chart, show_error, show_table
 from app_pages._compare_harness import harness_compare, kept_scores
 
@@ -90,17 +89,6 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
         st.empty()
     level = st.segmented_control("Rows", list(deltas.LEVELS), default="category", key="cmp_level",
                                  format_func=deltas.LEVEL_LABELS.get) or "category"
-    warnings = None
-    if mode == "two judges on the same answers":
-        # what no pick changes (the bench's questions, references, judge prompts): kept per data version
-        # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
-        context = kept_query(harness_diff.setup_context, version, benches=(bench,))
-        # which judge scored which model: kept per data version (a pick reads no item_scores)
-        scored = kept_query(setup_warnings.scored_models, version, bench=bench)
-        # read from now on, beside the deltas and the drawing below (on a lake a pick's reads of the judge prompts
-        # and answers wait on Parquet), drawn last
-        warnings = cached_query_started(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]],
-                                        bench=bench, model=a.get("model"), context=context, scored=scored)
     try:
         table = cached_query_given(deltas.compare, version, kept_scores(version), a=a, b=b, levels=(level,),
                                    per_model=per_model)
@@ -132,8 +120,14 @@ def delta_rows(version: tuple, bench: str, mode: str, a: dict, b: dict) -> bool:
     show_table(shown, f"deltas_{bench}",
                column_config={c: st.column_config.NumberColumn(format="%.3f")
                               for c in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted")})
-    if warnings is not None:
-        warnings = warnings()
+    if mode == "two judges on the same answers":
+        # what no pick changes (the bench's questions, references, judge prompts): kept per data version
+        # passed on kept: the warnings' cache hashes its key, not its frames, on every rerun
+        context = kept_query(harness_diff.setup_context, version, benches=(bench,))
+        # which judge scored which model: kept per data version (a pick reads no item_scores)
+        scored = kept_query(setup_warnings.scored_models, version, bench=bench)
+        warnings = cached_query(setup_warnings.pair_warnings, version, judges=[a["judge"], b["judge"]], bench=bench,
+                                model=a.get("model"), context=context, scored=scored)
         if not warnings.empty:
             with warnings_box.container():
                 for row in warnings.itertuples():

@@ -75,7 +75,6 @@ def test_overview_ranks_with_ties_and_compare_minimum_detectable_difference(app)
     assert len(mde) == 1 and "(the row with" not in mde[0]
 
 
-
 def _chart_places(node, path=()):
     """Where each Plotly chart sits in the page: its path of positions, block by block."""
     for i, child in getattr(node, "children", {}).items():
