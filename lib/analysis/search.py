@@ -185,6 +185,14 @@ class Watchdog:
                     if self._done.wait(_WATCH_EVERY_S):
                         return
 
+    def execute(self, sql: str, params=None):
+        """``cur.execute``, refused once the search has been stopped: an interrupt that fell between two queries
+        (or in Python work between them) would otherwise be lost until the next tick, and a search a little past
+        its limit would run to its end."""
+        if self.reason is not None:
+            raise duckdb.InterruptException(f"search stopped ({self.reason}) before its next query")
+        return self.cur.execute(sql, params)
+
     def close(self) -> None:
         with self._lock:
             self._done.set()
@@ -391,10 +399,10 @@ def _flag_items(store: Store, q: SearchQuery) -> pd.DataFrame:
 
 @contextmanager
 def _reading(store: Store, q: SearchQuery, time_limit: float | None = None):
-    """A read cursor for q's queries (with the flagged items registered when q filters by flags), watched by a
-    ``Watchdog``: past ``time_limit`` seconds (default ``SEARCH_SECONDS``; 0 or less: none) or once the
-    ``stop_when`` callable says so, the running query is interrupted and ``SearchTooSlow`` / ``SearchCancelled``
-    raised. An RE2 error becomes a UsageError."""
+    """A read cursor's ``execute`` for q's queries (with the flagged items registered when q filters by flags),
+    watched by a ``Watchdog`` (what the block gets): past ``time_limit`` seconds (default ``SEARCH_SECONDS``; 0 or
+    less: none) or once the ``stop_when`` callable says so, the running query is interrupted, no further one starts
+    and ``SearchTooSlow`` / ``SearchCancelled`` is raised. An RE2 error becomes a UsageError."""
     ensure_index(store)
     flagged = _flag_items(store, q) if q.flags else None
     seconds = SEARCH_SECONDS if time_limit is None else (float(time_limit) if time_limit > 0 else None)
@@ -407,8 +415,8 @@ def _reading(store: Store, q: SearchQuery, time_limit: float | None = None):
         watchdog = Watchdog(cur, seconds, stop)
         try:
             if q.regex and q.text:
-                _check_pattern_cost(cur, q.text)
-            yield cur
+                _check_pattern_cost(watchdog, q.text)
+            yield watchdog  # its execute is the cursor's, refused once the search is stopped
         except Exception as exc:
             watchdog.close()
             if watchdog.reason is not None and isinstance(exc, duckdb.InterruptException):
