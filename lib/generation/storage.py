@@ -24,7 +24,7 @@ from lib.generation.plan import GenerationPlan
 from lib.generation.runner import GenerationResult, GenRequest, run_plan
 from lib.generation.setups import GenerationSetup, setup_from_dict, setup_to_dict
 from lib.search_index import index_new_sources
-from lib.store import Store
+from lib.store import Store, insert_rows
 from lib.text_features import fill_answer_features
 
 HARNESS = "judgelens"
@@ -84,11 +84,13 @@ def _store_result(store: Store, sid: int, label: str, result: GenerationResult) 
     answers = sorted(result.answers.values(), key=lambda a: a.slot.key)
     # model_id stays NULL: answers match a model by model, model_id or file name, and the endpoint's model name
     # (often the original model's) must never make these answers stand in for the stored ones
-    ans_rows = [(sid, HARNESS, a.slot.question.bench, label, None, None, a.slot.question.question_id,
-                 a.slot.sample, a.slot.turn, a.text, a.slot.temperature, setup.system_prompt, setup.max_chars)
-                for a in answers]
-    gen_rows = [(sid, a.slot.question.bench, a.slot.question.question_id, a.slot.turn, a.slot.sample,
-                 a.request_key, a.slot.copy_of if a.copied else None, None, a.text) for a in answers]
+    ans_rows = [{"source_id": sid, "harness": HARNESS, "bench": a.slot.question.bench, "model": label,
+                 "model_id": None, "file_model": None, "question_id": a.slot.question.question_id,
+                 "sample": a.slot.sample, "turn": a.slot.turn, "text": a.text, "temperature": a.slot.temperature,
+                 "system_prompt": setup.system_prompt, "max_chars": setup.max_chars} for a in answers]
+    gen_rows = [{"source_id": sid, "bench": a.slot.question.bench, "question_id": a.slot.question.question_id,
+                 "turn": a.slot.turn, "sample": a.slot.sample, "request_key": a.request_key,
+                 "copy_of": a.slot.copy_of if a.copied else None, "request": None, "text": a.text} for a in answers]
 
     def write(cur) -> int:
         cur.execute("DELETE FROM answers WHERE source_id = ?", [sid])
@@ -97,12 +99,9 @@ def _store_result(store: Store, sid: int, label: str, result: GenerationResult) 
         bodies = dict(cur.execute("SELECT request_key, request FROM generations WHERE source_id = ? "
                                   "AND request_key IS NOT NULL", [sid]).fetchall())
         cur.execute("DELETE FROM generations WHERE source_id = ?", [sid])
-        if ans_rows:
-            cur.executemany("""INSERT INTO answers (source_id, harness, bench, model, model_id, file_model, question_id,
-                                                    sample, turn, text, temperature, system_prompt, max_chars)
-                               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", ans_rows)
-            cur.executemany("INSERT INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [r[:7] + (bodies.get(r[5]),) + r[8:] for r in gen_rows])
+        # through Arrow (lib.store.bulk): executemany inserted row by row, about half the CPU of storing a run
+        insert_rows(cur, "answers", ans_rows)
+        insert_rows(cur, "generations", [{**r, "request": bodies.get(r["request_key"])} for r in gen_rows])
         cur.execute("UPDATE sources SET rows_imported = ? WHERE source_id = ?", [len(ans_rows), sid])
         index_new_sources(cur)
         fill_answer_features(cur)

@@ -77,13 +77,16 @@ def test_search_open_a_hit_decide_with_the_keyboard_and_see_the_human_judge(page
     seen = set()
     for key in ("7", "0", "3", "5", "9"):
         page.get_by_role("heading", name="Item view").click()  # focus the page, not a text field
-        page.keyboard.press(key)
+        # the whole run the key starts, not only its "Saved" line (drawn first): until the run has drawn the panel
+        # again, U may land on a button that is being replaced
+        wait_for_rerun(page, lambda: page.keyboard.press(key))
         expected = "10" if key == "0" else key
         page.get_by_text(re.compile(f"Saved as human:{NAME}: score {expected}")).wait_for()
-        seen.add(page.url)
+        item_url = page.url
+        seen.add(item_url)
         page.get_by_role("heading", name="Item view").click()
-        page.keyboard.press("u")
-        page.wait_for_function("(u) => location.href !== u", arg=page.url)
+        wait_for_rerun(page, lambda: page.keyboard.press("u"))
+        page.wait_for_function("(u) => location.href !== u", arg=item_url)
         wait_for_app(page)
     assert len(seen) == 5  # five different items decided
     progress = page.get_by_text(re.compile(r"Review queue: \d+ of the 20 largest disagreements"))
