@@ -66,8 +66,8 @@ c3.radio("Turn", [1, 2], key="wb_turn", horizontal=True)
 c4.selectbox("Model", models, key="wb_model")
 item = ItemKey(bench, st.session_state["wb_q"], int(st.session_state["wb_turn"]), st.session_state["wb_model"],
                   int(st.session_state.get("wb_sample") or 0))
-# The verdicts without the rendered judge prompts (the largest text; on a DuckLake store as costly as the rest of the
-# item): the stored prompt is read only for the prompt diff below. The bench's questions and references are read
+# The verdicts without the rendered judge prompts and rationales (their texts: on a DuckLake store most of the read):
+# the stored verdict's texts are read only beside a new verdict below. The bench's questions and references are read
 # once per data version; this model's answers to the question (every turn and sample) and its verdicts once per
 # question and model, side by side; the turn's context (its reference, the pre-processing) is made from them in
 # memory: another model reads its answers and verdicts alone, another turn nothing
@@ -195,7 +195,10 @@ result = st.session_state.get("wb_result")
 if result and result[0] == item:
     new = result[1]
     parsed = new["parsed"]
-    old = stored_row.iloc[0] if len(stored_row) else None
+    old = None
+    if len(stored_row):  # the stored verdict with its texts: the item's own verdicts, in the same order
+        full = cached_item_query(iv.verdicts, version, key=item)
+        old = full[full["judge"] == stored_row["judge"].iloc[0]].iloc[0]
     a, b = st.columns(2)
     with a.container(border=True):
         st.markdown("**Stored** · " + (md_escape(old["judge"]) if old is not None else "none"))
@@ -216,11 +219,7 @@ if result and result[0] == item:
                     + (f", ~${new['cost']:.4f}" if new["cost"] is not None else "")))
     if old is not None:
         which = st.segmented_control("Diff", ["rationale", "prompt"], default="rationale", key="wb_diff")
-        if which == "prompt":
-            full = cached_item_query(iv.verdicts, version, key=item)
-            old_text = full[full["judge"] == old["judge"]]["judge_prompt"].iloc[0]
-        else:
-            old_text = old["rationale"]
+        old_text = old["judge_prompt"] if which == "prompt" else old["rationale"]
         new_text = new["text"] if which != "prompt" else "\n\n".join(m["content"] for m in new["messages"]
                                                                     if m["role"] == "user")
         ops = char_diff(old_text or "", new_text or "")

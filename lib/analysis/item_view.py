@@ -137,11 +137,14 @@ def verdicts(store: Store, key: ItemKey, prompts: bool = True) -> pd.DataFrame:
 
 
 def question_verdicts(store: Store, bench: str, question_id: str, model: str, sample: int = 0,
-                      prompts: bool = True) -> pd.DataFrame:
+                      prompts: bool = True, rationales: bool = True) -> pd.DataFrame:
     """``verdicts`` of every turn of one model's answer to one question, with a ``turn`` column, in one query: a page
     stepping between the turns of a question (the Workbench) reads none again. Read one turn's out with
-    ``turn_verdicts``."""
-    return _verdict_rows(store, ItemKey(bench, question_id, 0, model, sample), prompts, every_turn=True)
+    ``turn_verdicts``. ``rationales=False`` leaves out ``rationale`` too: a model's verdicts lie spread over the
+    whole table, so their texts are most of the read (at 1M judgments 0.12 of 0.18 s on a DuckLake store), and the
+    Workbench shows a stored rationale only beside a new verdict."""
+    return _verdict_rows(store, ItemKey(bench, question_id, 0, model, sample), prompts, every_turn=True,
+                         rationales=rationales)
 
 
 def turn_verdicts(frame: pd.DataFrame, turn: int) -> pd.DataFrame:
@@ -149,8 +152,10 @@ def turn_verdicts(frame: pd.DataFrame, turn: int) -> pd.DataFrame:
     return _with_column_ids(frame[frame["turn"] == int(turn)].drop(columns=["turn"]).reset_index(drop=True))
 
 
-def _verdict_rows(store: Store, key: ItemKey, prompts: bool, every_turn: bool) -> pd.DataFrame:
+def _verdict_rows(store: Store, key: ItemKey, prompts: bool, every_turn: bool,
+                  rationales: bool = True) -> pd.DataFrame:
     columns = VERDICT_COLUMNS if prompts else VERDICT_COLUMNS.replace(" judge_prompt,", "")
+    columns = columns if rationales else columns.replace(" rationale,", "")
     with store.read() as cur:
         return cur.execute(
             f"""SELECT {'turn, ' if every_turn else ''}{columns}

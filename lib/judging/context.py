@@ -261,13 +261,14 @@ def context_data(store: Store, bench: str, model: str, question_id: str,
 
 def question_item(store: Store, bench: str, question_id: str, model: str, sample: int = 0,
                   texts: ContextData | None = None) -> tuple[pd.DataFrame, ContextData]:
-    """``item_view.question_verdicts`` (without the judge prompts) and ``context_data`` of one model's answer to one
-    question, in one cache entry: what the Workbench reads on a pick of a model or a question. (Read one after the
+    """``item_view.question_verdicts`` (without the judge prompts and rationales: the Workbench reads the item's own
+    verdicts for those when it shows them) and ``context_data`` of one model's answer to one question, in one cache
+    entry: what the Workbench reads on a pick of a model or a question. (Read one after the
     other: the dispatcher is the one thread pool, ``tests/judging/test_dispatch.py``; side by side they measured no
     gain with both cores busy.)"""
     from lib.analysis.item_view import question_verdicts
 
-    return (question_verdicts(store, bench, question_id, model, sample, prompts=False),
+    return (question_verdicts(store, bench, question_id, model, sample, prompts=False, rationales=False),
             context_data(store, bench, model, question_id, texts=texts))
 
 

@@ -181,18 +181,20 @@ def test_disagreement_order_is_the_ranking_of_the_judges_means_in_one_read(sampl
 def test_question_verdicts_hold_every_turn_as_verdicts_finds_it(sample_store):
     """The Workbench reads the verdicts of every turn of a question at once (its Turn control then reads nothing):
     each turn read out of them is what ``verdicts`` finds for that turn (Swallow samples, repeats, column ids), with
-    and without the judge prompts, in one query."""
+    and without the judge prompts, and without the rationales, in one query."""
     keys = sample_item_keys(sample_store, 10, 3)
     keys.append(ItemKey(keys[0].bench, keys[0].question_id, keys[0].turn, "no-such-model"))
     for key in keys:
-        for prompts in (True, False):
+        for prompts, rationales in ((True, True), (False, True), (False, False)):
             with reads_counted(sample_store) as seen:
                 every = iv.question_verdicts(sample_store, key.bench, key.question_id, key.model, key.sample,
-                                             prompts=prompts)
+                                             prompts=prompts, rationales=rationales)
             assert len(seen) == 1
+            assert ("rationale" in every.columns) == rationales
             for turn in (1, 2):
                 want = iv.verdicts(sample_store, ItemKey(key.bench, key.question_id, turn, key.model, key.sample),
                                    prompts=prompts)
+                want = want if rationales else want.drop(columns=["rationale"])
                 got = iv.turn_verdicts(every, turn)
                 assert list(got.columns) == list(want.columns)
                 assert got.astype(str).to_dict("records") == want.astype(str).to_dict("records")

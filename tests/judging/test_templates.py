@@ -413,8 +413,8 @@ def test_a_kept_context_data_gives_the_contexts_the_store_gives(sample_store):
 
 
 def test_the_workbench_reads_a_question_item_side_by_side(sample_store):
-    """``question_item``: the verdicts of every turn and the context data of one model's answer to one question, the
-    same as ``question_verdicts`` and ``context_data`` read one after the other."""
+    """``question_item``: the verdicts of every turn (no judge prompt, no rationale) and the context data of one model's
+    answer to one question, the same as ``question_verdicts`` and ``context_data`` read one after the other."""
     import pandas as pd
 
     from lib.analysis import item_view as iv
@@ -428,6 +428,7 @@ def test_the_workbench_reads_a_question_item_side_by_side(sample_store):
         texts = bench_texts(sample_store, key.bench)
         verdicts, data = question_item(sample_store, key.bench, key.question_id, key.model, key.sample, texts=texts)
         pd.testing.assert_frame_equal(verdicts, iv.question_verdicts(sample_store, key.bench, key.question_id,
-                                                                     key.model, key.sample, prompts=False))
+                                                                     key.model, key.sample, prompts=False,
+                                                                     rationales=False))
         alone = context_data(sample_store, key.bench, key.model, key.question_id)
         assert (data.questions, data.answers, data.refs) == (alone.questions, alone.answers, alone.refs)

@@ -242,24 +242,28 @@ def test_the_endpoint_url_and_model_survive_a_reload_but_the_key_never_leaves_th
     assert "Session State API" not in caplog.text
 
 
-def test_the_prompt_diff_reads_the_stored_judges_own_prompt(app, server):
-    """The stored verdict is shown without its rendered prompt; the prompt diff reads it then, for that judge."""
+def test_the_diffs_read_the_stored_judges_own_rationale_and_prompt(app, server):
+    """A pick reads the stored verdicts without their texts; beside a new verdict the page reads the item's own:
+    the stored judge's rationale is shown and diffed, and its rendered prompt in the prompt diff."""
     from lib.analysis import item_view as iv
     from lib.keys import ItemKey
     from lib.render.textdiff import char_diff, diff_html
 
     button(app, "Re-judge").click().run()
     assert not app.exception
-    app.session_state["wb_diff"] = "prompt"
-    app.run()
-    assert not app.exception
     store = Store(os.environ["JUDGELENS_DB"], read_only=True)
     try:
         stored = iv.verdicts(store, ItemKey(ITEM["bench"], ITEM["q"], int(ITEM["turn"]), ITEM["model"]))
     finally:
         store.close()
-    stored_prompt = stored[stored["judge"] == ITEM["judge"]]["judge_prompt"].iloc[0]
     new = app.session_state["wb_result"][1]
+    stored_rationale = stored[stored["judge"] == ITEM["judge"]]["rationale"].iloc[0]
+    assert stored_rationale and stored_rationale in [t.value for t in app.text]
+    assert [h.proto.body for h in app.get("html")][-1] == diff_html(char_diff(stored_rationale, new["text"]))
+    app.session_state["wb_diff"] = "prompt"
+    app.run()
+    assert not app.exception
+    stored_prompt = stored[stored["judge"] == ITEM["judge"]]["judge_prompt"].iloc[0]
     sent = "\n\n".join(m["content"] for m in new["messages"] if m["role"] == "user")
     assert stored_prompt and sent
     assert [h.proto.body for h in app.get("html")][-1] == diff_html(char_diff(stored_prompt, sent))
