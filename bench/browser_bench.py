@@ -81,7 +81,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import (launch_chromium, new_context, open_app, running_app, wait_for_app,  # noqa: E402
                              wait_for_rerun)
-from browser_bench_table import (COLD, FLOOR_CHART, FLOOR_CLICK, FLOOR_OPEN, FLOOR_SIDEBAR,  # noqa: E402
+from browser_bench_table import (COLD, FLOOR_CHART, FLOOR_CLICK, FLOOR_OPEN, FLOOR_SELECT, FLOOR_SIDEBAR,  # noqa: E402
                                  FLOOR_WIDGETS, FLOOR_WIDGETS_COLD, FLOOR_WIDGETS_SIDEBAR, HELLO_STORE, LAKE_RATIO,
                                  markdown, print_table, summarise)
 from stores import OUT, STORES, fingerprint, parse_stores, stores_for  # noqa: E402
@@ -101,6 +101,11 @@ def hello():
 def other():
     st.title("Another page")
     st.write("Reached from the sidebar.")
+
+
+def pick():
+    st.title("Pick one")
+    st.selectbox("Model", [f"model-{i}" for i in range(int(st.query_params.get("n", 100)))], key="pick")
 
 
 def chart():
@@ -208,7 +213,8 @@ def draw_census(census):
 
 
 PAGES = [st.Page(hello, title="Hello", default=True), st.Page(other, title="Another page", url_path="other"),
-         st.Page(chart, title="One chart", url_path="chart"), st.Page(widgets, title="Widgets", url_path="widgets"),
+         st.Page(chart, title="One chart", url_path="chart"),
+         st.Page(pick, title="Pick one", url_path="pick"), st.Page(widgets, title="Widgets", url_path="widgets"),
          st.Page(start, title="Start", url_path="start")]
 st.navigation(PAGES).run()
 '''
@@ -290,6 +296,12 @@ class Step:
     act: Callable  # (page) -> None: the click or choice
     download: bool = False  # the step downloads a file instead of rerunning the script
     rerun: bool = True  # False: the browser alone reacts (e.g. a tab): wait only until nothing is loading
+    select: bool = False  # a pick in a select box: its own floor is measured beside the click's (FLOOR_SELECT)
+
+
+def pick_step(name: str, label: str, option: str) -> Step:
+    """A step that picks ``option`` in the select box labelled ``label``."""
+    return Step(name, lambda p: selectbox(p, label, option), select=True)
 
 
 @dataclass
@@ -308,12 +320,12 @@ def scenarios(info: dict) -> list[Scenario]:
         else (lambda j: f"judge-{j}")
     return [
         Scenario("", "Overview", charts=True, steps=[
-            Step("sort the leaderboard by another judge", lambda p: selectbox(p, "Rank models by", judge(1))),
+            pick_step("sort the leaderboard by another judge", "Rank models by", judge(1)),
             Step("next page of the leaderboard", lambda p: button(p, "Next page")),
-            Step("chart: top models", lambda p: selectbox(p, "Which models", "top")),
+            pick_step("chart: top models", "Which models", "top"),
         ]),
         Scenario("agreement", "Judge agreement", charts=True, steps=[
-            Step("filter to one model", lambda p: selectbox(p, "Model", other_model)),
+            pick_step("filter to one model", "Model", other_model),
             Step("heatmap of pearson", lambda p: segmented(p, "Heatmap of", "pearson")),
             Step("tab: largest disagreements", lambda p: tab(p, "Largest disagreements")),  # lazy tabs: a rerun
             Step("tab: pairwise verdicts", lambda p: tab(p, "Pairwise verdicts")),  # lazy tabs: a rerun
@@ -325,7 +337,7 @@ def scenarios(info: dict) -> list[Scenario]:
             Step("Next", lambda p: button(p, "Next")),
             Step("Previous", lambda p: button(p, "Previous")),
             Step("Next biggest disagreement", lambda p: button(p, "Next biggest disagreement")),
-            Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
+            pick_step("pick another model", "Model", other_model),
             Step("turn 2", lambda p: radio(p, "Turn", "2")),
             Step(f"search box: {RARE!r} (opens Search)", lambda p: text_input(
                 p, "Search questions, answers, rationales, prompts and references", RARE)),
@@ -344,28 +356,27 @@ def scenarios(info: dict) -> list[Scenario]:
         ]),
         Scenario("distributions", "Distributions", charts=True, steps=[
             Step("count single judgments", lambda p: radio(p, "Count", "single judgments (each sample)")),
-            Step("colour by turn", lambda p: selectbox(p, "Colour by", "turn")),
-            Step("panels by category", lambda p: selectbox(p, "Split into panels by", "category")),
+            pick_step("colour by turn", "Colour by", "turn"),
+            pick_step("panels by category", "Split into panels by", "category"),
             Step("radar: one line per judge", lambda p: radio(p, "Radar: one line per", "judge")),
-            Step("chart: top 20 models", lambda p: selectbox(p, "Which models on bench_x", "top")),
+            pick_step("chart: top 20 models", "Which models on bench_x", "top"),
             Step("open length bias", lambda p: p.get_by_text("Does a judge score longer answers higher?").click()),
-            Step("length bias of another judge", lambda p: selectbox(p, "Length bias of judge", judge(1))),
+            pick_step("length bias of another judge", "Length bias of judge", judge(1)),
             Step("open the JA overall table", lambda p: p.get_by_text("Table: T1, T2, overall", exact=False).click()),
         ]),
         Scenario("compare", "Compare", charts=True, steps=[
-            Step("pick another model", lambda p: selectbox(p, "Answers of", other_model)),
+            pick_step("pick another model", "Answers of", other_model),
             Step("rows: all", lambda p: segmented(p, "Rows", LEVEL_LABELS["all"])),
             Step("two models under one judge", lambda p: radio(p, "Compare", "two models under one judge")),
-            Step("pick another model B", lambda p: selectbox(p, "Model B", third_model)),
+            pick_step("pick another model B", "Model B", third_model),
             # the stores' second bench: model-7 under a Swallow-shaped harness (linked questions, 5 samples)
             Step("view: one model under two harnesses",
                  lambda p: segmented(p, "View", "one model under two harnesses (linked questions)")),
             Step("harness view, rows: all", lambda p: segmented(p, "Rows", LEVEL_LABELS["all"])),
-            Step("harness view, run A: another judge",
-                 lambda p: selectbox(p, "Run A", f"fastchat · bench_x · {judge(1)} · model-7")),
+            pick_step("harness view, run A: another judge", "Run A", f"fastchat · bench_x · {judge(1)} · model-7"),
         ]),
         Scenario("workbench", "Workbench", [
-            Step("pick another model", lambda p: selectbox(p, "Model", other_model)),
+            pick_step("pick another model", "Model", other_model),
             Step("turn 2", lambda p: radio(p, "Turn", "2")),
         ]),
         Scenario("probes", "Probes", []),
@@ -472,6 +483,15 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
     (floors: store "hello", page "floor"). Every same-widgets floor page's census is compared with its page's
     (``check_floor``)."""
     scens = [s for s in scenarios(info) if not only or (s.page or "overview") in only]
+    # which timed steps pick in a select box, and whether it is their tab's first pick (each page's steps run in
+    # one tab, opened on Overview or in a new tab, where no select box was opened before them)
+    info["select_steps"] = {}
+    for scen in scens:
+        picks = [f"{i + 1}. {st.name}" for i, st in enumerate(scen.steps) if st.select]
+        info["select_steps"].update({f"{scen.title}|{what}": "first" if j == 0 else "again"
+                                     for j, what in enumerate(picks)})
+    select = Scenario(f"pick?n={info['models']}", "Pick one")  # as many options as the stores have models
+    first_model, other_model = "model-0", f"model-{min(7, info['models'] - 1)}"
     kinds = list(apps)
     tm = timeout_ms
     floor = f"{label}|{HELLO_STORE}|floor"
@@ -525,6 +545,14 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
                 record(results, f"{floor}|{FLOOR_CLICK}", lambda: do_step(hp, hello_scenario().steps[0], tm))
                 record(results, f"{floor}|{FLOOR_SIDEBAR}", lambda: sidebar(hp, "Another page", tm))
                 hp.close()
+            # A pick in a select box has a floor of its own, shown beside the click's (browser_bench_table's
+            # FLOOR_SELECT): the tab's first pick (the widget's code runs for the first time) and one after it
+            sel = record(results, f"{floor}|(untimed: the select box's page)", lambda: tab_open(ctx, hello_url, select))
+            if sel not in (None, True):
+                for which, option in (("first", other_model), ("again", first_model)):
+                    record(results, f"{floor}|{FLOOR_SELECT[which]}",
+                           lambda: do_step(sel, pick_step("pick", "Model", option), tm))
+                sel.close()
             cp = record(results, f"{floor}|{FLOOR_CHART}", lambda: tab_open(ctx, hello_url, chart))
             if cp not in (None, True):
                 cp.close()

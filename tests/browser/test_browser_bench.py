@@ -33,6 +33,7 @@ COLD = ", cold (new browser, server just started)"
 COLD_FLOOR = "open hello-world page (new tab)" + COLD
 SAME_WIDGETS_COLD = SAME_WIDGETS + COLD
 SIDEBAR_FLOOR = "go to another page from the sidebar"
+SELECT_FLOOR = "pick in a select box"
 SAME_WIDGETS_SIDEBAR = "go to a page with the same widgets as Import from the sidebar"
 STEPS = ["1. sort the leaderboard by another judge", "2. next page of the leaderboard", "3. chart: top models"]
 
@@ -75,7 +76,8 @@ def test_the_browser_benchmark_times_the_floors_and_a_page_on_every_store(out):
     floors = {r["what"]: r for r in summary if r["store"] == "hello"}
     for what in ("open hello-world page (new tab)", CLICK_FLOOR, SIDEBAR_FLOOR, SAME_WIDGETS, COLD_FLOOR,
                  SAME_WIDGETS_COLD, SAME_WIDGETS_SIDEBAR, SAME_WIDGETS.replace("Overview", "Import"),
-                 SAME_WIDGETS_COLD.replace("Overview", "Import")):
+                 SAME_WIDGETS_COLD.replace("Overview", "Import"), SELECT_FLOOR + ", the tab's first",
+                 SELECT_FLOOR + " again"):
         assert floors[what]["n"] >= 1 and floors[what]["failed"] == 0 and floors[what]["median"] > 0, what
 
     rows = {(r["store"], r["what"]): r for r in summary if r["page"] == "Overview"}
@@ -166,6 +168,14 @@ def test_the_browser_benchmark_times_the_floors_and_a_page_on_every_store(out):
         {(r["page"], r["what"]) for r in summary if r["store"] != "hello"})   # the header, one line per row
     for kind in stores:
         assert f"- {kind}: " in table.stdout and " warm rows meet their goal" in table.stdout
+    # the select-box steps beside the hello app's own pick (the tab's first, and one after it): shown, not judged
+    assert about["select_steps"] == {f"Overview|{STEPS[0]}": "first", f"Overview|{STEPS[2]}": "again"}
+    first, again = (floors[SELECT_FLOOR + w]["median"] for w in (", the tab's first", " again"))
+    assert f"Select-box steps (2 rows): the hello app's own pick took {first:.2f} s as its tab's first and " \
+           f"{again:.2f} s again, against {floors[CLICK_FLOOR]['median']:.2f} s for its button click" in table.stdout
+    for kind in stores:
+        over = [rows[(kind, STEPS[0])]["median"] - first, rows[(kind, STEPS[2])]["median"] - again]
+        assert f"- {kind}: {sum(v <= goal for v in over)}/2 within the goal" in table.stdout, table.stdout
     if "lake-pg" not in stores:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql): the file and lake-sqlite rows "
                     "were checked, lake-pg was not run")
