@@ -487,7 +487,7 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
     # one tab, opened on Overview or in a new tab, where no select box was opened before them)
     info["select_steps"] = {}
     for scen in scens:
-        picks = [f"{i + 1}. {st.name}" for i, st in enumerate(scen.steps) if st.select]
+        picks = [f"{i + 1}. {step.name}" for i, step in enumerate(scen.steps) if step.select]
         info["select_steps"].update({f"{scen.title}|{what}": "first" if j == 0 else "again"
                                      for j, what in enumerate(picks)})
     select = Scenario(f"pick?n={info['models']}", "Pick one")  # as many options as the stores have models

@@ -219,10 +219,10 @@ def select_lines(rows: list[dict], size: str, steps: dict[str, str], stores: lis
     for s in stores:
         mine = [r for r in rows if r["size"] == size and r["store"] == s and f"{r['page']}|{r['what']}" in steps
                 and r["median"] is not None]
-        over = {f"{r['page']} {r['what'].split('. ', 1)[-1]}":
-                r["median"] - (first if steps[f"{r['page']}|{r['what']}"] == "first" else again) for r in mine}
-        missed = [f"{k} {v:+.2f}" for k, v in over.items() if v > goal]
-        out.append(f"- {s}: {sum(v <= goal for v in over.values())}/{len(mine)} within the goal"
+        over = [(f"{r['page']} {r['what'].split('. ', 1)[-1]}",
+                 r["median"] - (first if steps[f"{r['page']}|{r['what']}"] == "first" else again)) for r in mine]
+        missed = [f"{name} {v:+.2f}" for name, v in over if v > goal]
+        out.append(f"- {s}: {sum(v <= goal for _, v in over)}/{len(mine)} within the goal"
                    + (f"; over it: {', '.join(missed)}" if missed else ""))
     return out + [""]
 
