@@ -66,6 +66,11 @@ CREATE TABLE IF NOT EXISTS answers (
     max_chars   INTEGER,                       -- Swallow: the truncation limit the harness applied
     text_norm   VARCHAR                        -- search index: lower(NFKC(text)) when NFKC changes text, else NULL
 );
+-- rationale and judge_prompt (most of a judgment file's bytes) are stored uncompressed (issue 26): DuckDB's FSST
+-- compression of them took a third of the CPU of an import of 1M judgments (46 -> 31 CPU-s for the benchmark file),
+-- which kept the import slower than a plain DuckDB load of the file. The cost: texts FSST would shrink take more room
+-- (the benchmark's synthetic texts: a 3.7 GB store instead of 2.2 GB; DuckDB leaves the Japanese and English judge
+-- texts of data/sample uncompressed anyway). Stores made before keep their blocks; DuckLake's Parquet compresses.
 CREATE TABLE IF NOT EXISTS single_judgments (
     source_id    INTEGER NOT NULL,
     harness      VARCHAR NOT NULL,
@@ -79,8 +84,8 @@ CREATE TABLE IF NOT EXISTS single_judgments (
     raw_score    DOUBLE,                       -- as the harness stored it (-1 = rating not parsed)
     score        DOUBLE,                       -- on the common 1-10 scale; NULL unless parse_status = 'ok'
     parse_status VARCHAR NOT NULL,             -- ok | not_parsed | api_error | out_of_range
-    rationale    VARCHAR,                      -- the judge's full output
-    judge_prompt VARCHAR,                      -- the rendered prompt the judge saw (Swallow: JSON messages)
+    rationale    VARCHAR USING COMPRESSION uncompressed,  -- the judge's full output
+    judge_prompt VARCHAR USING COMPRESSION uncompressed,  -- the rendered prompt the judge saw (Swallow: JSON messages)
     tstamp       DOUBLE,
     rationale_norm VARCHAR,                    -- search index (lib.search_index): lower(NFKC(rationale)) when NFKC
     prompt_norm    VARCHAR,                    -- changes it, else NULL; the same for judge_prompt
@@ -398,13 +403,14 @@ ADDED_COLUMNS = (("human_verdicts", "cleared", "VARCHAR[]"), ("sources", "scale_
 
 
 def lake_schema(schema: str = SCHEMA) -> str:
-    """``SCHEMA`` without what DuckLake lacks: sequences, PRIMARY KEY / UNIQUE constraints, list defaults.
-    Uniqueness is kept by the writers (``Store.transaction``, ``Store.next_id``)."""
+    """``SCHEMA`` without what DuckLake lacks: sequences, PRIMARY KEY / UNIQUE constraints, list defaults, column
+    compression. Uniqueness is kept by the writers (``Store.transaction``, ``Store.next_id``)."""
     out = re.sub(r"(?m)^CREATE (?:SEQUENCE|(?:UNIQUE )?INDEX)[^;]*;[ \t]*\n", "", schema)
     out = re.sub(r" DEFAULT nextval\('[a-z_]+'\)", "", out)
     out = re.sub(r",([ \t]*--[^\n]*)?\s*(?:UNIQUE|PRIMARY KEY) ?\([^)]*\)", r"\1", out)  # table constraints
     out = re.sub(r" (?:PRIMARY KEY|UNIQUE)\b", "", out)                                    # column constraints
     out = re.sub(r"( NOT NULL)? DEFAULT \[\]", "", out)  # no list defaults: NULL where a writer gives none
+    out = re.sub(r" USING COMPRESSION \w+", "", out)  # Parquet files: DuckLake compresses them itself
     return out
 
 
