@@ -49,7 +49,9 @@ the pooled stores are used in place, not copied.
     .venv/bin/python bench/browser_bench.py --stores file,lake-sqlite --only item_view   # some stores, one page
     .venv/bin/python bench/browser_bench.py --shapes templates       # few models x many re-judge templates
     .venv/bin/python bench/browser_bench.py --sizes 1000000 --build-only --out /work/benchstores   # build, time nothing
-    .venv/bin/python bench/browser_bench.py --out /tmp/b --sizes 12000 --repeat 1   # elsewhere, small (the test)
+    .venv/bin/python bench/browser_bench.py --out /tmp/b --sizes 12000 --repeat 1   # elsewhere, small
+    .venv/bin/python bench/browser_bench.py --out /tmp/b --sizes 12000 --repeat 1 --only overview import_data \
+        --lake-only overview                                        # the test: Import on the file store only
 
 Shapes: ``wide`` = 5 judges x (rows / 800) models (1,250 models at 1M); ``templates`` = 8 models judged by
 (rows / 1,280) re-judge templates (harness ``judgelens``, judge names like re-judge labels).
@@ -468,7 +470,7 @@ def check_floor(info: dict, label: str, title: str, how: str, floor_page, result
 
 
 def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: dict, repeat: int,
-             only: set[str] | None, timeout_ms: float, results: dict) -> None:
+             only: set[str] | None, timeout_ms: float, results: dict, lake_only: set[str] | None = None) -> None:
     """Time every page on every store in ``apps`` (store kind -> the URL of an app server on it).
 
     First every page once in a fresh browser (cold HTTP cache) right after the servers started the way
@@ -481,8 +483,12 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
     floors) the page opened in a new tab (a new session), and the page opened from the sidebar of a tab that
     opened on Overview (how a user moves around), followed by its steps. Result keys: ``size|store|page|what``
     (floors: store "hello", page "floor"). Every same-widgets floor page's census is compared with its page's
-    (``check_floor``)."""
+    (``check_floor``). ``lake_only``: the pages the lakes run (None: every page the file store runs); a page
+    skipped on a store has no row there, and its floors are measured beside the stores that run it."""
     scens = [s for s in scenarios(info) if not only or (s.page or "overview") in only]
+
+    def runs_on(kind: str, scen: Scenario) -> bool:
+        return kind == "file" or lake_only is None or (scen.page or "overview") in lake_only
     # which timed steps pick in a select box, and whether it is their tab's first pick (each page's steps run in
     # one tab, opened on Overview or in a new tab, where no select box was opened before them)
     info["select_steps"] = {}
@@ -508,7 +514,7 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
     open_page(ctx, hello_url, Scenario("chart", "One chart"), tm)[0].close()
     ctx.close()
     for scen in scens:
-        for kind in kinds:
+        for kind in [k for k in kinds if runs_on(k, scen)]:
             ctx = bench_context(browser)
             record(results, f"{floor}|{FLOOR_OPEN}{COLD}", lambda: tab_open(ctx, hello_url, hello_scenario()))
             page = record(results, f"{label}|{kind}|{scen.title}|open in a new tab{COLD}",
@@ -573,7 +579,7 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
                                   lambda: sidebar(sp, "Widgets", tm)) is not None:
                             check_floor(info, label, scen.title, "from the sidebar", sp, results)
                         sp.close()
-            for kind in order:
+            for kind in [k for k in order if runs_on(k, scen)]:
                 run_page(ctx, label, kind, apps[kind], scen, info, tm, results)
         print(f"  {label}: repeat {r + 1}/{repeat} done", flush=True)
     ctx.close()
@@ -619,6 +625,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs of every page and step (default 5)")
     parser.add_argument("--quick", action="store_true", help="100k only, 3 repeats")
     parser.add_argument("--only", nargs="+", help="page paths to run (overview, agreement, item_view, …)")
+    parser.add_argument("--lake-only", nargs="+", metavar="PAGE",
+                        help="page paths the DuckLake stores run, of those run on the file store (default: all of "
+                             "them; the test runs Overview and Import on the file store, Overview alone on the lakes)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a step counts as failed")
     parser.add_argument("--profile", type=Path, help="JUDGELENS_PROFILE for the app: one cProfile file per script run")
     parser.add_argument("--build-only", action="store_true", help="build (or check) the stores, time nothing")
@@ -719,12 +728,13 @@ def run_stores(browser, label: str, refs: dict, hello_url: str, info: dict, args
             db = ref.target if kind == "file" else out_dir / f"must_stay_unused_{kind}.duckdb"
             t_start = time.perf_counter()
             # --only: the timed pages are warmed (and Overview, where the sidebar moves start), not the others
-            warm = sorted({"overview", *args.only}) if args.only else True
+            pages = args.lake_only if kind != "file" and args.lake_only else args.only
+            warm = sorted({"overview", *pages}) if pages else True
             apps[kind] = stack.enter_context(running_app(db, env={**env, **ref.app_env()}, timeout=900, warm=warm))
             about[kind]["server_start_s"] = round(time.perf_counter() - t_start, 1)
             print(f"{label} {kind}: server started and warmed in {about[kind]['server_start_s']} s", flush=True)
         run_size(browser, label, apps, hello_url, info, args.repeat, set(args.only) if args.only else None,
-                 timeout_ms, results)
+                 timeout_ms, results, set(args.lake_only) if args.lake_only else None)
     for kind, ref in refs.items():
         unused = out_dir / f"must_stay_unused_{kind}.duckdb"
         if kind != "file" and unused.exists():

@@ -5,6 +5,7 @@ from contextlib import contextmanager
 
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -133,6 +134,36 @@ def lake_store(request, tmp_path) -> Store:
     s.close()
 
 
+class SampleLake(NamedTuple):
+    store: Store
+    report: object   # the import's ``IngestReport``
+
+
+@pytest.fixture(scope="session")
+def _sample_lakes() -> dict[str, SampleLake]:
+    built: dict[str, SampleLake] = {}
+    yield built
+    for lake in built.values():
+        lake.store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sample_lake(request, _sample_lakes, tmp_path_factory) -> SampleLake:
+    """A DuckLake store holding the whole bundled sample (``.store``; ``.report``: its import's report), once with a
+    SQLite and once with a PostgreSQL catalog. Imported once per catalog kind and test session (each xdist worker)
+    and shared by the tests that only read it (an import of the sample into a lake costs ~9 CPU-s): a test that
+    changed it fails (its data version is compared after the test); a test that writes takes ``lake_store``."""
+    kind = request.param
+    if kind not in _sample_lakes:
+        target, data = lake_target(kind, tmp_path_factory.mktemp(f"sample-lake-{kind}"), request)
+        store = Store(target, data_path=data)
+        _sample_lakes[kind] = SampleLake(store, ingest(store, [SAMPLE]))
+    lake = _sample_lakes[kind]
+    version = lake.store.data_version()
+    yield lake
+    assert lake.store.data_version() == version, "the test changed the shared sample lake: use lake_store"
+
+
 
 @pytest.fixture
 def app_db(_sample_db, tmp_path, monkeypatch) -> Path:
@@ -218,13 +249,13 @@ def page(chromium):
 SLOW_FIRST = (  # heaviest first (seconds per file in a run of scripts/test.sh on 2 cores, Nov 2026)
     "tests/browser/test_browser_bench.py",                # ~170
     "tests/judging/test_attribution_full.py",             # ~120
-    "tests/browser/test_browser_cli_beside_app.py",       # ~85
     "tests/store/test_lake_reads.py",                     # ~70
     "tests/judging/test_concurrent_batches.py",           # ~60
     "tests/store/test_ducklake.py",                       # ~60
     "tests/browser/test_browser_scale.py",                # ~55
     "tests/browser/test_browser_item_view.py",            # ~50
     "tests/browser/test_browser_harness.py",              # ~50
+    "tests/browser/test_browser_cli_beside_app.py",       # ~45 (its CLI examples forked: tests/cli_forks.py)
     "tests/analysis/test_item_view.py",                   # ~45
     "tests/store/test_ducklake_app.py",                   # ~45
     "tests/analysis/test_harness.py",

@@ -107,12 +107,8 @@ def test_window_texts_finds_what_the_one_item_lookups_find(sample_store):
     assert_window_texts_match(sample_store, sample_models(sample_store))
 
 
-def test_window_texts_on_a_lake(lake_store):
-    from conftest import SAMPLE
-    from lib.ingest.importer import ingest
-
-    ingest(lake_store, [SAMPLE])
-    assert_window_texts_match(lake_store, sample_models(lake_store))
+def test_window_texts_on_a_lake(sample_lake):
+    assert_window_texts_match(sample_lake.store, sample_models(sample_lake.store))
 
 
 def ranked_by_means(store, bench: str, limit: int = 1000) -> list[tuple[str, int, str]]:

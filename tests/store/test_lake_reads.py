@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import pandas as pd
 
-from conftest import JA, SAMPLE
+from conftest import JA
 from lib.analysis import item_view as iv
 from lib.ingest.importer import ingest
 from lib.keys import ItemKey
@@ -68,11 +68,11 @@ def test_the_file_answers_its_data_version_from_its_tables(store):
     assert store.data_version() == (0, 0, 0, f"{count}:{count}", "0:0")
 
 
-def test_whole_model_reads_give_what_the_item_queries_give(lake_store, sample_store):
+def test_whole_model_reads_give_what_the_item_queries_give(sample_lake, sample_store):
     """``model_keys`` / ``bench_items`` (what the Item view reads per model and per bench on a lake) against
     ``item_order``, ``samples``, ``question`` and ``references`` item by item, on three questions of two models of
     each bench, Swallow's samples included, on the lake and on the file."""
-    ingest(lake_store, [SAMPLE])
+    lake_store = sample_lake.store
     checked = 0
     for store in (lake_store, sample_store):
         with store.read() as cur:
