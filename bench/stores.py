@@ -36,7 +36,8 @@ for extra in (ROOT, ROOT / "tests", ROOT / "bench"):
         sys.path.insert(0, str(extra))
 
 # Bump when the generated stores change shape or need a derived table the app relies on.
-BUILD_VERSION = "5"  # 4: the builder adds a Swallow-shaped second bench; 5: the built-in templates stored
+BUILD_VERSION = "6"  # 4: the builder adds a Swallow-shaped second bench; 5: the built-in templates stored;
+# 6: the judgments' rationale and judge_prompt uncompressed, as a store made now holds them (lib/store/schema.py)
 LAKE_VERSION = "2"  # bump when the lakes must be copied again from their file stores; 2: 16,384-row groups
 STORES = ("file", "lake-sqlite", "lake-pg")
 
