@@ -52,7 +52,7 @@ RESULT_COLUMNS = ["field", "bench", "question_id", "turn", "model", "judge", "sa
 JUDGMENT_FIELDS = ("rationale", "prompt")
 MODEL_FIELDS = ("answer", "rationale", "prompt")
 PARSE_STATUSES = ("ok", "not_parsed", "api_error", "out_of_range")
-SNIPPET_CHARS = 60
+SNIPPET_CHARS = 60  # context on each side of a hit, in display columns before it (a wide character counts 2)
 HIT_OPEN, HIT_CLOSE = "«", "»"
 REGEX_HELP = ("RE2 syntax, case-insensitive, on the NFKC-normalised text: classes such as \\d, \\w, \\pL (any "
               "letter), \\p{Han}, \\p{Hiragana}, [[:alpha:]]; no lookarounds (?=…) and no backreferences \\1.")
@@ -605,7 +605,11 @@ class _Identity:
 def snippet(text: str | None, needle: str, *, regex: bool = False, around: int = SNIPPET_CHARS,
             hit: str | None = None) -> str:
     """Plain text around the first hit, the hit marked «like this»; never markup. Newlines become ⏎. ``hit``: the
-    text a regular expression matched first in the normalised text (RE2's answer), found again here."""
+    text a regular expression matched first in the normalised text (RE2's answer), found again here.
+
+    ``around`` characters follow the hit; before it, as many as fill ``around`` display columns, a full-width or
+    wide character (Japanese) counting two: 60 Japanese characters of context took the whole width of the Search
+    page's column, and the hit was cut off after them."""
     text = text or ""
     start = end = None
     if needle:
@@ -627,9 +631,22 @@ def snippet(text: str | None, needle: str, *, regex: bool = False, around: int =
     if start is None:
         head = text[: 2 * around]
         return _flat(head) + ("…" if len(text) > len(head) else "")
-    a, b = max(0, start - around), min(len(text), end + around)
+    a, b = _columns_back(text, start, around), min(len(text), end + around)
     return (("…" if a > 0 else "") + _flat(text[a:start]) + HIT_OPEN + _flat(text[start:end]) + HIT_CLOSE
             + _flat(text[end:b]) + ("…" if b < len(text) else ""))
+
+
+def _columns_back(text: str, start: int, columns: int) -> int:
+    """Where the context before ``text[start]`` begins: as many characters as fill ``columns`` display columns
+    (East Asian wide and full-width characters take two)."""
+    a, used = start, 0
+    while a > 0:
+        width = 2 if unicodedata.east_asian_width(text[a - 1]) in ("W", "F") else 1
+        if used + width > columns:
+            break
+        used += width
+        a -= 1
+    return a
 
 
 def _flat(text: str) -> str:

@@ -71,6 +71,22 @@ def test_snippet_marks_the_hit_in_the_original_text(tiny):
     assert S.snippet("a\nb <img src=x> c", "<img") == "a ⏎ b «<img» src=x> c"
 
 
+def test_snippet_context_before_a_hit_fits_the_same_width_in_japanese_and_in_english():
+    """60 Japanese characters before a hit took the whole width of the Search page's snippet column: the hit itself
+    was cut off. The context before a hit is 60 display columns, a wide character counting two."""
+    ja = "日本語の文章です。" * 20 + "「目印」" + "後ろの文章。" * 20
+    got = S.snippet(ja, "目印")
+    before = got[:got.index("«")]
+    assert before.startswith("…") and before[1:] == ja[ja.index("「目印") - 29:ja.index("「目印") + 1]
+    assert sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in before[1:]) == 60
+    assert got[got.index("»") + 1:] == ja[ja.index("目印」") + 2:][:60] + "…"  # after the hit: 60 characters
+    en = "plain english text. " * 10 + "MARK" + " and after" * 20
+    got = S.snippet(en, "mark")
+    assert got[:got.index("«")] == "…" + en[en.index("MARK") - 60:en.index("MARK")]
+    # a half-width katakana counts one column, a full-width letter two; a hit near the start keeps all before it
+    assert S.snippet("ｱｲｳＡＢ目印", "目印") == "ｱｲｳＡＢ«目印»"
+
+
 def test_regex_is_case_insensitive_on_normalised_text(tiny):
     assert n(tiny, r"\[\[[89]\]\]", regex=True, fields=("rationale",)) == 3
     assert n(tiny, r"^python", regex=True, fields=("rationale",)) == 1  # "PYTHON code."
