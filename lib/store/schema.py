@@ -71,7 +71,8 @@ CREATE TABLE IF NOT EXISTS answers (
 -- which kept the import slower than a plain DuckDB load of the file. The cost: texts FSST would shrink take more room
 -- (the benchmark's synthetic texts: a 3.7 GB store instead of 2.2 GB; DuckDB leaves the Japanese and English judge
 -- texts of data/sample uncompressed anyway); a search counts its matches in them in a third to a half of the CPU
--- (100k judgments: 0.12 against 0.49 CPU-s). Stores made before keep their blocks; DuckLake's Parquet compresses.
+-- (100k judgments: 0.12 against 0.49 CPU-s). A store made before keeps compressing them, later imports too (the
+-- declaration belongs to the table's creation); DuckLake's Parquet compresses.
 CREATE TABLE IF NOT EXISTS single_judgments (
     source_id    INTEGER NOT NULL,
     harness      VARCHAR NOT NULL,
