@@ -10,7 +10,7 @@ from lib.render import charts
 from lib.render.safe_text import md_escape
 from app_pages._state import keep_picks, keep_valid
 from app_pages._store import cached_chart, cached_query, cached_query_given, cached_shared, page_start
-from app_pages._widgets import readable_subset, show_chart, show_table
+from app_pages._widgets import one_of, readable_subset, show_chart, show_table
 
 MAX_JUDGES = 6  # judges preselected; more are one pick away
 
@@ -49,8 +49,8 @@ def score_distribution(version: tuple, bench: str, filters: dict) -> None:
     unit = d1.radio("Count", ["item", "judgment"], horizontal=True, key="dist_unit",
                     format_func={"item": "items (repeats and Swallow's 5 samples averaged)",
                                  "judgment": "single judgments (each sample)"}.get)
-    color = d2.selectbox("Colour by", ["judge", "model", "harness", "turn", "category"], key="dist_color")
-    facet = d3.selectbox("Split into panels by", ["(none)", "turn", "category", "model", "judge"], key="dist_facet")
+    color = one_of("Colour by", ["judge", "model", "harness", "turn", "category"], "dist_color", container=d2)
+    facet = one_of("Split into panels by", ["(none)", "turn", "category", "model", "judge"], "dist_facet", container=d3)
     by = [color] + ([facet] if facet not in ("(none)", color) else [])
     # The counts per every group key at once, cached per unit and filters: colouring or splitting the bars another
     # way sums them again (milliseconds) instead of querying every judgment again; a rerun that changes neither
@@ -86,7 +86,7 @@ def radar(version: tuple, bench: str, judges: list, models: list) -> None:
     frame = cached_query(distributions.radar_frame, version, bench=bench, filters={"judge": judges, "model": models})
     if series == "model":
         keep_valid("dist_radar_judge", judges)
-        fixed = r2.selectbox("Judge", judges, key="dist_radar_judge")
+        fixed = one_of("Judge", judges, "dist_radar_judge", container=r2)
         part = frame[frame["judge"] == fixed]
     else:
         keep_valid("dist_radar_model", models)
@@ -125,7 +125,7 @@ def length_bias(version: tuple, bench: str, judges: list) -> None:
         if not length_box.open:
             return
         keep_valid("dist_length_judge", judges)
-        judge = st.selectbox("Length bias of judge", judges, key="dist_length_judge")
+        judge = one_of("Length bias of judge", judges, "dist_length_judge")
         # The bench's answer lengths (every model's, whoever judged them) are kept per bench and data version:
         # another judge reads only its own scores and joins them in memory.
         profile, stats, n_points, points = cached_query_given(

@@ -6,7 +6,7 @@ from lib.analysis import aliases, coverage, linking, queries, ranking, runs
 from lib.render.safe_text import csv_text, md_escape
 from app_pages._state import keep_picks, keep_valid
 from app_pages._store import cached_chart, cached_query, page_start
-from app_pages._widgets import paged, readable_dataframe, readable_subset, show_chart, show_table
+from app_pages._widgets import one_of, paged, readable_dataframe, readable_subset, show_chart, show_table
 
 MAX_CHART_JUDGES = 6
 
@@ -47,13 +47,13 @@ MEAN_OVER_JUDGES = "mean over judges"
 def leaderboard() -> None:
     st.subheader("Leaderboard")
     benches = sorted(board["bench"].unique())
-    left, mid, _ = st.columns([1, 1.5, 1.5])
+    left, mid = st.columns([1, 3])  # the ranking's radio row: room for a few judges' names on one line
     bench = left.selectbox("Bench", ["All benches", *benches], key="overview_bench")
     shown = board if bench == "All benches" else board[board["bench"] == bench]
     judges = coverage.rank_judges(shown["judge"].unique(), judge_cover)  # most judged items first
     keep_valid("overview_rank", [MEAN_OVER_JUDGES, *judges], MEAN_OVER_JUDGES)
-    rank_by = mid.selectbox("Rank models by", [MEAN_OVER_JUDGES, *judges], key="overview_rank",
-                            help="The order of the table, and what 'top' and 'bottom' mean for the chart.")
+    rank_by = one_of("Rank models by", [MEAN_OVER_JUDGES, *judges], "overview_rank", container=mid,
+                     help="The order of the table, and what 'top' and 'bottom' mean for the chart.")
     ranked = queries.rank_models(shown, None if rank_by == MEAN_OVER_JUDGES else rank_by)
     shown = queries.order_by_rank(shown, ranked)
     st.caption(

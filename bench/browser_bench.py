@@ -88,6 +88,7 @@ from browser_bench_table import (COLD, FLOOR_CHART, FLOOR_CLICK, FLOOR_OPEN, FLO
                                  markdown, print_table, summarise)
 from stores import OUT, STORES, fingerprint, parse_stores, stores_for  # noqa: E402
 
+from app_pages._widgets import ONE_CLICK_MOST, SUBSET_WAYS  # noqa: E402  (which choices are radios)
 from lib.analysis.deltas import LEVEL_LABELS  # noqa: E402  (the Rows choices' labels)
 from lib.errors import redact  # noqa: E402
 
@@ -306,6 +307,15 @@ def pick_step(name: str, label: str, option: str) -> Step:
     return Step(name, lambda p: selectbox(p, label, option), select=True)
 
 
+def choice_step(name: str, label: str, option: str, options: int) -> Step:
+    """A step that chooses ``option`` of ``options`` where the page shows ``one_of``'s widget: a row of radio
+    buttons (one click) for a few options, a select box for more (``ONE_CLICK_MOST``). A wrong count fails the
+    step loudly (the widget it looks for is not there), never times the other widget."""
+    if options <= ONE_CLICK_MOST:
+        return Step(name, lambda p: radio(p, label, option))
+    return pick_step(name, label, option)
+
+
 @dataclass
 class Scenario:
     page: str  # URL path ("" = the default page)
@@ -315,16 +325,17 @@ class Scenario:
 
 
 def scenarios(info: dict) -> list[Scenario]:
-    models = info["models"]
+    models, judges = info["models"], info["judges"]
     other_model = f"model-{min(7, models - 1)}"
     third_model = f"model-{min(11, models - 1)}"
     judge = (lambda j: f"gpt-4o-mini + single-v1-edit@v{j + 1}") if info.get("shape") == "templates" \
         else (lambda j: f"judge-{j}")
     return [
         Scenario("", "Overview", charts=True, steps=[
-            pick_step("sort the leaderboard by another judge", "Rank models by", judge(1)),
+            # "mean over judges", the judges of bench_x and the Swallow run's judge on the second bench (bench_y)
+            choice_step("sort the leaderboard by another judge", "Rank models by", judge(1), 2 + judges),
             Step("next page of the leaderboard", lambda p: button(p, "Next page")),
-            pick_step("chart: top models", "Which models", "top"),
+            choice_step("chart: top models", "Which models", "top", len(SUBSET_WAYS)),
         ]),
         Scenario("agreement", "Judge agreement", charts=True, steps=[
             pick_step("filter to one model", "Model", other_model),
@@ -358,12 +369,12 @@ def scenarios(info: dict) -> list[Scenario]:
         ]),
         Scenario("distributions", "Distributions", charts=True, steps=[
             Step("count single judgments", lambda p: radio(p, "Count", "single judgments (each sample)")),
-            pick_step("colour by turn", "Colour by", "turn"),
-            pick_step("panels by category", "Split into panels by", "category"),
+            choice_step("colour by turn", "Colour by", "turn", 5),
+            choice_step("panels by category", "Split into panels by", "category", 5),
             Step("radar: one line per judge", lambda p: radio(p, "Radar: one line per", "judge")),
-            pick_step("chart: top 20 models", "Which models on bench_x", "top"),
+            choice_step("chart: top 20 models", "Which models on bench_x", "top", len(SUBSET_WAYS)),
             Step("open length bias", lambda p: p.get_by_text("Does a judge score longer answers higher?").click()),
-            pick_step("length bias of another judge", "Length bias of judge", judge(1)),
+            choice_step("length bias of another judge", "Length bias of judge", judge(1), judges),
             Step("open the JA overall table", lambda p: p.get_by_text("Table: T1, T2, overall", exact=False).click()),
         ]),
         Scenario("compare", "Compare", charts=True, steps=[

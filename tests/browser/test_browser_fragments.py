@@ -35,9 +35,9 @@ def test_overview_sections_rerun_alone(page, app_url, app_env):
     open_app(page, app_url, timeout=FIRST_START_MS)
     runs = full_runs(app_env, "Overview")
     assert runs >= 1
-    wait_for_rerun(page, lambda: pick(page, "Rank models by", "gpt-4o"))  # the leaderboard and its chart
-    expect(fresh(page.get_by_test_id("stSelectbox").filter(has_text="Rank models by")).locator("input")
-           ).to_have_value("gpt-4o")
+    ranking = fresh(page.get_by_test_id("stRadio").filter(has_text="Rank models by"))  # a few judges: one click
+    wait_for_rerun(page, lambda: ranking.get_by_text("gpt-4o", exact=True).click())  # the leaderboard and its chart
+    expect(ranking.get_by_role("radio", name="gpt-4o", exact=True)).to_be_checked()
     wait_for_rerun(page, lambda: fresh(page.get_by_test_id("stExpander").locator("summary").filter(
         has_text="One row per harness, bench, judge and model")).click())  # "What is loaded", opened
     expect(fresh(page.get_by_test_id("stExpander").filter(has_text="One row per harness, bench, judge and model")

@@ -32,7 +32,7 @@ def test_distributions_page(app):
     overall = next(f for f in frames(app) if "macro_xcm" in f.columns)
     row = overall[(overall["judge"] == "gpt-4o") & (overall["model"] == "shisa-ai/shisa-v2-llama3.3-70b")].iloc[0]
     assert round(row["t1"], 4) == 9.075 and round(row["macro_xcm"], 4) == 8.5583
-    app.selectbox(key="dist_facet").set_value("turn").run()
+    app.radio(key="dist_facet").set_value("turn").run()
     app.radio(key="dist_unit").set_value("judgment").run()
     assert not app.exception
 
@@ -73,13 +73,13 @@ def test_distributions_page_draws_the_libs_numbers(app, app_db):
     assert shown["n"].tolist() == stats["n"].tolist()
     assert [float(v) for v in shown["spearman_rho"]] == pytest.approx(stats["spearman_rho"].tolist())
     # another judge: the bench's answer lengths kept from the first, that judge's scores joined to them
-    app.selectbox(key="dist_length_judge").set_value(judges[1]).run()
+    app.radio(key="dist_length_judge").set_value(judges[1]).run()
     assert not app.exception
     assert any(c.value.startswith(f"{len(other_points):,} judged answers") for c in app.caption)
     shown = next(f for f in frames(app) if "spearman_rho" in f.columns)
     assert [float(v) for v in shown["spearman_rho"]] == pytest.approx(other_stats["spearman_rho"].tolist())
     # another colouring: the same cached counts, summed by turn
-    app.selectbox(key="dist_color").set_value("turn").run()
+    app.radio(key="dist_color").set_value("turn").run()
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
     assert _bars(spec) == {(f"turn {t}", b, round(s, 12))
                            for t, b, s in zip(by_turn["turn"], by_turn["bin"], by_turn["share"])}
