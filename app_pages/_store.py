@@ -10,12 +10,14 @@ import threading
 import streamlit as st
 
 from app_pages._widgets import empty_state, show_error
+from lib.analysis.agreement_ci import one_blas_thread
 from lib.errors import DatabaseFileError, JudgeLensError, install_log_redaction
 from lib.store import Store, default_data_path, default_db_path
 
 
 @st.cache_resource(show_spinner=False)
 def _open_store(path: str, data_path: str | None = None) -> Store:
+    one_blas_thread()  # once per server process (and store): the bootstraps' products on one thread, half the CPU
     return Store(path, data_path=data_path)
 
 

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+from threadpoolctl import threadpool_limits
 
 from lib.analysis import agreement as ag
 from lib.analysis import agreement_calibration as sim
 from lib.analysis import agreement_ci as ci
 from lib.cli import main
 
+ROOT = Path(__file__).resolve().parents[2]
 JA_JUDGES = ["gpt-4o", "gpt-4.1-2025-04-14", "gpt-4.1-mini-2025-04-14"]
 
 
@@ -186,3 +193,21 @@ def test_seeded_weights_are_the_seeds_draws_drawn_once_and_read_only():
     assert not ci.seeded_cluster_weights(37, 500, 4).tolist() == w.tolist()
     with pytest.raises(ValueError):
         w[0, 0] = 99.0
+
+
+def test_one_blas_thread_limits_blas_and_keeps_the_numbers(sample_store):
+    """The app runs BLAS on one thread (one_blas_thread, once per server process): the intervals are the same
+    numbers as on two threads (the bootstrap's products are of whole counts), and the limit holds afterwards."""
+    matrix = ag.item_matrix(sample_store, JA_JUDGES, bench="ja_mt_bench")
+    with threadpool_limits(2, user_api="blas"):
+        two = ci.pairwise_agreement_ci(matrix, JA_JUDGES)
+    with threadpool_limits(1, user_api="blas"):
+        one = ci.pairwise_agreement_ci(matrix, JA_JUDGES)
+    pd.testing.assert_frame_equal(one, two, check_exact=True)
+    code = ("import numpy, threadpoolctl\n"
+            "from lib.analysis.agreement_ci import one_blas_thread\n"
+            "one_blas_thread()\n"
+            "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "2"}, cwd=str(ROOT)).stdout
+    assert out.strip() == "[1]"

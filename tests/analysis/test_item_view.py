@@ -70,6 +70,23 @@ def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_s
                                       found["verdicts"].drop(columns="judge_prompt"))
 
 
+def test_items_of_on_a_lake_reads_the_texts_the_file_store_reads(sample_store, sample_lake):
+    """``items_of`` filters the texts by row id each store's cheapest way (a DuckDB file: ``rowid = ANY``, a lake:
+    ``list_contains``): the same rationales, answers and questions, key by key."""
+    with sample_store.read() as cur:
+        keys = [ItemKey(*r) for r in cur.execute(
+            "SELECT DISTINCT bench, question_id, turn, model, sample FROM single_judgments "
+            "ORDER BY hash(bench, question_id, turn, model, sample) LIMIT 12").fetchall()]
+    on_file = iv.items_of(sample_store, keys, prompts=False)
+    on_lake = iv.items_of(sample_lake.store, keys, prompts=False)
+    for key, f, lk in zip(keys, on_file, on_lake):
+        assert (lk["question"], lk["answer"]) == (f["question"], f["answer"]), key
+        texts = [sorted(map(tuple, side["verdicts"][["harness", "judge", "score", "rationale"]].values.tolist()))
+                 for side in (lk, f)]  # the order of repeats follows source ids, which each store numbers itself
+        assert texts[0] == texts[1], key
+    assert all(f["answer"] and len(f["verdicts"]) for f in on_file)
+
+
 def assert_window_texts_match(store, bench_models):
     """``window_texts`` of each block of a model's order finds what ``answer`` and ``verdicts(prompts=False)`` find
     for each of its items, in one read; an item of no block (not judged) is read alone."""

@@ -16,6 +16,31 @@ def simulate_board(rng, true_means, questions=80, turns=2, question_sd=1.0, nois
     return scores.sum(-1), np.full((questions, len(true_means)), float(turns))
 
 
+def test_ranks_are_one_plus_how_many_are_higher_with_ties_and_nan_last():
+    """The ranks (by sorting) are what comparing every model with every other gives (the rule they replaced): ties
+    share the best rank, a model without questions (NaN) ranks after every other; the bootstrap's rank intervals
+    too."""
+    from lib.analysis.agreement_ci import seeded_cluster_weights
+
+    def pairwise(means):
+        filled = np.where(np.isnan(means), -np.inf, means)
+        return (filled[..., None, :] > filled[..., :, None]).sum(-1) + 1
+
+    rng = np.random.default_rng(5)
+    totals = rng.integers(8, 21, size=(30, 40)).astype(float)   # whole totals over 2 items: many ties
+    counts = np.full(totals.shape, 2.0)
+    totals[:, [3, 17]] = counts[:, [3, 17]] = 0                  # two models without a question: NaN means
+    totals[:, 5] = totals[:, 6]                                  # and two models tied throughout
+    res = rk.board_ranks(totals, counts, n_boot=300)
+    assert res["rank"].tolist() == pairwise(totals.sum(0) / counts.sum(0)).tolist()
+    assert res["rank"][5] == res["rank"][6] and res["rank"][3] == res["rank"][17] == 39
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = seeded_cluster_weights(30, 300, 0)
+        boot = pairwise((w @ totals) / (w @ counts))
+    assert res["rank_low"].tolist() == np.quantile(boot, 0.025, axis=0, method="lower").tolist()
+    assert res["rank_high"].tolist() == np.quantile(boot, 0.975, axis=0, method="higher").tolist()
+
+
 def test_ranks_ties_and_intervals_on_a_planted_board():
     rng = np.random.default_rng(3)
     true = [7.0, 7.0, 6.0, 4.0]          # two co-leaders, one a point behind, one far behind
