@@ -12,6 +12,8 @@ the connection is dropped; no thread is left behind reading from it.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import threading
 import time
 
@@ -88,6 +90,17 @@ class _DeadlineBackend:
         self._backend.sleep(seconds)
 
 
+@functools.lru_cache(maxsize=4)
+def _tls_context(cert_file: str | None, cert_dir: str | None):
+    """The TLS context an ``httpx2.Client`` makes by default (the system's CA certificates, or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``: the arguments, so a changed environment gets its own), made once: loading the CA
+    certificates cost ~30 ms of CPU per client, and a re-judge batch, a probe run and every step of an attribution
+    ladder each make a client. A context is safe to share between clients and threads."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 def deadline_http_client(timeout, limits=None):
     """An ``httpx2.Client`` (the SDK's defaults) whose connection pools honour ``total_deadline``."""
     import httpx2
@@ -100,7 +113,8 @@ def deadline_http_client(timeout, limits=None):
             except Exception:
                 pass
 
-    client = Client(timeout=timeout, **({"limits": limits} if limits is not None else {}))
+    tls = _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    client = Client(timeout=timeout, verify=tls, **({"limits": limits} if limits is not None else {}))
     for transport in [client._transport, *client._mounts.values()]:  # proxies from the environment too
         pool = getattr(transport, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 
 import pytest
 
@@ -58,18 +59,20 @@ def test_readme_examples_are_found():
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """The app on a fresh default store (its first start loads the sample); (url, database path)."""
+def app(tmp_path_factory, _sample_db):
+    """The app on its own copy of the bundled sample, the store its first start would load (the session imported
+    it once, conftest ``_sample_db``; the first start itself is test_browser.py's); (url, database path)."""
     from browser_support import running_app
 
     db = tmp_path_factory.mktemp("beside-app") / "judgelens.duckdb"
+    shutil.copy(_sample_db, db)
     with running_app(db) as url:
         yield url, db
 
 
 def test_every_readme_example_runs_while_the_app_is_open(app, page, tmp_path, request):
     url, db = app
-    open_app(page, url)  # the app has opened the store, loaded the sample and read it
+    open_app(page, url)  # the app has opened the store and read it
     wait_for_app(page)
     env = {k: v for k, v in os.environ.items() if k not in ("JUDGELENS_STORE", "OPENAI_API_KEY")}
     env["JUDGELENS_DB"] = str(db)

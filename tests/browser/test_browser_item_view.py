@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import shutil
 import threading
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -21,7 +22,6 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_support import fresh, new_page, open_app, open_expander, wait_for_app, wait_for_rerun
-from conftest import SAMPLE
 from fake_openai import FakeOpenAI
 from lib.ingest.importer import ingest
 from lib.judging.config import JudgeConfig
@@ -99,7 +99,7 @@ def hostile_name(canary: str, who: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hostile_db(tmp_path_factory, canary):
+def hostile_db(tmp_path_factory, canary, _sample_db):
     root = tmp_path_factory.mktemp("hostile")
     bench = root / "evil_bench"
     (bench / "model_answer").mkdir(parents=True)
@@ -126,8 +126,9 @@ def hostile_db(tmp_path_factory, canary):
     for path, records in lines.items():
         path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     db = root / "hostile.duckdb"
+    shutil.copy(_sample_db, db)  # the bundled sample, imported once per session (conftest), then the hostile bench
     with Store(db) as store:
-        ingest(store, [SAMPLE, bench])
+        ingest(store, [bench])
         with FakeOpenAI() as server:  # a stored probe run, judged by a model with a hostile name
             probes.run_probes(store, "single-v1", JudgeConfig(base_url=server.url, model=evil_model, timeout_s=10),
                               n_items=1, probes=["canaries"], api_key="sk-canary-0000", bench="evil_bench")

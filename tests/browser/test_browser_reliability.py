@@ -11,21 +11,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_support import fresh, open_app, open_expander, running_app, wait_for_rerun
-from conftest import SAMPLE
-from lib.ingest.importer import ingest
-from lib.store import Store
+from browser_support import fresh, open_app, open_expander, wait_for_rerun
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    db = tmp_path_factory.mktemp("browser-reliability") / "judgelens.duckdb"
-    with Store(db) as store:
-        ingest(store, [SAMPLE])
-    with running_app(db) as url:
-        yield url
 
 
 def test_intervals_and_reliability_in_the_browser(page, app_url):

@@ -51,6 +51,33 @@ def test_client_has_explicit_timeout_and_no_sdk_retries(server):
         make_client(cfg(server), None)
 
 
+def test_clients_share_one_tls_context_that_verifies_like_the_default(server, monkeypatch, tmp_path):
+    """Loading the CA certificates cost ~30 ms of CPU per client (a client per batch, probe run and ladder step): the
+    context is made once per process and environment, and verifies as httpx2's own default does."""
+    import ssl
+
+    import httpx2
+
+    def tls(client):
+        return client._client._transport._pool._ssl_context
+
+    first = tls(make_client(cfg(server), KEY))
+    assert tls(make_client(cfg(server, timeout_s=7), KEY)) is first
+    default = httpx2.Client()._transport._pool._ssl_context
+    assert (first.verify_mode, first.check_hostname) == (default.verify_mode, default.check_hostname) == (
+        ssl.CERT_REQUIRED, True)
+    assert first.get_ca_certs() == default.get_ca_certs() != []
+    # SSL_CERT_FILE set afterwards (a file of one CA certificate): clients made then trust that file alone
+    pem = open(ssl.get_default_verify_paths().openssl_cafile, encoding="utf-8").read()
+    one = pem[pem.index("-----BEGIN CERTIFICATE-----"):pem.index("-----END CERTIFICATE-----")] + \
+        "-----END CERTIFICATE-----\n"
+    (tmp_path / "ca.pem").write_text(one)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    own = tls(make_client(cfg(server), KEY))
+    assert own is not first and len(own.get_ca_certs()) == 1 and own.verify_mode == ssl.CERT_REQUIRED
+    assert tls(make_client(cfg(server), KEY)) is own
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"base_url": "api.openai.com/v1"}, "must start with http"),
     ({"model": " "}, "Name the judge model"),
