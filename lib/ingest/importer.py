@@ -415,7 +415,7 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
             _reset(todo, known or {})
         _write_items(store, cur, todo, progress)
 
-    limit = resources.import_memory_limit()
+    limit = resources.import_memory_limit(*_limit_inputs(store, todo))
     try:
         store.transaction(write, memory_limit=limit)
     except duckdb.Error as exc:  # rolled back: nothing of the import was written
@@ -425,6 +425,16 @@ def _write(store: Store, items: list[ImportFile], skip_bad_lines: bool, progress
         pending = [i.display for i in todo if i.status == "pending"][:1]  # the file being written, else all of them
         raise resources.resource_error(kind, pending or [i.display for i in todo],
                                        None if store.lake else store.path.parent, limit) from exc
+
+
+def _limit_inputs(store: Store, todo: list[ImportFile]) -> tuple[int | None, int]:
+    """What ``resources.import_memory_limit`` scales a file store's limit by: the bytes of the files this import
+    writes and DuckDB's threads (None for a DuckLake store, which keeps the default)."""
+    if store.lake:
+        return None, 1
+    with store.read() as cur:
+        threads = int(cur.execute("SELECT current_setting('threads')").fetchone()[0])
+    return sum(i.size for i in todo), threads
 
 
 def _reset(items: list[ImportFile], known: dict) -> None:
