@@ -65,7 +65,7 @@ import pandas as pd
 
 from lib import harness as H
 from lib.analysis.item_view import link, link_params
-from lib.store import Store, frame
+from lib.store import Store, frame, row_id_sql, same_row_sql
 from lib.errors import UsageError
 from lib.vocab import (DOUBLE_BRACKET_RE, FASTCHAT_CHAIN_KINDS, MODEL_KEY_SQL as MK, QID_ORDER, SINGLE_BRACKET_RE,
                        THINK_SQL, fastchat_rating, model_key, qid_order)
@@ -166,7 +166,8 @@ def empty_high_scores(store: Store, *, bench: str | None = None, judge: str | No
                   ws_start=r"^[\s\x{3000}]")
     sql = f"""
         WITH j AS (   -- keys and scores first
-            SELECT rowid AS rid, harness, bench, judge, prompt_name, model, question_id, turn, sample, score
+            SELECT {row_id_sql(name='rid')}, harness, bench, judge, prompt_name, model, question_id, turn, sample,
+                   score
             FROM single_judgments j
             WHERE parse_status = 'ok' AND score >= $min_score{where}),
         near AS (     -- answers that can be near-empty: short, or with a <think> block to remove
@@ -185,13 +186,13 @@ def empty_high_scores(store: Store, *, bench: str | None = None, judge: str | No
             SELECT *, length(coalesce(text, '')) AS answer_chars,
                    trim(regexp_replace(coalesce(text, ''), $think, '', 'g'), $ws) AS visible
             FROM near)
-        SELECT j.* EXCLUDE (rid), length(v.visible) AS visible_chars, v.answer_chars, v.visible,
+        SELECT j.* EXCLUDE (rid, rid_source), length(v.visible) AS visible_chars, v.answer_chars, v.visible,
                contains(coalesce(v.text, ''), '<think>') AS has_think, left(v.text, 200) AS answer_head
         FROM j JOIN vis v
           ON v.bench = j.bench AND v.question_id = j.question_id AND v.turn = j.turn AND v.sample = j.sample
          AND {MK.format('j.model')} IN (v.k1, v.k2, v.k3)
         WHERE length(v.visible) <= $n
-        QUALIFY row_number() OVER (PARTITION BY j.rid ORDER BY v.source_id DESC) = 1   -- one answer per judgment
+        QUALIFY row_number() OVER (PARTITION BY j.rid, j.rid_source ORDER BY v.source_id DESC) = 1  -- an answer each
         ORDER BY j.bench, j.judge, j.model, {qid_order('j')}, j.turn,
                  j.sample"""
     df = frame(store, sql, params, plain=True)
@@ -312,7 +313,7 @@ def reference_leaks(store: Store, *, bench: str | None = None, judge: str | None
         try:  # keys first: which judgments were shown which reference (no text carried through the window)
             rows = cur.execute(f"""
                 WITH m AS (
-                    SELECT j.rowid AS rid, r.ref_id, r.reference_judge
+                    SELECT {row_id_sql('j', 'rid')}, r.ref_id, r.reference_judge
                     FROM single_judgments j
                     JOIN _jl_ref_snips r ON r.bench = j.bench AND r.question_id = j.question_id AND r.turn = j.turn
                     WHERE j.rationale IS NOT NULL{where}
@@ -321,11 +322,11 @@ def reference_leaks(store: Store, *, bench: str | None = None, judge: str | None
                                 THEN contains(j.judge_prompt, r.snippet)                     -- the rendered text
                            ELSE contains(j.judge_prompt, r.snippet_json)                         -- JSON messages
                                 OR contains(j.judge_prompt, r.snippet_ascii) END)))
-                    QUALIFY row_number() OVER (PARTITION BY j.rowid
+                    QUALIFY row_number() OVER (PARTITION BY {row_id_sql('j')}
                                                ORDER BY (r.reference_judge = j.judge) DESC, r.ref_id) = 1)
                 SELECT j.harness, j.bench, j.judge, j.prompt_name, j.model, j.question_id, j.turn, j.sample, j.score,
                        m.ref_id, m.reference_judge, j.rationale
-                FROM m JOIN single_judgments j ON j.rowid = m.rid
+                FROM m JOIN single_judgments j ON {same_row_sql('j', 'm', 'rid')}
                 WHERE length(j.rationale) >= {int(n)}""", params).fetchall()
         finally:
             cur.unregister("_jl_ref_snips")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from lib import harness as H
 from lib.keys import ItemKey
-from lib.store import Store
+from lib.store import Store, row_id_sql
 from lib.vocab import QID_ORDER, model_key_sql, qid_order, split_think
 
 # Judgment `model` names may match an answer file's model_id or its file name, with '/' written '__'.
@@ -453,7 +453,7 @@ def _by_row_id(cur, table: str, row_ids: list[int], columns: list[str], lake: bo
         return {}
     where = "list_contains($ids, rowid)" if lake else "rowid = ANY($ids)"
     return {(r[0], r[1]): r[2:] for r in cur.execute(
-        f"SELECT rowid, source_id, {', '.join(columns)} FROM {table} WHERE {where}", {"ids": row_ids}).fetchall()}
+        f"SELECT {row_id_sql()}, {', '.join(columns)} FROM {table} WHERE {where}", {"ids": row_ids}).fetchall()}
 
 
 def items_of(store: Store, keys: list[ItemKey], *, prompts: bool = True) -> list[dict]:

@@ -66,7 +66,7 @@ attach, retries), ``files`` (the DuckDB file: checks, the gate, open errors, bus
 re-exports what the rest of lib imports.
 """
 from lib.store.bulk import derived_names, derived_values, insert_rows
-from lib.store.core import Store, frame, in_memory, plain_frame, read_once
+from lib.store.core import Store, frame, in_memory, plain_frame, read_once, row_id_sql, same_row_sql
 from lib.store.files import CONNECT_CONFIG, default_db_path
 from lib.store.lake import default_data_path, default_store, is_lake, parse_lake
 from lib.store.migrate import migrate
@@ -79,4 +79,4 @@ __all__ = ["check_verdict", "check_verdict_key", "CONNECT_CONFIG", "current_verd
            "default_db_path", "default_store", "derived_names", "derived_values", "frame", "HUMAN_PREFIX", "in_memory",
            "insert_rows", "insert_verdicts",
            "is_lake", "lake_schema", "migrate", "parse_lake", "plain_frame", "read_once", "refresh_human_scores",
-           "refresh_item_scores", "Store", "verdict_item_problems", "VERDICT_ORDER_TERMS"]
+           "refresh_item_scores", "row_id_sql", "same_row_sql", "Store", "verdict_item_problems", "VERDICT_ORDER_TERMS"]

@@ -32,6 +32,24 @@ VERSION_SQL = ("SELECT count(*), coalesce(max(source_id), 0), (SELECT count(*) F
                "(SELECT count(*) || ':' || coalesce(max(run_id), 0) FROM probe_runs){clock} FROM sources")
 
 
+
+def row_id_sql(alias: str = "", name: str = "") -> str:
+    """The SQL naming one stored row of a table with a ``source_id`` (every imported table): its row id AND its
+    source id, the one home of that rule. A row id alone is not enough on a DuckLake store: two rows of a table can
+    share one (rows that separate imports wrote inline in the catalog: in the bundled sample's lake 4,320 judgments
+    have 2,772 row ids, each once per source); in a DuckDB file each row has its own. ``alias``: the table's alias in
+    the query (``"j"``: ``j.rowid, j.source_id``); ``name``: select them as ``name`` and ``name_source`` (for a CTE
+    that ``same_row_sql`` joins back to the table)."""
+    at = f"{alias}." if alias else ""
+    if name:
+        return f"{at}rowid AS {name}, {at}source_id AS {name}_source"
+    return f"{at}rowid, {at}source_id"
+
+
+def same_row_sql(alias: str, other: str, name: str) -> str:
+    """A join condition: row ``alias`` of a table is the row that ``row_id_sql(..., name)`` named in ``other``."""
+    return f"{alias}.rowid = {other}.{name} AND {alias}.source_id = {other}.{name}_source"
+
 class Store:
     """One open store: a DuckDB file (default) or a DuckLake store (``ducklake:sqlite:FILE`` /
     ``ducklake:postgres:CONNINFO``, Parquet data under ``data_path``). Thread-safe: readers use ``read()``

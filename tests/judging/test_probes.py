@@ -423,3 +423,33 @@ def test_a_judge_off_the_templates_scale_could_not_be_evaluated_not_failed(sampl
     assert head.startswith("order-bug-demo@v1 judged by judge-x on 2 item(s): could not evaluate ")
     assert head.endswith("(no rating on the template's 1-5 scale could be parsed).")
     assert not any(line.startswith("order-bug-demo scores") for line in run.summary.splitlines())
+
+
+def saved_outcomes(n: int, tag: str) -> list[dict]:
+    """``n`` probe outcomes in an order no column sorts them by (what a run records, request by request)."""
+    return [{"probe": f"{tag}{(7 * i) % n:03d}", "kind": "canary", "bench": "b", "question_id": str((5 * i) % n),
+             "turn": 1 + i % 2, "model": "m", "sample": 0, "status": "ok", "score": float(i % 10)} for i in range(n)]
+
+
+def assert_outcomes_load_in_the_order_they_were_saved(target):
+    """``load_probe_run`` orders a run's rows by row id. On a DuckLake store two rows of a table can share a row id
+    (rows of separate write transactions), but a run's rows are one insert: their row ids are distinct and in the
+    order of the insert, on either store, whatever other runs were saved before."""
+    runs = []
+    for n, tag in ((3, "a"), (40, "b"), (7, "c")):
+        run = P.ProbeRun(template="t@v1", template_id=1, template_name="t", model="judge", base_url="http://x",
+                         params={}, results=[], outcomes=saved_outcomes(n, tag))
+        P.save_probe_run(target, run)
+        runs.append(run)
+    for run in runs:
+        loaded = P.load_probe_run(target, run.run_id).outcomes
+        assert [(o["probe"], o["question_id"], o["turn"]) for o in loaded] == \
+            [(o["probe"], o["question_id"], o["turn"]) for o in run.outcomes]
+
+
+def test_a_probe_runs_outcomes_load_in_the_order_they_were_saved(store):
+    assert_outcomes_load_in_the_order_they_were_saved(store)
+
+
+def test_a_probe_runs_outcomes_load_in_the_order_they_were_saved_on_a_lake(lake_store):
+    assert_outcomes_load_in_the_order_they_were_saved(lake_store)
