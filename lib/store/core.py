@@ -32,7 +32,6 @@ VERSION_SQL = ("SELECT count(*), coalesce(max(source_id), 0), (SELECT count(*) F
                "(SELECT count(*) || ':' || coalesce(max(run_id), 0) FROM probe_runs){clock} FROM sources")
 
 
-
 def row_id_sql(alias: str = "", name: str = "") -> str:
     """The SQL naming one stored row of a table with a ``source_id`` (every imported table): its row id AND its
     source id, the one home of that rule. A row id alone is not enough on a DuckLake store: two rows of a table can
@@ -49,6 +48,7 @@ def row_id_sql(alias: str = "", name: str = "") -> str:
 def same_row_sql(alias: str, other: str, name: str) -> str:
     """A join condition: row ``alias`` of a table is the row that ``row_id_sql(..., name)`` named in ``other``."""
     return f"{alias}.rowid = {other}.{name} AND {alias}.source_id = {other}.{name}_source"
+
 
 class Store:
     """One open store: a DuckDB file (default) or a DuckLake store (``ducklake:sqlite:FILE`` /
