@@ -30,7 +30,9 @@ of ``copy_class()``). The importer's fast path (FastChat judgment files, the lar
 the INSERT that parses them (``mark_expression``), where DuckDB runs the scan in parallel with the JSON reading:
 half the cost of a separate UPDATE. The classes come generated (``lib/search_classes.py``): building them takes
 longer than marking 100k texts; so do the tables a search makes its patterns from (``query_tables``).
-Re-judge sources (which grow while a batch runs) are checked again at each refresh (rows whose norm is still NULL).
+A source whose rows change after it was indexed (a re-judge source grows while its batch runs and when it resumes;
+a regenerated run is written again) is forgotten by the write that changes it (``forget_sources``, through
+``lib.store.scores.sources_changed``) and indexed again whole at the next refresh; no other source is redone.
 
 Why not a full copy: it doubled import time and database size (issue 12); NFKC-stable texts (most of them; every
 synthetic benchmark text) need none. Why not NFKC per query: DuckDB has none, and ``lower()`` alone is 3-5x
@@ -378,13 +380,13 @@ def _register(cur, name: str, fn, returns: str) -> None:
 
 def index_new_sources(cur, *, marked=()) -> None:
     """Bring the index up to date with the sources table, inside the caller's transaction: questions, references,
-    answers, rationales and judge prompts of every source not in ``search_sources`` yet. ``marked``: sources whose
-    texts got their ``mark_expression`` when inserted (only their copies are left to make)."""
+    answers, rationales and judge prompts of every source not in ``search_sources`` (a new source, or one whose
+    rows changed: ``forget_sources``). ``marked``: sources whose texts got their ``mark_expression`` when inserted
+    (only their copies are left to make)."""
     if not _has_table(cur, "search_text"):
         return
     cur.execute("DELETE FROM search_text WHERE source_id NOT IN (SELECT source_id FROM sources)")
-    cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM sources)"
-                " OR source_id IN (SELECT source_id FROM sources WHERE kind IN ('rejudge', 'generate'))")
+    cur.execute("DELETE FROM search_sources WHERE source_id NOT IN (SELECT source_id FROM sources)")
     new = [r[0] for r in cur.execute(
         "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT source_id FROM search_sources) "
         "ORDER BY source_id").fetchall()]
@@ -392,6 +394,20 @@ def index_new_sources(cur, *, marked=()) -> None:
         done = set(marked)
         _index(cur, new, [s for s in new if s not in done])
         cur.execute("INSERT INTO search_sources SELECT unnest($new)", {"new": new})
+
+
+def forget_sources(cur, source_ids) -> None:
+    """Mark these existing sources as not indexed, inside the transaction that changed their rows (a re-judge
+    batch's later writes, a resumed batch, a regenerated run written again): the next ``index_new_sources`` indexes
+    them again whole, as it does a new source. A source is in ``search_sources`` only while its indexed texts are
+    those of its rows; every other source is left as it is (re-indexing every re-judge and regenerated source at
+    every write cost a time growing with the square of their number)."""
+    ids = sorted({int(i) for i in source_ids})
+    if not ids or not _has_table(cur, "search_sources"):
+        return
+    if cur.execute("SELECT EXISTS (SELECT 1 FROM search_sources WHERE list_contains($ids, source_id))",
+                   {"ids": ids}).fetchone()[0]:  # as in ``lib.store.scores.sources_changed``
+        cur.execute("DELETE FROM search_sources WHERE list_contains($ids, source_id)", {"ids": ids})
 
 
 def unindexed(cur) -> int:

@@ -24,7 +24,7 @@ from lib.generation.plan import GenerationPlan
 from lib.generation.runner import GenerationResult, GenRequest, run_plan
 from lib.generation.setups import GenerationSetup, setup_from_dict, setup_to_dict
 from lib.search_index import index_new_sources
-from lib.store import Store, insert_rows
+from lib.store import Store, insert_rows, sources_changed
 from lib.text_features import fill_answer_features
 
 HARNESS = "judgelens"
@@ -103,6 +103,7 @@ def _store_result(store: Store, sid: int, label: str, result: GenerationResult) 
         insert_rows(cur, "answers", ans_rows)
         insert_rows(cur, "generations", [{**r, "request": bodies.get(r["request_key"])} for r in gen_rows])
         cur.execute("UPDATE sources SET rows_imported = ? WHERE source_id = ?", [len(ans_rows), sid])
+        sources_changed(cur, [sid])  # written again (a resumed run): indexed again whole
         index_new_sources(cur)
         fill_answer_features(cur)
         return len(ans_rows)

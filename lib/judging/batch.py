@@ -37,7 +37,8 @@ from lib.judging.context import build_contexts
 from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import parse, to_ten_scale
 from lib.judging.templates import Template, TemplateError, get_template, render_many, save_template
-from lib.store import Store, insert_rows, refresh_item_scores
+from lib.store import Store, insert_rows, refresh_item_scores, sources_changed
+from lib.store.scores import refresh_judge_questions
 
 HARNESS = H.REJUDGE.name      # the harness of the verdicts JudgeLens makes
 
@@ -405,6 +406,7 @@ class RejudgeBatch:
             # may run again on a DuckLake store (Store.transaction): start from the state before the first try
             self.source_id, self._redo_keys = source_id, list(redo_keys)
             sid = self._ensure_source(cur)
+            sources_changed(cur, [sid])  # its rows change: derived again whole at the next refresh
             cache.save(cur, self.config, [(r.messages_json, r.result) for r in new_results])
             rows, rej, total, reasons = [], [], {}, {}
             for unit in units:
@@ -469,7 +471,9 @@ class RejudgeBatch:
             if self.mode == "single":  # the per-item table every page aggregates (lib.store)
                 benches = [b for (b,) in cur.execute("SELECT DISTINCT bench FROM single_judgments WHERE source_id = ?",
                                                      [self.source_id]).fetchall()]
-                refresh_item_scores(cur, benches)
+                refresh_item_scores(cur, benches, judges=[self.label])  # its verdicts alone changed
+            else:  # pair verdicts feed no item score, only the judge prompts' questions (cut for this source alone)
+                refresh_judge_questions(cur, [])
             n, failed = cur.execute(sql, [self.source_id]).fetchone()
             notes = [f"re-judged with {self.template.label} (template_id {self.template.template_id}) by "
                      f"{self.config.model} at {self.config.base_url}, temperature {self.config.temperature:g}, "

@@ -17,11 +17,13 @@ ORDER BY j.bench, j.judge, j.model
 """
 
 
-def refresh_item_scores(cur, benches=None, *, marked=()) -> None:
+def refresh_item_scores(cur, benches=None, *, marked=(), judges=None) -> None:
     """Recompute item_scores for these benches (None: all), inside the caller's transaction.
 
     Call after any write to single_judgments or questions (ingest, remove, re-judge). ``marked``: new sources
-    whose texts were marked for the search index as they were inserted (``lib.search_index.marker``).
+    whose texts were marked for the search index as they were inserted (``lib.search_index.marker``). ``judges``
+    (with ``benches``): only these judges' rows changed and no question did (a re-judge batch: its verdicts carry
+    its own label alone), so only their item scores are recomputed; the other judges' rows of the benches stay.
     """
     if benches is None:
         cur.execute("DELETE FROM item_scores")
@@ -30,9 +32,11 @@ def refresh_item_scores(cur, benches=None, *, marked=()) -> None:
         return
     benches = sorted({b for b in benches if b is not None})
     if benches:
-        cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)", {"b": benches})
-        cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(where="WHERE list_contains($b, j.bench)"),
-                    {"b": benches})
+        params = {"b": benches} if judges is None else {"b": benches, "j": sorted(set(judges))}
+        of_judges = "" if judges is None else " AND list_contains($j, {}judge)"
+        cur.execute("DELETE FROM item_scores WHERE list_contains($b, bench)" + of_judges.format(""), params)
+        cur.execute("INSERT INTO item_scores " + ITEM_SCORES_SELECT.format(
+            where="WHERE list_contains($b, j.bench)" + of_judges.format("j.")), params)
     _refresh_extras(cur, benches, marked)
 
 
@@ -49,14 +53,33 @@ def _refresh_extras(cur, benches, marked=()) -> None:
     fill_answer_features(cur)
 
 
+def sources_changed(cur, source_ids) -> None:
+    """Call inside a write that adds rows to, or removes rows from, sources that already exist (a re-judge batch's
+    later writes to its source, a resumed batch, a regenerated run written again; an import or a removal makes or
+    drops whole sources and needs no call): what is derived per source forgets them (their judge prompts' questions
+    here, their search texts: ``lib.search_index.forget_sources``), so the next refresh derives them again whole,
+    as for a new source. Every other source keeps what was derived from it."""
+    from lib.search_index import forget_sources
+
+    ids = sorted({int(i) for i in source_ids})
+    if not ids:
+        return
+    # no DELETE while nothing is derived yet (the usual case: a batch's source between two of its writes): its
+    # writes then touch these tables no more than before, also when concurrent batches write (DuckLake)
+    if cur.execute("SELECT EXISTS (SELECT 1 FROM judge_prompt_questions WHERE list_contains($ids, source_id))",
+                   {"ids": ids}).fetchone()[0]:
+        cur.execute("DELETE FROM judge_prompt_questions WHERE list_contains($ids, source_id)", {"ids": ids})
+    forget_sources(cur, ids)
+
+
 def refresh_judge_questions(cur, benches=None) -> None:
     """Bring ``judge_questions`` up to date for these benches (None: all): the question text each stored judge prompt
     shows (``lib.vocab.question_seen``), one prompt per judgment file, judge, prompt name and question turn (the
     smallest prompt of the group's first model by name). The
-    texts of each source are cut out once (``judge_prompt_questions``; re-judge sources, which grow, every time);
-    the per-question majority is then recomputed from those few rows."""
-    cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)"
-                " OR source_id IN (SELECT source_id FROM sources WHERE kind = 'rejudge')")
+    texts of each source are cut out once (``judge_prompt_questions``; again after ``sources_changed``);
+    the per-question majority is then recomputed from those few rows, for these benches and those of the sources cut
+    now (a source whose rows changed is cut again: ``sources_changed``)."""
+    cur.execute("DELETE FROM judge_prompt_questions WHERE source_id NOT IN (SELECT source_id FROM sources)")
     todo = [r[0] for r in cur.execute(
         "SELECT source_id FROM sources WHERE source_id NOT IN (SELECT DISTINCT source_id FROM judge_prompt_questions) "
         "ORDER BY source_id").fetchall()]
@@ -100,6 +123,9 @@ def refresh_judge_questions(cur, benches=None) -> None:
         WHERE text IS NOT NULL""")
     where, params = "", {}
     if benches is not None:
+        if todo:  # the benches of the sources cut now: their majority may have changed whatever the caller wrote
+            benches = sorted({*benches, *(b for (b,) in cur.execute(
+                f"SELECT DISTINCT bench FROM judge_prompt_questions WHERE {new}").fetchall() if b is not None)})
         if not benches:
             return
         where, params = "WHERE list_contains($b, bench)", {"b": list(benches)}
