@@ -21,7 +21,8 @@ in a new tab, its button clicked (a rerun), a move through its sidebar, a page w
 and per page the hello app drawing the same kinds and numbers of elements as that page (a census of its main
 area and its sidebar's own content: 7 metrics, 3 select boxes, 20 columns over 6 column blocks, 11 help icons,
 ..., trivially filled), opened in a new tab, opened cold (a fresh browser) and reached through the hello app's
-sidebar from a page drawing Overview's widgets. Each floor page's census is checked against its page's
+sidebar from a page drawing Overview's widgets, and that page rerun by a click (one more button: Streamlit's own cost
+of rerunning the page's elements, shown beside the table, not judged). Each floor page's census is checked against its page's
 (``check_floor``: ``widgets_mismatch`` in the JSON and a WARNING if they differ). Each row is judged against
 one floor (the table's "floor" column; bench/browser_bench_table.py):
 
@@ -84,7 +85,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from browser_support import (launch_chromium, new_context, open_app, running_app, wait_for_app,  # noqa: E402
                              wait_for_rerun)
 from browser_bench_table import (COLD, FLOOR_CHART, FLOOR_CLICK, FLOOR_OPEN, FLOOR_SELECT, FLOOR_SIDEBAR,  # noqa: E402
-                                 FLOOR_WIDGETS, FLOOR_WIDGETS_COLD, FLOOR_WIDGETS_SIDEBAR, HELLO_STORE, LAKE_RATIO,
+                                 FLOOR_WIDGETS, FLOOR_WIDGETS_COLD, FLOOR_WIDGETS_RERUN, FLOOR_WIDGETS_SIDEBAR,
+                                 HELLO_STORE, LAKE_RATIO,
                                  markdown, print_table, summarise)
 from stores import OUT, STORES, fingerprint, parse_stores, stores_for  # noqa: E402
 
@@ -193,7 +195,10 @@ def draw(counts, where=""):
 def widgets():
     """Streamlit's own cost of a page's elements: the kinds and numbers a page drew (``?w=stMetric:7,...``, the
     census the benchmark took of it; ``sb.`` kinds in the sidebar), each with trivial content. Reached from
-    the sidebar, the census is the one the Start page was given (``start?w=...``)."""
+    the sidebar, the census is the one the Start page was given (``start?w=...``). ``&rerun=1``: one more button
+    first, whose click reruns the page (the page's own rerun floor)."""
+    if st.query_params.get("rerun"):
+        st.button("Rerun the page")
     draw_census(st.query_params.get("w") or st.session_state.get("same_widgets", ""))
 
 
@@ -590,6 +595,15 @@ def run_size(browser, label: str, apps: dict[str, str], hello_url: str, info: di
                 if wp not in (None, True):
                     check_floor(info, label, scen.title, "new tab", wp, results)
                     wp.close()
+                # A rerun of those widgets (one more button, clicked): what a click costs Streamlit on this page,
+                # shown beside the hello click the steps stay judged against (browser_bench_table's rerun_lines)
+                rp = record(results, f"{floor}|(untimed: the same widgets as {scen.title}, with a rerun button)",
+                            lambda: tab_open(ctx, hello_url, Scenario(f"{same_widgets(scen.title).page}&rerun=1",
+                                                                      "Widgets")))
+                if rp not in (None, True):
+                    record(results, f"{floor}|{FLOOR_WIDGETS_RERUN.format(scen.title)}",
+                           lambda: do_step(rp, Step("rerun", lambda p: button(p, "Rerun the page")), tm))
+                    rp.close()
                 if scen.page:  # its page is also opened from Overview's sidebar: from Overview's same widgets, then
                     start = f"start?s={info['widgets'].get('Overview', '')}&w={info['widgets'][scen.title]}"
                     sp = record(results, f"{floor}|(untimed: Overview's widgets, to start from, for {scen.title})",

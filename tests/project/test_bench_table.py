@@ -1,7 +1,7 @@
-"""The browser benchmark's select-box lines (bench/browser_bench_table.py ``select_lines``): each select-box step
-against the hello app's own pick, a tab's first pick against the first and a later one against "again". The
-benchmark's own test runs pages whose choices are radio rows (no select-box step), so the lines are pinned here on
-rows made up for it."""
+"""The browser benchmark's lines beside the table (bench/browser_bench_table.py): ``select_lines``, each select-box step
+against the hello app's own pick, a tab's first pick against the first and a later one against "again" (the
+benchmark's own test runs pages whose choices are radio rows, no select-box step); ``rerun_lines``, each step against
+its page's own rerun. Pinned here on rows made up for them."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +10,8 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from browser_bench_table import FLOOR_CLICK, FLOOR_SELECT, HELLO_STORE, select_lines  # noqa: E402
+from browser_bench_table import (FLOOR_CLICK, FLOOR_SELECT, FLOOR_WIDGETS, FLOOR_WIDGETS_RERUN, HELLO_STORE,  # noqa: E402
+                                 rerun_lines, select_lines, summarise)
 
 
 def row(store: str, page: str, what: str, median: float) -> dict:
@@ -38,3 +39,27 @@ def test_no_select_step_or_no_select_floor_gives_no_lines():
     rows = [row(HELLO_STORE, "floor", FLOOR_CLICK, 0.20), row(HELLO_STORE, "floor", FLOOR_SELECT["first"], 0.45)]
     assert select_lines(rows, "wide 100k", {}, ["file"], 0.3) == []
     assert select_lines(rows, "wide 100k", {"Item view|5. pick another model": "first"}, ["file"], 0.3) == []
+
+
+def test_steps_are_shown_against_their_pages_own_rerun_beside_the_hello_click():
+    """``rerun_lines``: each step (not a new tab, not a sidebar move) against the rerun of a page drawing its page's
+    widgets; rows come from ``summarise`` on made-up runs, so only the steps judged against the hello click count."""
+    floor = "wide 100k|hello|floor|"
+    runs = {floor + FLOOR_CLICK: [0.20, 0.22, 0.21],
+            floor + FLOOR_WIDGETS_RERUN.format("Item view"): [0.30, 0.31, 0.29],
+            floor + FLOOR_WIDGETS.format("Item view"): [1.0],
+            "wide 100k|file|Item view|open in a new tab": [1.2],            # a new tab: its own floor, not listed
+            "wide 100k|file|Item view|open from the sidebar": [0.9],        # a sidebar move: not listed either
+            "wide 100k|file|Item view|1. Next": [0.50, 0.55, 0.52],         # +0.22 over the page's rerun
+            "wide 100k|file|Item view|4. Next biggest disagreement": [0.70],  # +0.40: over
+            "wide 100k|lake-sqlite|Item view|1. Next": [0.58],
+            "wide 100k|file|Search|1. find": [0.9]}                          # no rerun floor for Search: left out
+    rows = summarise(runs, {"wide 100k": 0.3})
+    lines = rerun_lines(rows, "wide 100k", ["file", "lake-sqlite"], 0.3)
+    assert lines[0] == ("Steps against their page's own rerun (the hello app drawing the page's widgets, a button "
+                        "clicked), not the goal's floor (hello click 0.21 s): Item view 0.30 s. Judged against it "
+                        "instead, with the same goal (+0.3 s):")
+    assert lines[2] == "- file: 1/2 within the goal; over it: Item view Next biggest disagreement +0.40"
+    assert lines[3] == "- lake-sqlite: 1/1 within the goal"
+    assert rerun_lines(summarise({floor + FLOOR_CLICK: [0.2], "wide 100k|file|Search|1. find": [0.9]},
+                                 {"wide 100k": 0.3}), "wide 100k", ["file"], 0.3) == []
