@@ -37,8 +37,7 @@ from lib.judging.context import build_contexts
 from lib.judging.dispatch import Dispatcher
 from lib.judging.parsers import parse, to_ten_scale
 from lib.judging.templates import Template, TemplateError, get_template, render_many, save_template
-from lib.store import Store, insert_rows, refresh_item_scores, sources_changed
-from lib.store.scores import refresh_judge_questions
+from lib.store import Store, insert_rows, refresh_item_scores, refresh_judge_questions, sources_changed
 
 HARNESS = H.REJUDGE.name      # the harness of the verdicts JudgeLens makes
 

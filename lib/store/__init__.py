@@ -71,7 +71,7 @@ from lib.store.files import CONNECT_CONFIG, default_db_path
 from lib.store.lake import default_data_path, default_store, is_lake, parse_lake
 from lib.store.migrate import migrate
 from lib.store.schema import lake_schema
-from lib.store.scores import refresh_item_scores, sources_changed
+from lib.store.scores import refresh_item_scores, refresh_judge_questions, sources_changed
 from lib.store.verdicts import (HUMAN_PREFIX, VERDICT_ORDER_TERMS, check_verdict, check_verdict_key,
                                 current_verdicts_sql, insert_verdicts, refresh_human_scores, verdict_item_problems)
 
@@ -79,5 +79,5 @@ __all__ = ["check_verdict", "check_verdict_key", "CONNECT_CONFIG", "current_verd
            "default_db_path", "default_store", "derived_names", "derived_values", "frame", "HUMAN_PREFIX", "in_memory",
            "insert_rows", "insert_verdicts",
            "is_lake", "lake_schema", "migrate", "parse_lake", "plain_frame", "read_once", "refresh_human_scores",
-           "refresh_item_scores", "row_id_sql", "same_row_sql", "sources_changed", "Store", "verdict_item_problems",
+           "refresh_item_scores", "refresh_judge_questions", "row_id_sql", "same_row_sql", "sources_changed", "Store", "verdict_item_problems",
            "VERDICT_ORDER_TERMS"]
