@@ -239,8 +239,7 @@ def rerun_lines(rows: list[dict], size: str, stores: list[str], goal: float) -> 
     floors = {r["what"]: r["median"] for r in rows if r["size"] == size and r["store"] == HELLO_STORE}
     click = floors.get(FLOOR_CLICK)
     steps = [r for r in rows if r["size"] == size and r["store"] in stores and r["floor_row"] == FLOOR_CLICK
-             and r["what"] != "open from the sidebar" and r["median"] is not None
-             and floors.get(FLOOR_WIDGETS_RERUN.format(r["page"])) is not None]
+             and r["median"] is not None and floors.get(FLOOR_WIDGETS_RERUN.format(r["page"])) is not None]
     if not steps:
         return []
     pages = dict.fromkeys(r["page"] for r in steps)
