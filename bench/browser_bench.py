@@ -21,10 +21,10 @@ in a new tab, its button clicked (a rerun), a move through its sidebar, a page w
 and per page the hello app drawing the same kinds and numbers of elements as that page (a census of its main
 area and its sidebar's own content: 7 metrics, 3 select boxes, 20 columns over 6 column blocks, 11 help icons,
 ..., trivially filled), opened in a new tab, opened cold (a fresh browser) and reached through the hello app's
-sidebar from a page drawing Overview's widgets, and that page rerun by a click (one more button: Streamlit's own cost
-of rerunning the page's elements, shown beside the table, not judged). Each floor page's census is checked against its page's
-(``check_floor``: ``widgets_mismatch`` in the JSON and a WARNING if they differ). Each row is judged against
-one floor (the table's "floor" column; bench/browser_bench_table.py):
+sidebar from a page drawing Overview's widgets, and that page rerun by a click (one more button: Streamlit's own
+cost of rerunning the page's elements, shown beside the table, not judged). Each floor page's census is checked
+against its page's (``check_floor``: ``widgets_mismatch`` in the JSON and a WARNING if they differ). Each row is
+judged against one floor (the table's "floor" column; bench/browser_bench_table.py):
 
 - a page's new tab against its same-widgets floor: what remains is the page's own content (texts, tables,
   figures, queries), the rest is Streamlit's cost of those elements in a new tab;

@@ -224,11 +224,8 @@ def select_lines(rows: list[dict], size: str, steps: dict[str, str], stores: lis
     for s in stores:
         mine = [r for r in rows if r["size"] == size and r["store"] == s and f"{r['page']}|{r['what']}" in steps
                 and r["median"] is not None]
-        over = [(f"{r['page']} {r['what'].split('. ', 1)[-1]}",
-                 r["median"] - (first if steps[f"{r['page']}|{r['what']}"] == "first" else again)) for r in mine]
-        missed = [f"{name} {v:+.2f}" for name, v in over if v > goal]
-        out.append(f"- {s}: {sum(v <= goal for _, v in over)}/{len(mine)} within the goal"
-                   + (f"; over it: {', '.join(missed)}" if missed else ""))
+        out.append(within_line(s, [(r, first if steps[f"{r['page']}|{r['what']}"] == "first" else again)
+                                   for r in mine], goal))
     return out + [""]
 
 
@@ -248,13 +245,17 @@ def rerun_lines(rows: list[dict], size: str, stores: list[str], goal: float) -> 
            + ", ".join(f"{p} {floors[FLOOR_WIDGETS_RERUN.format(p)]:.2f}" for p in pages)
            + f" s. Judged against it instead, with the same goal (+{goal:.1f} s):", ""]
     for s in stores:
-        mine = [r for r in steps if r["store"] == s]
-        over = [(f"{r['page']} {r['what'].split('. ', 1)[-1]}", r["median"] - floors[FLOOR_WIDGETS_RERUN.format(r["page"])])
-                for r in mine]
-        missed = [f"{name} {v:+.2f}" for name, v in over if v > goal]
-        out.append(f"- {s}: {sum(v <= goal for _, v in over)}/{len(mine)} within the goal"
-                   + (f"; over it: {', '.join(missed)}" if missed else ""))
+        out.append(within_line(s, [(r, floors[FLOOR_WIDGETS_RERUN.format(r["page"])]) for r in steps
+                                   if r["store"] == s], goal))
     return out + [""]
+
+
+def within_line(store: str, against: list[tuple[dict, float]], goal: float) -> str:
+    """"- store: n/m within the goal; over it: ..." for rows each paired with the floor they are set against here."""
+    over = [(f"{r['page']} {r['what'].split('. ', 1)[-1]}", r["median"] - floor) for r, floor in against]
+    missed = [f"{name} {v:+.2f}" for name, v in over if v > goal]
+    return (f"- {store}: {sum(v <= goal for _, v in over)}/{len(over)} within the goal"
+            + (f"; over it: {', '.join(missed)}" if missed else ""))
 
 
 def cell(r: dict | None) -> str:

@@ -79,5 +79,5 @@ __all__ = ["check_verdict", "check_verdict_key", "CONNECT_CONFIG", "current_verd
            "default_db_path", "default_store", "derived_names", "derived_values", "frame", "HUMAN_PREFIX", "in_memory",
            "insert_rows", "insert_verdicts",
            "is_lake", "lake_schema", "migrate", "parse_lake", "plain_frame", "read_once", "refresh_human_scores",
-           "refresh_item_scores", "refresh_judge_questions", "row_id_sql", "same_row_sql", "sources_changed", "Store", "verdict_item_problems",
-           "VERDICT_ORDER_TERMS"]
+           "refresh_item_scores", "refresh_judge_questions", "row_id_sql", "same_row_sql", "sources_changed", "Store",
+           "verdict_item_problems", "VERDICT_ORDER_TERMS"]

@@ -10,8 +10,8 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from browser_bench_table import (FLOOR_CLICK, FLOOR_SELECT, FLOOR_WIDGETS, FLOOR_WIDGETS_RERUN, HELLO_STORE,  # noqa: E402
-                                 rerun_lines, select_lines, summarise)
+from browser_bench_table import (FLOOR_CLICK, FLOOR_SELECT, FLOOR_WIDGETS,  # noqa: E402
+                                 FLOOR_WIDGETS_RERUN, HELLO_STORE, rerun_lines, select_lines, summarise)
 
 
 def row(store: str, page: str, what: str, median: float) -> dict:
