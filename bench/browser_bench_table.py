@@ -208,6 +208,7 @@ def markdown(result: dict) -> str:
         out.append("")
         out += select_lines(rows, size, about.get("select_steps", {}), stores, goals.get(size, 0.5))
         out += rerun_lines(rows, size, stores, goals.get(size, 0.5))
+        out += reach_lines(rows, size, about.get("select_steps", {}), stores, goals.get(size, 0.5))
     return "\n".join(out)
 
 
@@ -247,6 +248,48 @@ def rerun_lines(rows: list[dict], size: str, stores: list[str], goal: float) -> 
     for s in stores:
         out.append(within_line(s, [(r, floors[FLOOR_WIDGETS_RERUN.format(r["page"])]) for r in steps
                                    if r["store"] == s], goal))
+    return out + [""]
+
+
+def reach_lines(rows: list[dict], size: str, steps: dict[str, str], stores: list[str], goal: float) -> list[str]:
+    """The steps whose goal lies below Streamlit's own cost of the same step on a page drawing the same widgets, before
+    any work of the page's: its rerun (``FLOOR_WIDGETS_RERUN``), plus for a pick in a select box what the hello app's
+    own pick costs over its click (``FLOOR_SELECT``, first or again). No change to the page's work can bring such a
+    step within its goal; each other miss is listed with how far it is over that least (the page's own share)."""
+    floors = {r["what"]: r["median"] for r in rows if r["size"] == size and r["store"] == HELLO_STORE}
+    click = floors.get(FLOOR_CLICK)
+    steps_here = [r for r in rows if r["size"] == size and r["store"] in stores and r["floor_row"] == FLOOR_CLICK
+                  and r["median"] is not None and floors.get(FLOOR_WIDGETS_RERUN.format(r["page"])) is not None]
+    if click is None or not steps_here:
+        return []
+
+    def least(r: dict) -> float | None:
+        kind = steps.get(f"{r['page']}|{r['what']}")
+        if kind and floors.get(FLOOR_SELECT[kind]) is None:
+            return None  # a pick whose floor was not measured: not judged here
+        extra = floors[FLOOR_SELECT[kind]] - click if kind else 0.0
+        return floors[FLOOR_WIDGETS_RERUN.format(r["page"])] + extra
+
+    def name(r: dict) -> str:
+        return f"{r['page']} {r['what'].split('. ', 1)[-1]}"
+
+    lines = {}  # (page, what) -> least, in the table's order
+    for r in steps_here:
+        if (r["page"], r["what"]) not in lines and least(r) is not None:
+            lines[(r["page"], r["what"])] = least(r)
+    out_of_reach = {k: v for k, v in lines.items() if v > click + goal}
+    out = [f"Out of reach: {len(out_of_reach)} of {len(lines)} steps have a goal (hello click + {goal:.1f} = "
+           f"{click + goal:.3f} s) below Streamlit's own cost of the same step on a page with the same widgets (its "
+           "rerun; a pick in a select box adds the hello app's pick over its click), before any work of the page's"
+           + (": " + ", ".join(f"{p} {w.split('. ', 1)[-1]} {v:.3f}" for (p, w), v in out_of_reach.items()) + " s"
+              if out_of_reach else "") + ".", ""]
+    for s in stores:
+        missed = [r for r in steps_here if r["store"] == s and not r["meets_goal"] and (r["page"], r["what"]) in lines]
+        beyond = [r for r in missed if (r["page"], r["what"]) not in out_of_reach]
+        out.append(f"- {s}: {len(missed) - len(beyond)} of its {len(missed)} missed steps out of reach"
+                   + (f"; the others over that least by: "
+                      + ", ".join(f"{name(r)} {r['median'] - lines[(r['page'], r['what'])]:+.2f}" for r in beyond)
+                      if beyond else ""))
     return out + [""]
 
 
