@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
@@ -60,13 +61,31 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
     page's cache: the intervals are a 2,000-replicate bootstrap per pair); computed here otherwise."""
     judges = agreement.check_choice(judges, minimum=2)  # item_matrix checks the names against the store
     filters = {"bench": bench, "model": model, "turn": turn, "category": category}
+    with ThreadPoolExecutor(1) as pool:
+        # The largest disagreements and their texts, read while the tables and charts below are computed: their
+        # rationales lie scattered through the judgments, and reading them was most of a first report at a million
+        # judgments (0.45 of 1.0 s), the bootstrap and the figures most of the rest.
+        largest = pool.submit(_largest_disagreements, store, judges, filters, top)
+        return _report(store, judges, filters, largest, table, intervals, heatmap)
+
+
+def _largest_disagreements(store: Store, judges: list[str], filters: dict,
+                           top: int) -> tuple[pd.DataFrame, list[ItemKey], list[dict]]:
+    """The report's ``top`` largest disagreements, their keys and ``item_view.items_of`` of them."""
+    worst = agreement.disagreements(store, judges, limit=top, **filters)
+    keys = [ItemKey(r.bench, r.question_id, int(r.turn), r.model) for r in worst.itertuples()]
+    return worst, keys, item_view.items_of(store, keys, prompts=False)  # 3 queries, not 3 per item; no prompt shown
+
+
+def _report(store: Store, judges: list[str], filters: dict, largest, table, intervals, heatmap) -> str:
+    """``build_report``'s page, ``largest`` the future of ``_largest_disagreements``."""
+    bench, model = filters["bench"], filters["model"]
     matrix = agreement.item_matrix(store, judges, **filters)
     if table is None:
         table = agreement.pairwise_agreement(matrix, judges)
     if intervals is None:
         intervals = agreement_ci.pairwise_agreement_ci(matrix, judges)
     alpha = reliability.reliability_table(matrix, judges, by=())
-    worst = agreement.disagreements(store, judges, limit=top, **filters)
 
     figures = [("Agreement (quadratic weighted kappa)",
                 heatmap if heatmap is not None else charts.agreement_heatmap(table, "qwk")),
@@ -92,8 +111,7 @@ def build_report(store: Store, judges: list[str], *, bench: str | None = None, m
     chart_html = [charts.report_figures_html(figures)]  # plotly.js once, compressed
 
     items = []
-    keys = [ItemKey(r.bench, r.question_id, int(r.turn), r.model) for r in worst.itertuples()]
-    found_items = item_view.items_of(store, keys, prompts=False)  # 3 queries, not 3 per item; no prompt is shown
+    worst, keys, found_items = largest.result()
     for r, key, found in zip(worst.itertuples(), keys, found_items):
         verdicts = found["verdicts"]
         verdicts = verdicts[verdicts["judge"].isin(judges)]
