@@ -71,7 +71,7 @@ def test_items_of_finds_what_the_one_item_lookups_find_in_three_queries(sample_s
 
 
 def test_items_of_on_a_lake_reads_the_texts_the_file_store_reads(sample_store, sample_lake):
-    """``items_of`` filters the texts by row id each store's cheapest way (a DuckDB file: ``rowid = ANY``, a lake:
+    """``items_of`` filters the texts by row id each store's cheapest way (a DuckDB file: their range and list, a lake:
     ``list_contains``): the same rationales, answers and questions, key by key."""
     with sample_store.read() as cur:
         keys = [ItemKey(*r) for r in cur.execute(
