@@ -270,32 +270,34 @@ def reach_lines(rows: list[dict], size: str, steps: dict[str, str], stores: list
         extra = floors[FLOOR_SELECT[kind]] - click if kind else 0.0
         return floors[FLOOR_WIDGETS_RERUN.format(r["page"])] + extra
 
-    def name(r: dict) -> str:
-        return f"{r['page']} {r['what'].split('. ', 1)[-1]}"
-
     lines = {}  # (page, what) -> least, in the table's order
     for r in steps_here:
-        if (r["page"], r["what"]) not in lines and least(r) is not None:
-            lines[(r["page"], r["what"])] = least(r)
+        if (r["page"], r["what"]) not in lines and (cost := least(r)) is not None:
+            lines[(r["page"], r["what"])] = cost
     out_of_reach = {k: v for k, v in lines.items() if v > click + goal}
     out = [f"Out of reach: {len(out_of_reach)} of {len(lines)} steps have a goal (hello click + {goal:.1f} = "
            f"{click + goal:.3f} s) below Streamlit's own cost of the same step on a page with the same widgets (its "
            "rerun; a pick in a select box adds the hello app's pick over its click), before any work of the page's"
-           + (": " + ", ".join(f"{p} {w.split('. ', 1)[-1]} {v:.3f}" for (p, w), v in out_of_reach.items()) + " s"
+           + (": " + ", ".join(f"{step_name(p, w)} {v:.3f}" for (p, w), v in out_of_reach.items()) + " s"
               if out_of_reach else "") + ".", ""]
     for s in stores:
         missed = [r for r in steps_here if r["store"] == s and not r["meets_goal"] and (r["page"], r["what"]) in lines]
         beyond = [r for r in missed if (r["page"], r["what"]) not in out_of_reach]
+        shares = [f"{step_name(r['page'], r['what'])} {r['median'] - lines[(r['page'], r['what'])]:+.2f}"
+                  for r in beyond]
         out.append(f"- {s}: {len(missed) - len(beyond)} of its {len(missed)} missed steps out of reach"
-                   + (f"; the others over that least by: "
-                      + ", ".join(f"{name(r)} {r['median'] - lines[(r['page'], r['what'])]:+.2f}" for r in beyond)
-                      if beyond else ""))
+                   + (f"; the others over that least by: {', '.join(shares)}" if shares else ""))
     return out + [""]
+
+
+def step_name(page: str, what: str) -> str:
+    """"Item view Next biggest disagreement": a step's page and name without its number, for the lines."""
+    return f"{page} {what.split('. ', 1)[-1]}"
 
 
 def within_line(store: str, against: list[tuple[dict, float]], goal: float) -> str:
     """"- store: n/m within the goal; over it: ..." for rows each paired with the floor they are set against here."""
-    over = [(f"{r['page']} {r['what'].split('. ', 1)[-1]}", r["median"] - floor) for r, floor in against]
+    over = [(step_name(r["page"], r["what"]), r["median"] - floor) for r, floor in against]
     missed = [f"{name} {v:+.2f}" for name, v in over if v > goal]
     return (f"- {store}: {sum(v <= goal for _, v in over)}/{len(over)} within the goal"
             + (f"; over it: {', '.join(missed)}" if missed else ""))

@@ -78,7 +78,7 @@ def _largest_disagreements(store: Store, judges: list[str], filters: dict,
 
 
 def _report(store: Store, judges: list[str], filters: dict, largest, table, intervals, heatmap) -> str:
-    """``build_report``'s page, ``largest`` the future of ``_largest_disagreements``."""
+    """``build_report``'s HTML; ``largest``: the future of ``_largest_disagreements``."""
     bench, model = filters["bench"], filters["model"]
     matrix = agreement.item_matrix(store, judges, **filters)
     if table is None:
