@@ -230,14 +230,21 @@ def select_lines(rows: list[dict], size: str, steps: dict[str, str], stores: lis
     return out + [""]
 
 
+def rerun_steps(rows: list[dict], size: str, stores: list[str]) -> tuple[dict[str, float], list[dict]]:
+    """(the hello app's floors of ``size`` by name, the rows of ``stores`` judged against the hello click whose page's
+    rerun floor was measured): what ``rerun_lines`` and ``reach_lines`` set side by side."""
+    floors = {r["what"]: r["median"] for r in rows if r["size"] == size and r["store"] == HELLO_STORE}
+    steps = [r for r in rows if r["size"] == size and r["store"] in stores and r["floor_row"] == FLOOR_CLICK
+             and r["median"] is not None and floors.get(FLOOR_WIDGETS_RERUN.format(r["page"])) is not None]
+    return floors, steps
+
+
 def rerun_lines(rows: list[dict], size: str, stores: list[str], goal: float) -> list[str]:
     """The steps (clicks, choices, tabs) against their page's own rerun floor (``FLOOR_WIDGETS_RERUN``: the same
     widgets rerun by a click), beside the hello click they are judged against: how much of a step is Streamlit's
     cost of the page's elements, not the page's work."""
-    floors = {r["what"]: r["median"] for r in rows if r["size"] == size and r["store"] == HELLO_STORE}
+    floors, steps = rerun_steps(rows, size, stores)
     click = floors.get(FLOOR_CLICK)
-    steps = [r for r in rows if r["size"] == size and r["store"] in stores and r["floor_row"] == FLOOR_CLICK
-             and r["median"] is not None and floors.get(FLOOR_WIDGETS_RERUN.format(r["page"])) is not None]
     if not steps:
         return []
     pages = dict.fromkeys(r["page"] for r in steps)
@@ -256,10 +263,8 @@ def reach_lines(rows: list[dict], size: str, steps: dict[str, str], stores: list
     any work of the page's: its rerun (``FLOOR_WIDGETS_RERUN``), plus for a pick in a select box what the hello app's
     own pick costs over its click (``FLOOR_SELECT``, first or again). No change to the page's work can bring such a
     step within its goal; each other miss is listed with how far it is over that least (the page's own share)."""
-    floors = {r["what"]: r["median"] for r in rows if r["size"] == size and r["store"] == HELLO_STORE}
+    floors, steps_here = rerun_steps(rows, size, stores)
     click = floors.get(FLOOR_CLICK)
-    steps_here = [r for r in rows if r["size"] == size and r["store"] in stores and r["floor_row"] == FLOOR_CLICK
-                  and r["median"] is not None and floors.get(FLOOR_WIDGETS_RERUN.format(r["page"])) is not None]
     if click is None or not steps_here:
         return []
 
